@@ -1,0 +1,34 @@
+# tpbench — the two commands of a fresh machine are `make run` and `make test`; the rest are
+# the steps they are made of.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+TPBENCH := $(BUILD)/tpbench
+
+.PHONY: all deps configure build run test micro clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job on CPU with the embedded defaults: the allreduce benchmark over 2..4 ranks.
+run: build
+	@mkdir -p results
+	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+
+# Micro-benchmarks of the sum kernel and the shm transport (Google Benchmark JSON beside).
+micro: build
+	@mkdir -p results
+	$(BUILD)/bench/tpbench_micro --benchmark_out=results/micro-cpu.json --benchmark_out_format=json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,84 @@
+#include "comm/gloo/gloo_transport.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "comm/store_c10d.h"
+#include "comm/torch_compat.h"
+#include "common/error.h"
+
+namespace tpb {
+
+struct GlooTransport::Impl {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+};
+
+namespace {
+
+at::Tensor byteView(const void* buf, std::size_t bytes) {
+  return at::from_blob(const_cast<void*>(buf), {static_cast<int64_t>(bytes)},
+                       at::TensorOptions().dtype(at::kByte));
+}
+
+class GlooRequest final : public Request {
+ public:
+  GlooRequest(c10::intrusive_ptr<compat::Work> work, at::Tensor keep, const char* what, int peer,
+              std::chrono::milliseconds timeout)
+      : work_(std::move(work)), keep_(std::move(keep)), what_(what), peer_(peer), timeout_(timeout) {}
+  void wait() override {
+    if (!work_) return;
+    bool ok = false;
+    try {
+      ok = work_->wait(timeout_);
+    } catch (const std::exception& e) {
+      TPB_THROW(Error, "gloo " << what_ << " rank " << peer_ << " failed: " << e.what());
+    }
+    if (!ok)
+      TPB_THROW(TimeoutError, "gloo " << what_ << " rank " << peer_ << " timed out after "
+                                      << timeout_.count() << " ms");
+    work_.reset();
+  }
+
+ private:
+  c10::intrusive_ptr<compat::Work> work_;
+  at::Tensor keep_;
+  const char* what_;
+  int peer_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+GlooTransport::GlooTransport(Store& store, const std::string& prefix, const std::string& host,
+                             int rank, int size, std::chrono::milliseconds timeout)
+    : Transport(rank, size, Device::Cpu, timeout), impl_(std::make_unique<Impl>()) {
+  if (size == 1) return;
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  try {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, nativeStore(store));
+    impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
+  } catch (const std::exception& e) {
+    TPB_THROW(Error, "gloo transport setup (rank " << rank << " of " << size << ", host " << host
+                                                   << ") failed: " << e.what());
+  }
+}
+
+GlooTransport::~GlooTransport() = default;
+
+std::unique_ptr<Request> GlooTransport::isend(int peer, const void* buf, std::size_t bytes) {
+  checkPeer(peer, "isend");
+  if (bytes == 0) return std::make_unique<DoneRequest>();
+  std::vector<at::Tensor> t{byteView(buf, bytes)};
+  auto work = impl_->pg->send(t, peer, /*tag=*/0);
+  return std::make_unique<GlooRequest>(std::move(work), t[0], "send to", peer, timeout());
+}
+
+std::unique_ptr<Request> GlooTransport::irecv(int peer, void* buf, std::size_t bytes) {
+  checkPeer(peer, "irecv");
+  if (bytes == 0) return std::make_unique<DoneRequest>();
+  std::vector<at::Tensor> t{byteView(buf, bytes)};
+  auto work = impl_->pg->recv(t, peer, /*tag=*/0);
+  return std::make_unique<GlooRequest>(std::move(work), t[0], "recv from", peer, timeout());
+}
+
+}  // namespace tpb

@@ -1,0 +1,402 @@
+#include "comm/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "comm/reduce.h"
+#include "comm/store.h"
+#include "common/error.h"
+
+namespace tpb {
+
+namespace {
+
+constexpr std::uint64_t kMagic = 0x7470623a73686d31ull;  // "tpb:shm1"
+constexpr std::uint64_t kMsgMagic = 0x7470626d73676864ull;
+constexpr std::size_t kLine = 64;
+
+struct alignas(kLine) Counter {
+  std::atomic<std::uint64_t> v{0};
+};
+struct alignas(kLine) Word {
+  std::atomic<std::uint32_t> v{0};
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shm needs lock-free 64-bit atomics");
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shm needs lock-free 32-bit atomics");
+
+struct alignas(kLine) ChannelHeader {
+  Counter head;  // bytes ever written by the sender
+  Counter tail;  // bytes ever consumed by the receiver
+};
+
+struct alignas(kLine) MsgHeader {
+  std::uint64_t magic;
+  std::uint64_t bytes;
+};
+static_assert(sizeof(MsgHeader) == kLine, "message header is one cache line");
+
+constexpr std::size_t roundUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+long futexWait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
+               std::chrono::nanoseconds ns) {
+  timespec ts{static_cast<time_t>(ns.count() / 1000000000), static_cast<long>(ns.count() % 1000000000)};
+  // Shared (not FUTEX_PRIVATE) because the word lives in memory mapped by several processes.
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT, expected, &ts,
+                 nullptr, 0);
+}
+
+void futexWake(std::atomic<std::uint32_t>* addr) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+}  // namespace
+
+// Layout: [Segment header][ChannelHeader + ring] x size (the slot of the owner itself unused).
+struct ShmTransport::Segment {
+  std::uint64_t magic;
+  std::uint32_t size;
+  std::uint32_t rank;
+  std::uint64_t channelBytes;
+  Word doorbell;  // futex word: bumped by anyone who changes one of this rank's channels
+  Word waiters;   // how many threads of the owner sleep on the doorbell
+};
+
+namespace {
+constexpr std::size_t kSegHeader = roundUp(sizeof(ShmTransport::Segment), 4096);
+}
+
+enum OpKind { kSend = 0, kRecv = 1, kRecvReduce = 2 };
+
+struct ShmTransport::Op {
+  int kind;
+  int peer;
+  char* buf;
+  std::size_t bytes;
+  std::size_t done = 0;
+  bool headerDone = false;
+  bool complete = false;
+};
+
+namespace {
+
+class ShmRequest final : public Request {
+ public:
+  ShmRequest(ShmTransport& t, std::shared_ptr<ShmTransport::Op> op) : t_(t), op_(std::move(op)) {}
+  void wait() override { t_.waitFor(op_); }
+
+ private:
+  ShmTransport& t_;
+  std::shared_ptr<ShmTransport::Op> op_;
+};
+
+ChannelHeader* channel(ShmTransport::Segment* seg, std::size_t channelBytes, int src) {
+  char* base = reinterpret_cast<char*>(seg) + kSegHeader;
+  return reinterpret_cast<ChannelHeader*>(base + src * (sizeof(ChannelHeader) + channelBytes));
+}
+char* ringData(ChannelHeader* ch) { return reinterpret_cast<char*>(ch + 1); }
+
+void* mapSegment(const std::string& name, std::size_t bytes, bool create) {
+  int fd = shm_open(name.c_str(), create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
+  if (fd < 0) {
+    int e = errno;
+    TPB_THROW(Error, "shm_open(" << name << "): " << std::strerror(e));
+  }
+  if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    int e = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    TPB_THROW(Error, "ftruncate(" << name << ", " << bytes << "): " << std::strerror(e)
+                                  << " (is /dev/shm large enough?)");
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
+    close(fd);
+    TPB_THROW(Error, "shm segment " << name << " has size " << st.st_size << ", expected " << bytes
+                                    << " (ranks disagree on the channel size?)");
+  }
+  // MAP_POPULATE: fault every page in now, at setup. Otherwise the first trip of each message
+  // through a ring pays a page fault per 4 KiB, which shows up as a slow first few hundred
+  // iterations of small messages.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) TPB_THROW(Error, "mmap(" << name << "): " << std::strerror(e));
+  return p;
+}
+
+}  // namespace
+
+std::string ShmTransport::segmentName(const std::string& runId, int rank) {
+  return "/tpbench-" + runId + "-r" + std::to_string(rank);
+}
+
+void ShmTransport::removeSegments(const std::string& runId, int size) {
+  for (int r = 0; r < size; ++r) shm_unlink(segmentName(runId, r).c_str());
+}
+
+ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int size,
+                           std::chrono::milliseconds timeout, ShmOptions options)
+    : Transport(rank, size, Device::Cpu, timeout),
+      opt_(options),
+      runId_(runId),
+      spin_(static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())),
+      segs_(size, nullptr),
+      sendQ_(size),
+      recvQ_(size),
+      sendHead_(size, 0),
+      recvTail_(size, 0) {
+  TPB_CHECK(opt_.channelBytes >= 4 * kLine && opt_.channelBytes % kLine == 0,
+            "shm channel size must be a multiple of " << kLine << " bytes, got " << opt_.channelBytes);
+  opt_.sliceBytes = std::max(kLine, roundUp(std::min(opt_.sliceBytes, opt_.channelBytes / 2), kLine));
+  if (size == 1) return;
+  segBytes_ = kSegHeader + static_cast<std::size_t>(size) * (sizeof(ChannelHeader) + opt_.channelBytes);
+  const std::string mine = segmentName(runId, rank);
+  const std::string key = "shm/" + runId + "/";
+  try {
+    void* p = mapSegment(mine, segBytes_, /*create=*/true);
+    auto* seg = new (p) Segment{};
+    seg->size = static_cast<std::uint32_t>(size);
+    seg->rank = static_cast<std::uint32_t>(rank);
+    seg->channelBytes = opt_.channelBytes;
+    for (int src = 0; src < size; ++src) new (channel(seg, opt_.channelBytes, src)) ChannelHeader{};
+    std::atomic_thread_fence(std::memory_order_release);
+    seg->magic = kMagic;
+    segs_[rank] = seg;
+    store.set(key + "ready/" + std::to_string(rank), "1");
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      store.get(key + "ready/" + std::to_string(r));
+      segs_[r] = static_cast<Segment*>(mapSegment(segmentName(runId, r), segBytes_, false));
+      TPB_CHECK(segs_[r]->magic == kMagic && segs_[r]->rank == static_cast<std::uint32_t>(r),
+                "shm segment of rank " << r << " is not initialised");
+    }
+    // Everyone has mapped everything: the names are no longer needed, so nothing can leak.
+    store.add(key + "mapped", 1);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (store.add(key + "mapped", 0) < size) {
+      if (std::chrono::steady_clock::now() > deadline)
+        TPB_THROW(TimeoutError, "shm setup: not every rank mapped its peers within "
+                                    << timeout.count() << " ms");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    shm_unlink(mine.c_str());
+  } catch (...) {
+    shm_unlink(mine.c_str());
+    for (auto* s : segs_)
+      if (s) munmap(s, segBytes_);
+    throw;
+  }
+}
+
+ShmTransport::~ShmTransport() {
+  for (auto* s : segs_)
+    if (s) munmap(s, segBytes_);
+}
+
+std::shared_ptr<ShmTransport::Op> ShmTransport::post(int peer, int kind, void* buf,
+                                                      std::size_t bytes) {
+  auto op = std::make_shared<Op>();
+  op->kind = kind;
+  op->peer = peer;
+  op->buf = static_cast<char*>(buf);
+  op->bytes = bytes;
+  if (bytes == 0) {
+    op->complete = true;
+    return op;
+  }
+  (kind == kSend ? sendQ_ : recvQ_)[peer].push_back(op);
+  ++pending_;
+  return op;
+}
+
+std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::size_t bytes) {
+  checkPeer(peer, "isend");
+  return std::make_unique<ShmRequest>(*this, post(peer, kSend, const_cast<void*>(buf), bytes));
+}
+
+std::unique_ptr<Request> ShmTransport::irecv(int peer, void* buf, std::size_t bytes) {
+  checkPeer(peer, "irecv");
+  return std::make_unique<ShmRequest>(*this, post(peer, kRecv, buf, bytes));
+}
+
+std::unique_ptr<Request> ShmTransport::irecvReduce(int peer, float* dst, std::size_t count) {
+  checkPeer(peer, "irecvReduce");
+  return std::make_unique<ShmRequest>(*this, post(peer, kRecvReduce, dst, count * sizeof(float)));
+}
+
+void ShmTransport::ring(int peer) {
+  Segment* s = segs_[peer];
+  s->doorbell.v.fetch_add(1, std::memory_order_seq_cst);
+  if (s->waiters.v.load(std::memory_order_seq_cst) > 0) futexWake(&s->doorbell.v);
+}
+
+bool ShmTransport::progressSend(Op& op) {
+  const std::size_t cap = opt_.channelBytes;
+  ChannelHeader* ch = channel(segs_[op.peer], cap, rank());
+  char* data = ringData(ch);
+  std::uint64_t head = sendHead_[op.peer];
+  const std::uint64_t tail = ch->tail.v.load(std::memory_order_acquire);
+  std::size_t space = cap - static_cast<std::size_t>(head - tail);
+  bool moved = false;
+  if (!op.headerDone) {
+    if (space < kLine) return false;
+    MsgHeader h{kMsgMagic, op.bytes};
+    std::memcpy(data + head % cap, &h, sizeof h);  // head is 64-aligned: never wraps
+    head += kLine;
+    space -= kLine;
+    op.headerDone = true;
+    moved = true;
+  }
+  const std::size_t remaining = op.bytes - op.done;
+  std::size_t n, advance;
+  if (remaining <= opt_.sliceBytes && roundUp(remaining, kLine) <= space) {
+    n = remaining;  // the last piece: padded so the next header stays cache-line aligned
+    advance = roundUp(n, kLine);
+  } else {
+    n = std::min({remaining, opt_.sliceBytes, space});
+    n -= n % kLine;  // partial pieces keep head 64-aligned, so every float stays whole
+    advance = n;
+  }
+  if (n > 0) {
+    const std::size_t pos = head % cap;
+    const std::size_t first = std::min(n, cap - pos);
+    std::memcpy(data + pos, op.buf + op.done, first);
+    if (n > first) std::memcpy(data, op.buf + op.done + first, n - first);
+    op.done += n;
+    head += advance;
+    moved = true;
+  }
+  if (moved) {
+    sendHead_[op.peer] = head;
+    ch->head.v.store(head, std::memory_order_release);
+    ring(op.peer);
+  }
+  if (op.done == op.bytes) op.complete = true;
+  return moved;
+}
+
+bool ShmTransport::progressRecv(Op& op) {
+  const std::size_t cap = opt_.channelBytes;
+  ChannelHeader* ch = channel(segs_[rank()], cap, op.peer);
+  const char* data = ringData(ch);
+  std::uint64_t tail = recvTail_[op.peer];
+  const std::uint64_t head = ch->head.v.load(std::memory_order_acquire);
+  std::size_t avail = static_cast<std::size_t>(head - tail);
+  bool moved = false;
+  if (!op.headerDone) {
+    if (avail < kLine) return false;
+    MsgHeader h;
+    std::memcpy(&h, data + tail % cap, sizeof h);
+    if (h.magic != kMsgMagic)
+      TPB_THROW(Error, "shm: corrupt message header from rank " << op.peer);
+    if (h.bytes != op.bytes)
+      TPB_THROW(Error, "shm: rank " << op.peer << " sent " << h.bytes << " bytes but rank "
+                                    << rank() << " posted a receive of " << op.bytes);
+    tail += kLine;
+    avail -= kLine;
+    op.headerDone = true;
+    moved = true;
+  }
+  const std::size_t remaining = op.bytes - op.done;
+  std::size_t n = std::min({remaining, opt_.sliceBytes, avail});
+  // avail is always a multiple of 64 (the sender pads), so n is too unless it is the tail end.
+  const std::size_t advance = (n == remaining) ? roundUp(n, kLine) : n;
+  if (n > 0) {
+    const std::size_t pos = tail % cap;
+    const std::size_t first = std::min(n, cap - pos);
+    if (op.kind == kRecvReduce) {
+      // Offsets are multiples of 64 (and the wrap point is too), so pieces hold whole floats.
+      float* dst = reinterpret_cast<float*>(op.buf + op.done);
+      reduceSum(dst, reinterpret_cast<const float*>(data + pos), first / sizeof(float));
+      if (n > first)
+        reduceSum(dst + first / sizeof(float), reinterpret_cast<const float*>(data),
+                  (n - first) / sizeof(float));
+    } else {
+      std::memcpy(op.buf + op.done, data + pos, first);
+      if (n > first) std::memcpy(op.buf + op.done + first, data, n - first);
+    }
+    op.done += n;
+    tail += advance;
+    moved = true;
+  }
+  if (moved) {
+    recvTail_[op.peer] = tail;
+    ch->tail.v.store(tail, std::memory_order_release);
+    ring(op.peer);
+  }
+  if (op.done == op.bytes) op.complete = true;
+  return moved;
+}
+
+bool ShmTransport::progress() {
+  bool moved = false;
+  for (int p = 0; p < size(); ++p) {
+    // Alternate sends and receives slice by slice, so a sendRecv streams both ways at once.
+    auto& sq = sendQ_[p];
+    while (!sq.empty()) {
+      moved |= progressSend(*sq.front());
+      if (!sq.front()->complete) break;
+      sq.pop_front();
+      --pending_;
+    }
+    auto& rq = recvQ_[p];
+    while (!rq.empty()) {
+      moved |= progressRecv(*rq.front());
+      if (!rq.front()->complete) break;
+      rq.pop_front();
+      --pending_;
+    }
+  }
+  return moved;
+}
+
+void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
+  using clock = std::chrono::steady_clock;
+  // Spin before sleeping when every rank has a core: a futex wake-up costs tens to hundreds of
+  // microseconds on a VM, and a rank that sleeps in a barrier starts the next timed iteration
+  // that much late. When ranks outnumber cores, spinning would only steal the peers' cycles.
+  const auto spinFor = spin_ ? std::chrono::microseconds(2000) : std::chrono::microseconds(0);
+  auto lastMove = clock::now();
+  Segment* me = segs_[rank()];
+  unsigned polls = 0;
+  while (!op->complete) {
+    if (progress()) {
+      lastMove = clock::now();
+      continue;
+    }
+    if (spinFor.count() > 0 && (++polls % 64 != 0 || clock::now() - lastMove < spinFor)) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    me->waiters.v.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = me->doorbell.v.load(std::memory_order_seq_cst);
+    const bool moved = progress();
+    if (!moved && !op->complete) futexWait(&me->doorbell.v, seen, std::chrono::milliseconds(20));
+    me->waiters.v.fetch_sub(1, std::memory_order_seq_cst);
+    if (moved) {
+      lastMove = clock::now();
+    } else if (clock::now() - lastMove > timeout()) {
+      TPB_THROW(TimeoutError, "shm " << (op->kind == kSend ? "send to" : "recv from") << " rank "
+                                     << op->peer << " made no progress for " << timeout().count()
+                                     << " ms (" << op->done << " of " << op->bytes
+                                     << " bytes done); is that rank alive?");
+    }
+  }
+}
+
+}  // namespace tpb

@@ -1,0 +1,79 @@
+// comm/shm/shm_transport.h — point-to-point over POSIX shared memory between the rank processes
+// of one node.
+//
+// Each rank owns one segment holding its inbound channels, one per peer. A channel is a
+// single-producer/single-consumer byte ring: the sender copies into it and advances `head`, the
+// receiver copies (or reduces) out of it and advances `tail`. Every message starts with a
+// 64-byte header carrying its length, so a size mismatch between send and recv is an error,
+// not silent corruption. Payload is padded to 64 bytes so every message starts cache-line
+// aligned. Large messages stream through the ring in slices, so a receiver starts consuming
+// (and reducing) while the sender is still copying in.
+//
+// Waiting: a rank first spins briefly (only when ranks <= cores), then sleeps on a futex
+// "doorbell" in its own segment; a peer that adds data or frees space rings it. One doorbell
+// per rank lets one thread wait on all its channels at once, which is what makes concurrent
+// send+recv (the ring's sendRecv) progress without threads.
+//
+// Cleanup: segments are unlinked as soon as every rank has mapped them, so no name is left in
+// /dev/shm once setup is done, however a process dies afterwards; the launcher also removes
+// the names of a run after it ends, which covers a crash during setup.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport.h"
+
+namespace tpb {
+
+class Store;
+
+struct ShmOptions {
+  std::size_t channelBytes = 2u << 20;  // ring capacity per (sender, receiver) pair
+  std::size_t sliceBytes = 256u << 10;  // most bytes moved per step before serving other ops
+};
+
+class ShmTransport final : public Transport {
+ public:
+  // Collective: every rank of the world constructs it with the same store and runId.
+  ShmTransport(Store& store, const std::string& runId, int rank, int size,
+               std::chrono::milliseconds timeout, ShmOptions options = {});
+  ~ShmTransport() override;
+
+  std::string name() const override { return "shm"; }
+  std::unique_ptr<Request> isend(int peer, const void* buf, std::size_t bytes) override;
+  std::unique_ptr<Request> irecv(int peer, void* buf, std::size_t bytes) override;
+  std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
+
+  // Name of rank `rank`'s segment for a run (as shm_open takes it, with the leading '/').
+  static std::string segmentName(const std::string& runId, int rank);
+  // Unlinks every segment name a run could have left (missing names are fine).
+  static void removeSegments(const std::string& runId, int size);
+
+  struct Op;
+  struct Segment;
+  // Drives ops until `op` completes; throws TimeoutError if nothing moves for timeout().
+  void waitFor(const std::shared_ptr<Op>& op);
+
+ private:
+  std::shared_ptr<Op> post(int peer, int kind, void* buf, std::size_t bytes);
+  bool progress();
+  bool progressSend(Op& op);
+  bool progressRecv(Op& op);
+  void ring(int peer);
+
+  ShmOptions opt_;
+  std::string runId_;
+  bool spin_;
+  std::vector<Segment*> segs_;  // segs_[r]: rank r's segment, mapped here
+  std::size_t segBytes_ = 0;
+  std::vector<std::deque<std::shared_ptr<Op>>> sendQ_, recvQ_;
+  std::vector<std::uint64_t> sendHead_, recvTail_;  // local copies of our side's counters
+  std::size_t pending_ = 0;
+};
+
+}  // namespace tpb

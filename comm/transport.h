@@ -1,0 +1,86 @@
+// comm/transport.h — the point-to-point interface that every from-scratch algorithm is written
+// against. Algorithms see ranks and buffers, never sockets or segments (gloo's "context and
+// pairs" idea): the same ring runs over shared memory, Gloo's TCP pairs or NCCL.
+//
+// Semantics shared by every implementation:
+//  * Messages between an ordered pair (src -> dst) are matched in the order they were posted,
+//    and the receiver must post the same byte count as the sender (checked where possible).
+//  * A zero-byte message is a no-op on both sides.
+//  * Buffers live on device(): host memory for Device::Cpu, device memory for Device::Cuda. They
+//    must stay valid until the request completes.
+//  * Every wait has a timeout: a request that makes no progress for timeout() throws
+//    tpb::TimeoutError naming the peer, so a dead or stuck peer never hangs a rank.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tpb {
+
+enum class Device { Cpu, Cuda };
+const char* deviceName(Device d);
+
+// One posted operation. wait() blocks until it completes (or throws).
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual void wait() = 0;
+};
+
+class Transport {
+ public:
+  Transport(int rank, int size, Device device, std::chrono::milliseconds timeout);
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  virtual std::string name() const = 0;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Device device() const { return device_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Non-blocking posts. Requests to different peers progress concurrently.
+  virtual std::unique_ptr<Request> isend(int peer, const void* buf, std::size_t bytes) = 0;
+  virtual std::unique_ptr<Request> irecv(int peer, void* buf, std::size_t bytes) = 0;
+  // Receives `count` floats from `peer` and adds them into `dst` (dst[i] += incoming[i]).
+  // The default receives into scratch memory and reduces on completion; transports that can
+  // reduce straight out of their own buffers (shm) override it to save a copy — the same idea
+  // as NCCL's recvReduce primitive.
+  virtual std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count);
+
+  // Blocking conveniences built on the posts above.
+  void send(int peer, const void* buf, std::size_t bytes);
+  void recv(int peer, void* buf, std::size_t bytes);
+  void sendRecv(int sendPeer, const void* sendBuf, std::size_t sendBytes, int recvPeer,
+                void* recvBuf, std::size_t recvBytes);
+  // Every rank waits until all ranks have entered. The default is a dissemination barrier
+  // (ceil(log2 N) rounds of one-byte send/recv), so it needs nothing but P2P.
+  virtual void barrier();
+
+ protected:
+  void checkPeer(int peer, const char* op) const;
+  // Scratch host buffers for the default irecvReduce, recycled between requests so the hot
+  // loop does not allocate once it is warm.
+  std::vector<float> takeScratch(std::size_t count);
+  void giveScratch(std::vector<float> v);
+
+ private:
+  int rank_;
+  int size_;
+  Device device_;
+  std::chrono::milliseconds timeout_;
+  std::vector<std::vector<float>> scratch_;
+  std::uint64_t barrierRound_ = 0;
+};
+
+// A request that is complete when posted (zero-byte messages, size-1 worlds).
+class DoneRequest final : public Request {
+ public:
+  void wait() override {}
+};
+
+}  // namespace tpb

@@ -1,0 +1,41 @@
+// comm/transports.h — the table of Transport implementations this build has, by name.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport.h"
+
+namespace tpb {
+
+class Store;
+
+struct TransportArgs {
+  Store& store;
+  std::string runId;  // unique per launch
+  std::string host;   // address this rank binds to
+  int rank;
+  int size;
+  int localSize;      // ranks on this node
+  Device device;
+  std::chrono::milliseconds timeout;
+};
+
+struct TransportInfo {
+  std::string name;
+  std::string description;
+  // Empty when usable for this device and layout, else why not (shown to the user).
+  std::function<std::string(const TransportArgs&)> unsupported;
+  std::function<std::unique_ptr<Transport>(const TransportArgs&)> make;
+};
+
+const std::vector<TransportInfo>& transports();
+// Throws UsageError naming the valid choices.
+const TransportInfo& findTransport(const std::string& name);
+// The default for a device: shm on one CPU node, gloo across nodes.
+std::string defaultTransport(Device device, int size, int localSize);
+
+}  // namespace tpb

@@ -1,0 +1,306 @@
+#include "harness/allreduce_bench.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "comm/shm/shm_transport.h"
+#include "comm/transports.h"
+#include "common/error.h"
+#include "harness/fault.h"
+#include "harness/launch.h"
+#include "harness/range.h"
+#include "harness/registry.h"
+#include "harness/results.h"
+#include "harness/stats.h"
+#include "harness/worker.h"
+
+namespace tpb {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+double busBandwidthFactor(int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n; }
+
+namespace {
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+using FloatBuffer = std::unique_ptr<float[], AlignedFree>;
+
+FloatBuffer allocFloats(std::size_t count) {
+  const std::size_t bytes = std::max<std::size_t>(64, (count * sizeof(float) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, bytes);
+  TPB_CHECK(p, "out of memory allocating " << bytes << " bytes");
+  std::memset(p, 0, bytes);  // touch every page before timing
+  return FloatBuffer(static_cast<float*>(p));
+}
+
+// Check pattern: small integers, different per rank and per element, so every sum is exact in
+// float32 (at most 8 ranks * 1023 < 2^24) and a misplaced segment cannot go unnoticed.
+float checkValue(int rank, std::size_t i) {
+  return static_cast<float>((i * 2654435761u + static_cast<std::size_t>(rank) * 977u) % 1024u);
+}
+
+}  // namespace
+
+double memcpyGBps(std::size_t bytes) {
+  FloatBuffer a = allocFloats(bytes / sizeof(float) + 1), b = allocFloats(bytes / sizeof(float) + 1);
+  std::vector<double> secs;
+  for (int i = 0; i < 3; ++i) std::memcpy(b.get(), a.get(), bytes);  // warm-up
+  for (int i = 0; i < 15; ++i) {
+    const auto t0 = clock_type::now();
+    std::memcpy(b.get(), a.get(), bytes);
+    secs.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  return static_cast<double>(bytes) / summarize(secs).median / 1e9;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker side
+// ---------------------------------------------------------------------------------------------
+
+void allreduceJob(Worker& w, const json& job) {
+  Transport& t = *w.transport;
+  const AllreduceAlgo& algo = findAllreduce("--algos", job.at("algo").get<std::string>());
+  const auto sizes = job.at("bytes").get<std::vector<std::size_t>>();
+  const int iters = job.at("iters").get<int>();
+  const int warmup = job.at("warmup").get<int>();
+  const bool check = job.at("check").get<bool>();
+  const std::string resultPath = job.at("result_path").get<std::string>();
+  const int n = t.size(), rank = t.rank();
+
+  std::size_t maxCount = 0;
+  for (auto b : sizes) maxCount = std::max(maxCount, b / sizeof(float));
+  FloatBuffer buf = allocFloats(maxCount);
+
+  json points = json::array();
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t count = sizes[k] / sizeof(float);
+    const std::size_t bytes = count * sizeof(float);
+    std::fill(buf.get(), buf.get() + count, 0.0f);
+    std::unique_ptr<Allreduce> ar = algo.make(*w.comm, buf.get(), count);  // setup: untimed
+
+    for (int i = 0; i < warmup; ++i) {
+      t.barrier();
+      ar->run();
+    }
+    std::vector<double> mine(iters);
+    for (int i = 0; i < iters; ++i) {
+      t.barrier();  // every iteration starts together; its time is the slowest rank's
+      const auto t0 = clock_type::now();
+      ar->run();
+      mine[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+      faultPoint(rank);
+    }
+    double wrong = -1;
+    if (check) {
+      for (std::size_t i = 0; i < count; ++i) buf[i] = checkValue(rank, i);
+      ar->run();
+      wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        float expect = 0;
+        for (int r = 0; r < n; ++r) expect += checkValue(r, i);
+        if (buf[i] != expect) ++wrong;
+      }
+    }
+    ar.reset();
+
+    // Gather every rank's iteration times and error count on rank 0 (over the transport).
+    mine.push_back(wrong);
+    if (rank != 0) {
+      t.send(0, mine.data(), mine.size() * sizeof(double));
+      continue;
+    }
+    std::vector<double> slowest(mine.begin(), mine.end() - 1);
+    double wrongTotal = wrong;
+    std::vector<double> theirs(mine.size());
+    for (int r = 1; r < n; ++r) {
+      t.recv(r, theirs.data(), theirs.size() * sizeof(double));
+      for (int i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
+      if (check) wrongTotal += theirs.back();
+    }
+    const Summary s = summarize(slowest);
+    const double algbw = s.median > 0 ? static_cast<double>(bytes) / (s.median * 1e-6) / 1e9 : 0.0;
+    json p = {{"bytes", bytes},
+              {"count", count},
+              {"time_us", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
+              {"algbw_gbps", algbw},
+              {"busbw_gbps", algbw * busBandwidthFactor(n)},
+              {"wrong", check ? json(static_cast<long long>(wrongTotal)) : json(nullptr)},
+              {"status", "ok"}};
+    points.push_back(p);
+    writeFileAtomic(resultPath, json{{"points", points}}.dump());
+    std::fprintf(stderr, "%s N=%d: %s done (%zu/%zu)\n", algo.name.c_str(), n,
+                 formatBytes(bytes).c_str(), k + 1, sizes.size());
+  }
+  t.barrier();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launcher side
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void printHeader(std::ostream& os, const std::string& algo, int n, const std::string& transport,
+                 const std::string& device) {
+  char line[256];
+  os << "\n# allreduce  algo=" << algo << "  N=" << n << "  transport=" << transport
+     << "  device=" << device << "  (float32 sum, in place)\n";
+  std::snprintf(line, sizeof line, "# %10s %11s %11s %11s %11s %11s %11s %7s\n", "bytes", "count",
+                "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong");
+  os << line;
+}
+
+void printRow(std::ostream& os, const json& p) {
+  char line[256];
+  const auto& tu = p.at("time_us");
+  const std::string wrong = p.at("wrong").is_null() ? "n/a" : std::to_string(p.at("wrong").get<long long>());
+  std::snprintf(line, sizeof line, "  %10s %11zu %11.1f %11.1f %11.1f %11.3f %11.3f %7s\n",
+                formatBytes(p.at("bytes").get<std::size_t>()).c_str(), p.at("count").get<std::size_t>(),
+                tu.at("median").get<double>(), tu.at("min").get<double>(), tu.at("max").get<double>(),
+                p.at("algbw_gbps").get<double>(), p.at("busbw_gbps").get<double>(), wrong.c_str());
+  os << line;
+}
+
+std::string makeTempDir() {
+  std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
+                     "/tpbench.XXXXXX";
+  TPB_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp(" << tmpl << ") failed: " << std::strerror(errno));
+  return tmpl;
+}
+
+}  // namespace
+
+int runAllreduceBench(const AllreduceBenchOptions& opt) {
+  // ---- validate everything before launching anything ----
+  if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
+  for (const auto& a : opt.algos) findAllreduce("--algos", a);
+  if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
+  if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
+  if (opt.device != "cpu")
+    TPB_THROW(UsageError, "--device " << opt.device << ": this build runs allreduce on cpu only");
+  const Device device = Device::Cpu;
+  for (auto n : opt.nGpus) {
+    const std::string tname = opt.transport.empty() ? defaultTransport(device, static_cast<int>(n), static_cast<int>(n)) : opt.transport;
+    findTransport(tname);
+  }
+  for (const auto& a : opt.algos)
+    if (std::string why = findAllreduce("--algos", a).unsupported(device); !why.empty())
+      TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << opt.device << ": " << why);
+  std::unique_ptr<ResultsFile> results;
+  if (!opt.out.empty()) {
+    checkWritable("--out", opt.out);
+    results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, collectMeta(opt.command)));
+  }
+
+  installInterruptHandlers();
+  const std::string tmp = makeTempDir();
+  const std::size_t total = opt.algos.size() * opt.nGpus.size();
+  std::size_t done = 0, failedPoints = 0;
+  const auto start = clock_type::now();
+  int rc = 0;
+
+  for (const auto& algo : opt.algos) {
+    for (const auto nLL : opt.nGpus) {
+      if (interruptRequested()) break;
+      const int n = static_cast<int>(nLL);
+      const std::string transport = opt.transport.empty() ? defaultTransport(device, n, n) : opt.transport;
+      const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
+      std::remove(resultPath.c_str());
+      json job = {{"kind", "allreduce"}, {"algo", algo},         {"transport", transport},
+                  {"device", opt.device}, {"bytes", opt.bytes},  {"iters", opt.iters},
+                  {"warmup", opt.warmup}, {"check", opt.check},  {"result_path", resultPath},
+                  {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()}};
+      writeFileAtomic(jobPath, job.dump());
+
+      const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+      std::fprintf(stderr, "[%zu/%zu] allreduce %s N=%d over %s", done + 1, total, algo.c_str(), n,
+                   transport.c_str());
+      if (done > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / done * (total - done));
+      std::fprintf(stderr, "\n");
+
+      LaunchSpec spec;
+      spec.nprocPerNode = n;
+      spec.workerArgs = {"worker", "--job", jobPath};
+      spec.timeout = opt.timeout;
+      spec.cleanup = [](const std::string& runId, int world) { ShmTransport::removeSegments(runId, world); };
+      const LaunchResult lr = launch(spec);
+
+      json got = json::object();
+      if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
+      const json points = got.value("points", json::array());
+
+      printHeader(std::cout, algo, n, transport, opt.device);
+      for (std::size_t k = 0; k < opt.bytes.size(); ++k) {
+        json rec = {{"algo", algo},        {"transport", transport}, {"device", opt.device},
+                    {"n_gpus", n},         {"iters", opt.iters},     {"warmup", opt.warmup}};
+        if (k < points.size()) {
+          rec.update(points[k]);
+          printRow(std::cout, rec);
+          if (!rec.at("wrong").is_null() && rec.at("wrong").get<long long>() != 0) {
+            rec["status"] = "failed";
+            rec["error"] = "verification found " + std::to_string(rec.at("wrong").get<long long>()) +
+                           " wrong elements";
+            rc = 1;
+          }
+        } else {
+          const std::size_t bytes = opt.bytes[k] / sizeof(float) * sizeof(float);
+          rec.update({{"bytes", bytes},
+                      {"count", bytes / sizeof(float)},
+                      {"status", "failed"},
+                      {"error", lr.ok ? std::string("worker wrote no result") : lr.error}});
+          std::cout << "  " << formatBytes(bytes) << "  FAILED: " << rec["error"].get<std::string>() << "\n";
+          rc = 1;
+        }
+        if (results) results->addAllreduce(rec);
+      }
+      std::cout.flush();
+      if (!lr.ok) {
+        ++failedPoints;
+        std::fprintf(stderr, "allreduce %s N=%d failed: %s\n", algo.c_str(), n, lr.error.c_str());
+      }
+      if (results) results->save();
+      ++done;
+      if (lr.interrupted) break;
+    }
+    if (interruptRequested()) break;
+  }
+
+  if (opt.memcpyReference && !interruptRequested()) {
+    json ref = json::array();
+    std::cout << "\n# reference: single-thread memcpy on this host\n";
+    for (std::size_t bytes : {std::size_t(1) << 20, std::size_t(16) << 20, std::size_t(64) << 20}) {
+      const double gbps = memcpyGBps(bytes);
+      ref.push_back({{"bytes", bytes}, {"gbps", gbps}});
+      char line[128];
+      std::snprintf(line, sizeof line, "  memcpy %6s: %8.2f GB/s\n", formatBytes(bytes).c_str(), gbps);
+      std::cout << line;
+    }
+    if (results) {
+      results->doc()["reference"]["memcpy"] = ref;
+      results->save();
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  if (results) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
+  if (interruptRequested()) {
+    std::fprintf(stderr, "interrupted: %zu of %zu points finished and saved\n", done, total);
+    return 130;
+  }
+  if (failedPoints) std::fprintf(stderr, "%zu of %zu points failed\n", failedPoints, total);
+  return rc;
+}
+
+}  // namespace tpb

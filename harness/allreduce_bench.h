@@ -1,0 +1,49 @@
+// harness/allreduce_bench.h — `tpbench allreduce`, the nccl-tests-style collective benchmark.
+//
+// Per (algorithm, N) the launcher starts N ranks once; inside, for every message size the
+// algorithm is set up (untimed), warmed up, timed over --iters iterations — each iteration
+// starts from a barrier and its time is the slowest rank's — and finally verified in an
+// untimed pass against exact expected sums (--check).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tpb {
+
+struct Worker;
+
+struct AllreduceBenchOptions {
+  std::vector<std::string> algos;
+  std::vector<long long> nGpus;
+  std::vector<std::size_t> bytes;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  std::string transport;  // empty: the default for the device
+  std::string device = "cpu";
+  std::string out;        // results file; empty: none
+  std::chrono::seconds timeout{300};
+  std::string command;    // recorded in meta
+  bool memcpyReference = true;
+};
+
+// Validates (throws UsageError), runs every point, prints tables. Returns 0 when every point
+// ran and verified, 1 otherwise; an interrupt returns 130 after saving what finished.
+int runAllreduceBench(const AllreduceBenchOptions& opt);
+
+// Worker side of one (algorithm, N) point: every size in job["bytes"].
+void allreduceJob(Worker& w, const nlohmann::json& job);
+
+// busbw = algbw * 2(N-1)/N: the bandwidth each rank's link needs for a ring allreduce,
+// comparable across N (nccl-tests' convention). 0 for N = 1.
+double busBandwidthFactor(int n);
+
+// Host memcpy bandwidth of `bytes` (bytes copied / second, median of repetitions): the
+// reference the shm transport is judged against.
+double memcpyGBps(std::size_t bytes);
+
+}  // namespace tpb

@@ -1,0 +1,75 @@
+#include <memory>
+
+#include "common/error.h"
+
+#include "harness/allreduce_bench.h"
+#include "harness/cli/commands.h"
+#include "harness/range.h"
+#include "harness/registry.h"
+
+namespace tpb::cli {
+
+namespace {
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+}  // namespace
+
+void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine) {
+  struct Args {
+    std::string algos = "ring,param_server,library";
+    std::string nGpus = "2..8";
+    std::string bytes = "4K..64M";
+    int iters = 20, warmup = 5;
+    bool noCheck = false;
+    std::string transport, device = "cpu", out;
+    int timeout = 300;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "allreduce",
+      "Benchmark allreduce algorithms like nccl-tests: time per size (median/min/max over iterations, "
+      "slowest rank), algbw, busbw = algbw*2(N-1)/N, and an exact verification pass.");
+  cmd->add_option("--algos", a->algos, "Comma list of algorithms, or 'all' (see `tpbench list`)")
+      ->capture_default_str();
+  cmd->add_option("--n_gpus", a->nGpus, "Ranks per run: 4, 1..8, 2..8:x2 or 1,2,4,8")->capture_default_str();
+  cmd->add_option("--bytes", a->bytes, "Message sizes: 4K..64M (x2 steps), 1M..64M:x4 or 1M,16M")
+      ->capture_default_str();
+  cmd->add_option("--iters", a->iters, "Timed iterations per size")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed iterations before timing")->capture_default_str();
+  cmd->add_flag("--no-check", a->noCheck, "Skip the untimed verification pass (default: check)");
+  cmd->add_option("--transport", a->transport, "P2P transport for from-scratch algorithms: shm (default on one node) or gloo");
+  cmd->add_option("--device", a->device, "cpu (GPU arrives with the NCCL build)")->capture_default_str();
+  cmd->add_option("--out", a->out, "Write results JSON here (rewritten after every point)");
+  cmd->add_option("--timeout", a->timeout, "Seconds one (algorithm, N) point may take before its ranks are stopped")
+      ->capture_default_str();
+  cmd->callback([&action, a, commandLine] {
+    action = [a, commandLine] {
+      AllreduceBenchOptions o;
+      o.algos = a->algos == "all" ? allreduceNames() : splitList(a->algos);
+      o.nGpus = parseIntRange("--n_gpus", a->nGpus, 1, 64);
+      o.bytes = parseByteRange("--bytes", a->bytes, 4, std::size_t(1) << 34);
+      o.iters = a->iters;
+      o.warmup = a->warmup;
+      o.check = !a->noCheck;
+      o.transport = a->transport;
+      o.device = a->device;
+      o.out = a->out;
+      if (a->timeout < 1) TPB_THROW(UsageError, "--timeout: must be at least 1 second, got " << a->timeout);
+      o.timeout = std::chrono::seconds(a->timeout);
+      o.command = commandLine;
+      return runAllreduceBench(o);
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,18 @@
+// harness/cli/commands.h — one function per subcommand file; each adds its subcommand to the
+// app and binds it to a harness entry point. The CLI layer parses and converts, nothing else.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace tpb::cli {
+
+// A subcommand's action, run after parsing; returns the exit code.
+using Action = std::function<int()>;
+
+void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine);
+void addList(CLI::App& app, Action& action);
+void addWorker(CLI::App& app, Action& action);
+
+}  // namespace tpb::cli

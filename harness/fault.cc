@@ -1,0 +1,41 @@
+#include "harness/fault.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace tpb {
+
+void faultPoint(int rank) {
+  static const char* spec = std::getenv("TPB_FAULT");
+  static long hits = 0;
+  if (!spec || !*spec) return;
+  const std::string s(spec);
+  const auto c1 = s.find(':');
+  if (c1 == std::string::npos || std::atoi(s.substr(0, c1).c_str()) != rank) return;
+  const auto c2 = s.find(':', c1 + 1);
+  const std::string action = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  const long at = c2 == std::string::npos ? 1 : std::atol(s.c_str() + c2 + 1);
+  if (++hits != at) return;
+  std::fprintf(stderr, "TPB_FAULT: rank %d injecting '%s'\n", rank, action.c_str());
+  std::fflush(stderr);
+  if (action == "hang") {
+    for (;;) pause();
+  }
+  if (action == "exit") std::_Exit(3);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* name = sigabbrev_np(sig);
+    if (name && action == name) {
+      std::signal(sig, SIG_DFL);
+      raise(sig);
+    }
+  }
+  std::fprintf(stderr, "TPB_FAULT: unknown action '%s'\n", action.c_str());
+  std::_Exit(4);
+}
+
+}  // namespace tpb

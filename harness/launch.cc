@@ -1,0 +1,284 @@
+#include "harness/launch.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <random>
+
+#include "comm/store.h"
+#include "common/error.h"
+
+extern char** environ;
+
+namespace tpb {
+
+namespace {
+
+std::atomic<bool> gInterrupted{false};
+
+void onSignal(int) { gInterrupted.store(true); }
+
+std::string selfExe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  TPB_CHECK_ERRNO(n, "readlink(/proc/self/exe)");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// Splits a rank's byte stream into lines and forwards each with a prefix.
+struct LineForwarder {
+  std::string prefix;
+  std::ostream* out;
+  std::string partial;
+  std::string lastNonEmpty;
+  void feed(const char* data, std::size_t n) {
+    partial.append(data, n);
+    std::size_t start = 0, nl;
+    while ((nl = partial.find('\n', start)) != std::string::npos) {
+      emit(partial.substr(start, nl - start));
+      start = nl + 1;
+    }
+    partial.erase(0, start);
+  }
+  void flush() {
+    if (!partial.empty()) emit(partial);
+    partial.clear();
+  }
+  void emit(const std::string& line) {
+    *out << prefix << line << '\n';
+    out->flush();
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lastNonEmpty = line;
+  }
+};
+
+struct Child {
+  RankExit exit;
+  int outFd = -1, errFd = -1;
+  bool running = false;
+  LineForwarder out, err;
+};
+
+void drain(int& fd, LineForwarder& fwd) {
+  if (fd < 0) return;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      fwd.feed(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    fwd.flush();  // EOF or a real error: the stream is done
+    close(fd);
+    fd = -1;
+    return;
+  }
+}
+
+std::string describe(const RankExit& e) {
+  std::string s = "rank " + std::to_string(e.rank);
+  if (e.signal) {
+    s += std::string(" was killed by signal ") + std::to_string(e.signal) + " (SIG" +
+         (sigabbrev_np(e.signal) ? sigabbrev_np(e.signal) : "?") + ")";
+  } else {
+    s += " exited with code " + std::to_string(e.exitCode);
+  }
+  if (!e.lastError.empty()) s += ": " + e.lastError;
+  return s;
+}
+
+}  // namespace
+
+void installInterruptHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interruptRequested() { return gInterrupted.load(); }
+
+std::string makeRunId() {
+  std::random_device rd;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%d-%08x", static_cast<int>(getpid()), rd());
+  return buf;
+}
+
+LaunchResult launch(const LaunchSpec& spec) {
+  using clock = std::chrono::steady_clock;
+  TPB_CHECK(spec.nprocPerNode >= 1 && spec.nnodes >= 1 && spec.nodeRank >= 0 &&
+                spec.nodeRank < spec.nnodes,
+            "bad launch layout");
+  LaunchResult result;
+  result.runId = spec.runId.empty() ? makeRunId() : spec.runId;
+  const int world = spec.nprocPerNode * spec.nnodes;
+  const auto t0 = clock::now();
+
+  // Node 0 hosts the store for the whole launch; workers (and other nodes) connect to it.
+  std::unique_ptr<Store> store;
+  std::uint16_t port = spec.masterPort;
+  if (spec.nodeRank == 0) {
+    store = Store::serve(spec.masterAddr, spec.masterPort, spec.timeout);
+    port = store->port();
+  }
+  TPB_CHECK(port != 0, "a launch on node " << spec.nodeRank << " needs --master_port");
+
+  const std::string exe = selfExe();
+  std::vector<std::string> argStrings{exe};
+  argStrings.insert(argStrings.end(), spec.workerArgs.begin(), spec.workerArgs.end());
+
+  std::vector<Child> children(spec.nprocPerNode);
+  const pid_t parent = getpid();
+  for (int local = 0; local < spec.nprocPerNode; ++local) {
+    Child& c = children[local];
+    c.exit.rank = spec.nodeRank * spec.nprocPerNode + local;
+    int outPipe[2], errPipe[2];
+    TPB_CHECK_ERRNO(pipe2(outPipe, O_CLOEXEC), "pipe");
+    TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
+
+    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv(*e);
+      const std::string key = kv.substr(0, kv.find('='));
+      if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK")
+        continue;
+      env.push_back(kv);
+    }
+    env.push_back("RANK=" + std::to_string(c.exit.rank));
+    env.push_back("WORLD_SIZE=" + std::to_string(world));
+    env.push_back("LOCAL_RANK=" + std::to_string(local));
+    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
+    env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    env.push_back("MASTER_ADDR=" + spec.masterAddr);
+    env.push_back("MASTER_PORT=" + std::to_string(port));
+    env.push_back("TPB_RUN_ID=" + result.runId);
+    for (const auto& [k, v] : spec.extraEnv) env.push_back(k + "=" + v);
+    std::vector<char*> argv, envp;
+    for (auto& s : argStrings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+
+    std::cout.flush();
+    std::cerr.flush();
+    const pid_t pid = fork();
+    TPB_CHECK_ERRNO(pid, "fork");
+    if (pid == 0) {
+      // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
+      // between fork and prctl.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      dup2(outPipe[1], STDOUT_FILENO);
+      dup2(errPipe[1], STDERR_FILENO);
+      execve(exe.c_str(), argv.data(), envp.data());
+      const char msg[] = "tpbench launcher: execve failed\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(127);
+    }
+    close(outPipe[1]);
+    close(errPipe[1]);
+    fcntl(outPipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(errPipe[0], F_SETFL, O_NONBLOCK);
+    c.exit.pid = pid;
+    c.outFd = outPipe[0];
+    c.errFd = errPipe[0];
+    c.running = true;
+    const std::string prefix = "[rank " + std::to_string(c.exit.rank) + "] ";
+    c.out = LineForwarder{prefix, &std::cout, {}, {}};
+    c.err = LineForwarder{prefix, &std::cerr, {}, {}};
+  }
+
+  int running = spec.nprocPerNode;
+  bool stopping = false;
+  clock::time_point killAt{};
+  auto stopAll = [&](const std::string& why) {
+    if (stopping) return;
+    stopping = true;
+    if (result.error.empty()) result.error = why;
+    for (auto& c : children)
+      if (c.running) {
+        kill(c.exit.pid, SIGTERM);
+        c.exit.killedByLauncher = true;
+      }
+    killAt = clock::now() + spec.grace;
+  };
+
+  while (running > 0 || std::any_of(children.begin(), children.end(),
+                                     [](const Child& c) { return c.outFd >= 0 || c.errFd >= 0; })) {
+    std::vector<pollfd> fds;
+    for (auto& c : children) {
+      if (c.outFd >= 0) fds.push_back({c.outFd, POLLIN, 0});
+      if (c.errFd >= 0) fds.push_back({c.errFd, POLLIN, 0});
+    }
+    if (!fds.empty()) poll(fds.data(), fds.size(), 20);
+    for (auto& c : children) {
+      drain(c.outFd, c.out);
+      drain(c.errFd, c.err);
+    }
+    for (auto& c : children) {
+      if (!c.running) continue;
+      int status = 0;
+      const pid_t r = waitpid(c.exit.pid, &status, WNOHANG);
+      if (r != c.exit.pid) continue;
+      c.running = false;
+      --running;
+      if (WIFSIGNALED(status)) c.exit.signal = WTERMSIG(status);
+      if (WIFEXITED(status)) c.exit.exitCode = WEXITSTATUS(status);
+      drain(c.errFd, c.err);
+      c.exit.lastError = c.err.lastNonEmpty;
+      const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
+      if (failed && !stopping) stopAll(describe(c.exit));
+    }
+    if (running == 0) {
+      // Children are gone; pipes may still hold output of grandchildren: don't wait for them.
+      for (auto& c : children) {
+        drain(c.outFd, c.out);
+        drain(c.errFd, c.err);
+        if (c.outFd >= 0) { c.out.flush(); close(c.outFd); c.outFd = -1; }
+        if (c.errFd >= 0) { c.err.flush(); close(c.errFd); c.errFd = -1; }
+      }
+      break;
+    }
+    const auto now = clock::now();
+    if (!stopping && gInterrupted.load()) {
+      result.interrupted = true;
+      stopAll("interrupted");
+    }
+    if (!stopping && now - t0 > spec.timeout) {
+      result.timedOut = true;
+      stopAll("timed out after " +
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec.timeout).count()) +
+              " s (--timeout); ranks still running were stopped");
+    }
+    if (stopping && now > killAt) {
+      for (auto& c : children)
+        if (c.running) kill(c.exit.pid, SIGKILL);
+      killAt = now + std::chrono::hours(1);
+    }
+  }
+
+  for (auto& c : children) result.ranks.push_back(c.exit);
+  result.ok = !stopping;
+  result.wallSeconds = std::chrono::duration<double>(clock::now() - t0).count();
+  if (spec.cleanup) spec.cleanup(result.runId, world);
+  return result;
+}
+
+}  // namespace tpb

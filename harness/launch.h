@@ -1,0 +1,69 @@
+// harness/launch.h — starts one OS process per rank (like torch.multiprocessing.spawn / torchrun)
+// and watches them until all finish, one fails, or the timeout passes.
+//
+// Each rank is `<this binary> <workerArgs...>` with torchrun's environment: RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (plus TPB_RUN_ID). Node 0's launcher
+// hosts the rendezvous store (c10d TCPStore) for the whole launch. Every line a rank prints is
+// forwarded with a "[rank r] " prefix (stdout to stdout, stderr to stderr).
+//
+// Failure handling: if a rank exits non-zero, dies by a signal, or the launch outlives its
+// timeout, the other ranks get SIGTERM, then SIGKILL after a grace period; all are reaped, so
+// no zombie or orphan is left (workers also carry PR_SET_PDEATHSIG, so even a launcher killed
+// with SIGKILL takes its workers with it).
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpb {
+
+struct LaunchSpec {
+  int nprocPerNode = 1;
+  int nnodes = 1;
+  int nodeRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  std::uint16_t masterPort = 0;  // 0 on node 0: pick a free port
+  std::vector<std::string> workerArgs;
+  std::vector<std::pair<std::string, std::string>> extraEnv;
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds grace{std::chrono::seconds(2)};
+  std::string runId;  // empty: one is made up
+  // Runs after every rank has been reaped, whatever happened (e.g. removes shm names).
+  std::function<void(const std::string& runId, int worldSize)> cleanup;
+};
+
+struct RankExit {
+  int rank = -1;
+  int pid = -1;
+  int exitCode = -1;  // when exited normally
+  int signal = 0;     // when killed by a signal
+  bool killedByLauncher = false;
+  std::string lastError;  // last non-empty line the rank wrote to stderr
+};
+
+struct LaunchResult {
+  bool ok = false;
+  bool timedOut = false;
+  bool interrupted = false;  // the launcher got SIGINT/SIGTERM
+  std::string error;         // one line: which rank failed first and why
+  std::vector<RankExit> ranks;
+  double wallSeconds = 0;
+  std::string runId;
+};
+
+LaunchResult launch(const LaunchSpec& spec);
+
+// A fresh id for a run: unique across concurrent launches on one machine.
+std::string makeRunId();
+
+// Installs SIGINT/SIGTERM handlers that make a running launch() stop its ranks and return
+// with `interrupted` set; interruptRequested() tells callers (sweeps) to stop starting points.
+void installInterruptHandlers();
+bool interruptRequested();
+
+}  // namespace tpb

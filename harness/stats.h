@@ -1,0 +1,41 @@
+// harness/stats.h — the statistics the harness reports: a five-number-ish summary of repeated
+// timings, and the Mann-Whitney U test that `compare` uses to tell a real change from noise
+// (google/benchmark's compare.py does the same: relative change plus a U test over repetitions).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace tpb {
+
+struct Summary {
+  std::size_t n = 0;
+  double median = 0;  // even n: the mean of the two middle values
+  double min = 0;
+  double max = 0;
+  double mean = 0;
+  double stddev = 0;  // sample standard deviation (divides by n-1); 0 when n < 2
+};
+
+// Empty input gives n = 0 and zeros everywhere. NaN in the input throws tpb::Error.
+Summary summarize(std::vector<double> xs);
+
+struct MannWhitney {
+  double u = 0;  // U of the first sample: R_a - n_a(n_a+1)/2 (scipy's `statistic`)
+  double p = 1;  // two-sided p-value
+};
+
+// Two-sided Mann-Whitney U test of a against b; ranks of tied values are averaged. The p-value
+// follows scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="auto"):
+//  * exact when there are no ties and min(n_a, n_b) <= 8: p = 2 * P(U >= max(U_a, U_b)) under
+//    the null distribution of U (counted exactly), capped at 1. One difference from scipy: when
+//    n_a * n_b > 1e6 the normal approximation is used instead, to bound the memory used.
+//  * otherwise the normal approximation with tie correction and continuity correction:
+//      mu = n_a n_b / 2
+//      sigma^2 = n_a n_b / 12 * ((N + 1) - sum(t^3 - t) / (N (N - 1)))   (t: size of each tie group)
+//      z = (max(U_a, U_b) - mu - 0.5) / sigma,   p = 2 * (1 - Phi(z)), capped at 1.
+// Degenerate inputs give p = 1 (no evidence of a difference): either sample empty (u = 0), or
+// every value tied (sigma = 0). NaN in either sample throws tpb::Error.
+MannWhitney mannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace tpb

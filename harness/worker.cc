@@ -1,0 +1,101 @@
+#include "harness/worker.h"
+
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "comm/transports.h"
+#include "common/error.h"
+#include "harness/allreduce_bench.h"
+#include "harness/launch.h"
+
+namespace tpb {
+
+namespace {
+
+int envInt(const char* name, bool required, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) {
+    if (required)
+      TPB_THROW(Error, name << " is not set: a worker is started by `tpbench` (or torchrun) with "
+                               "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
+    return fallback;
+  }
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20) TPB_THROW(Error, name << "='" << v << "' is not a valid number");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+WorkerEnv WorkerEnv::fromEnvironment() {
+  WorkerEnv e;
+  e.rank = envInt("RANK", true, 0);
+  e.worldSize = envInt("WORLD_SIZE", true, 1);
+  e.localRank = envInt("LOCAL_RANK", false, e.rank);
+  e.localWorldSize = envInt("LOCAL_WORLD_SIZE", false, e.worldSize);
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (!addr || !*addr) TPB_THROW(Error, "MASTER_ADDR is not set");
+  e.masterAddr = addr;
+  e.masterPort = static_cast<std::uint16_t>(envInt("MASTER_PORT", true, 0));
+  if (const char* id = std::getenv("TPB_RUN_ID")) e.runId = id;
+  TPB_CHECK(e.rank < e.worldSize, "RANK " << e.rank << " is not below WORLD_SIZE " << e.worldSize);
+  return e;
+}
+
+const std::map<std::string, JobFn>& jobKinds() {
+  static const std::map<std::string, JobFn> table = {
+      {"allreduce", allreduceJob},
+  };
+  return table;
+}
+
+nlohmann::json readJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) TPB_THROW(Error, "cannot read '" << path << "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    TPB_THROW(Error, "'" << path << "' is not valid JSON: " << e.what());
+  }
+}
+
+int workerMain(const std::string& jobPath) {
+  try {
+    // One intra-op thread per rank: on CPU each rank stands for one device.
+    at::set_num_threads(1);
+    const nlohmann::json job = readJsonFile(jobPath);
+    const std::string kind = job.value("kind", "");
+    const auto it = jobKinds().find(kind);
+    if (it == jobKinds().end()) TPB_THROW(Error, "job file " << jobPath << ": unknown kind '" << kind << "'");
+
+    Worker w;
+    w.env = WorkerEnv::fromEnvironment();
+    const auto timeout = std::chrono::milliseconds(job.value("comm_timeout_ms", 60000));
+    w.store = Store::connect(w.env.masterAddr, w.env.masterPort, timeout);
+    if (w.env.runId.empty()) {
+      // Under torchrun nobody handed out a run id: rank 0 makes one and publishes it.
+      if (w.env.rank == 0) w.store->set("tpb/run_id", makeRunId());
+      w.env.runId = w.store->get("tpb/run_id");
+    }
+    const Device device = job.value("device", "cpu") == "cuda" ? Device::Cuda : Device::Cpu;
+    const std::string transportName = job.value("transport", "shm");
+    TransportArgs args{*w.store, w.env.runId, w.env.masterAddr, w.env.rank, w.env.worldSize,
+                       w.env.localWorldSize, device, timeout};
+    const TransportInfo& info = findTransport(transportName);
+    if (std::string why = info.unsupported(args); !why.empty())
+      TPB_THROW(Error, "transport " << transportName << ": " << why);
+    w.transport = info.make(args);
+    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId});
+    it->second(w, job);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+}
+
+}  // namespace tpb

@@ -1,0 +1,47 @@
+// harness/worker.h — what runs inside each rank process (`tpbench worker --job FILE`).
+//
+// The worker reads torchrun's environment, joins the rendezvous store, builds the transport the
+// job names, and runs the job kind named in the job file. It is launched by tpbench's own
+// launcher, but works the same under torchrun, Slurm or mpirun as long as those variables and a
+// store at MASTER_ADDR:MASTER_PORT exist.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "comm/store.h"
+#include "comm/transport.h"
+#include "strategies/allreduce.h"
+
+namespace tpb {
+
+struct WorkerEnv {
+  int rank = 0, worldSize = 1, localRank = 0, localWorldSize = 1;
+  std::string masterAddr = "127.0.0.1";
+  std::uint16_t masterPort = 0;
+  std::string runId;  // TPB_RUN_ID; agreed through the store when absent (torchrun)
+  static WorkerEnv fromEnvironment();  // throws Error naming a missing/invalid variable
+};
+
+struct Worker {
+  WorkerEnv env;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<CommContext> comm;
+};
+
+using JobFn = std::function<void(Worker&, const nlohmann::json& job)>;
+
+// Job kinds by name ("allreduce", ...).
+const std::map<std::string, JobFn>& jobKinds();
+
+// Entry point of `tpbench worker`; returns the process exit code.
+int workerMain(const std::string& jobPath);
+
+// Reads a JSON file, with the path in any error.
+nlohmann::json readJsonFile(const std::string& path);
+
+}  // namespace tpb

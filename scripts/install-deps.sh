@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything tpbench needs to build, test and draw charts, from Debian's packages.
+# Idempotent: packages already present are left alone and apt is not touched at all when
+# nothing is missing. CUDA and NCCL are not Debian packages here: they are used from
+# /usr/local/cuda when present (see cmake/cuda.cmake) and skipped otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libtorch-dev libgloo-dev          # LibTorch 1.13 (CPU) with c10d; Gloo
+  nlohmann-json3-dev libcli11-dev   # results JSON; command line
+  libgtest-dev libgmock-dev         # tests
+  libbenchmark-dev                  # tpbench_micro
+  gnuplot-nox                       # charts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

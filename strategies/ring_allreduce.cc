@@ -1,0 +1,103 @@
+// Ring allreduce, from scratch, over Transport P2P only.
+//
+// The buffer is cut into N segments. Reduce-scatter: in step s (0..N-2) rank r sends segment
+// (r-s) mod N to rank r+1 and receives segment (r-s-1) mod N from rank r-1, adding it into its
+// own copy; after N-1 steps rank r holds the complete sum of segment (r+1) mod N. All-gather:
+// in step s rank r forwards segment (r+1-s) mod N and receives segment (r-s) mod N, overwriting.
+//
+// Cost: 2(N-1) steps; each rank sends and receives 2(N-1)/N * S bytes for an S-byte buffer and
+// performs (N-1)/N * S bytes' worth of additions — independent of N in the limit, which is why
+// nccl-tests normalises allreduce bandwidth by 2(N-1)/N ("busbw").
+//
+// Pipelining: each segment moves in chunks. What a rank sends in step t is exactly what it
+// received in step t-1, so chunk c of step t is sent as soon as chunk c of step t-1 has arrived
+// (and been reduced), while chunk c+1 is still in flight: sending, receiving and reducing
+// overlap, and the ring never waits for a whole segment. Both neighbours post in the same
+// (step, chunk) order, which is what the transport's per-pair FIFO matching needs.
+#include "strategies/ring_allreduce.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace tpb {
+
+namespace {
+constexpr std::size_t kAlignFloats = 16;  // segment boundaries on 64-byte lines
+}
+
+std::size_t RingAllreduce::defaultChunkBytes() {
+  if (const char* v = std::getenv("TPB_RING_CHUNK_KB")) {
+    const long kb = std::atol(v);
+    if (kb > 0) return static_cast<std::size_t>(kb) << 10;
+  }
+  return 512u << 10;
+}
+
+RingAllreduce::RingAllreduce(CommContext& ctx, float* buf, std::size_t count,
+                             std::size_t chunkBytes)
+    : t_(ctx.transport), buf_(buf) {
+  const std::size_t n = static_cast<std::size_t>(t_.size());
+  const std::size_t chunkFloats =
+      std::max(kAlignFloats, chunkBytes / sizeof(float) / kAlignFloats * kAlignFloats);
+  const std::size_t perSeg = (count + n - 1) / n;
+  const std::size_t segFloats = (perSeg + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  chunks_.resize(n);
+  for (std::size_t s = 0; s < n; ++s) {
+    const std::size_t begin = std::min(s * segFloats, count);
+    const std::size_t end = std::min(begin + segFloats, count);
+    // Every segment gets the same number of chunks so both neighbours post identical
+    // sequences; trailing segments of a small buffer may be empty (zero-byte no-ops).
+    const std::size_t nChunks = std::max<std::size_t>(1, (segFloats + chunkFloats - 1) / chunkFloats);
+    for (std::size_t c = 0; c < nChunks; ++c) {
+      const std::size_t b = std::min(begin + c * chunkFloats, end);
+      const std::size_t e = std::min(b + chunkFloats, end);
+      chunks_[s].push_back({b, e - b});
+    }
+  }
+  const std::size_t nChunks = chunks_[0].size();
+  recvs_.resize(nChunks);
+  sends_.reserve(2 * (n - 1) * nChunks);
+}
+
+void RingAllreduce::run() {
+  const int n = t_.size();
+  if (n == 1) return;
+  const int r = t_.rank();
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  auto seg = [n](int i) { return ((i % n) + n) % n; };
+  const std::size_t nChunks = chunks_[0].size();
+  const int steps = 2 * (n - 1);
+  sends_.clear();
+  for (int t = 0; t < steps; ++t) {
+    // Reduce-scatter steps t = 0..N-2, then all-gather steps t = N-1..2N-3 (s = t-(N-1)).
+    const bool reducing = t < n - 1;
+    const int sendSeg = reducing ? seg(r - t) : seg(r + 1 - (t - (n - 1)));
+    const int recvSeg = reducing ? seg(r - t - 1) : seg(r - (t - (n - 1)));
+    for (std::size_t c = 0; c < nChunks; ++c) {
+      if (t > 0) recvs_[c]->wait();  // this chunk of what we forward has arrived
+      const Piece& out = chunks_[sendSeg][c];
+      const Piece& in = chunks_[recvSeg][c];
+      sends_.push_back(t_.isend(next, buf_ + out.offset, out.count * sizeof(float)));
+      recvs_[c] = reducing ? t_.irecvReduce(prev, buf_ + in.offset, in.count)
+                           : t_.irecv(prev, buf_ + in.offset, in.count * sizeof(float));
+    }
+  }
+  for (auto& q : recvs_) q->wait();
+  for (auto& q : sends_) q->wait();
+}
+
+std::unique_ptr<Allreduce> makeRingAllreduce(CommContext& ctx, float* buf, std::size_t count,
+                                             std::size_t chunkBytes) {
+  return std::make_unique<RingAllreduce>(ctx, buf, count, chunkBytes);
+}
+
+AllreduceAlgo ringAllreduceAlgo() {
+  return {"ring", "from scratch",
+          "ring allreduce: reduce-scatter + all-gather, 2(N-1) steps, chunked and pipelined",
+          [](Device) { return std::string(); },
+          [](CommContext& ctx, float* buf, std::size_t count) -> std::unique_ptr<Allreduce> {
+            return makeRingAllreduce(ctx, buf, count, RingAllreduce::defaultChunkBytes());
+          }};
+}
+
+}  // namespace tpb

@@ -1,0 +1,26 @@
+// strategies/ring_allreduce.h — see ring_allreduce.cc for the algorithm and its cost.
+#pragma once
+
+#include "strategies/allreduce.h"
+
+namespace tpb {
+
+class RingAllreduce final : public Allreduce {
+ public:
+  // chunkBytes: pipelining granularity; each segment moves in chunks of at most this size.
+  RingAllreduce(CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes);
+  void run() override;
+
+  static std::size_t defaultChunkBytes();
+
+ private:
+  struct Piece {
+    std::size_t offset, count;
+  };
+  Transport& t_;
+  float* buf_;
+  std::vector<std::vector<Piece>> chunks_;  // chunks_[segment] = that segment's chunks
+  std::vector<std::unique_ptr<Request>> recvs_, sends_;
+};
+
+}  // namespace tpb

@@ -1,0 +1,46 @@
+// tests/thread_world.h — runs N ranks as N threads of the test process, each with its own
+// Transport over one in-process store, so collective tests need no process launch. (The
+// process-per-rank path is covered by the launcher and CLI tests.)
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/store.h"
+#include "comm/transports.h"
+#include "harness/launch.h"
+#include "strategies/allreduce.h"
+
+namespace tpb::test {
+
+inline void runThreads(const std::string& transport, int n,
+                       const std::function<void(CommContext&)>& body,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  static std::atomic<int> counter{0};
+  auto store = Store::local();
+  const std::string runId = makeRunId() + "-t" + std::to_string(counter++);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TransportArgs args{*store, runId, "127.0.0.1", r, n, n, Device::Cpu, timeout};
+        auto t = findTransport(transport).make(args);
+        CommContext ctx{*t, *store, "127.0.0.1", runId};
+        body(ctx);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace tpb::test
