@@ -18,6 +18,9 @@
 #endif
 
 #include "common/error.h"
+#if __has_include("tpb_git_sha.h")
+#include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
+#endif
 
 #ifndef TPB_VERSION
 #define TPB_VERSION "unknown"

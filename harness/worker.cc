@@ -89,7 +89,7 @@ int workerMain(const std::string& jobPath) {
     if (std::string why = info.unsupported(args); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);
     w.transport = info.make(args);
-    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId});
+    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});
     it->second(w, job);
     return 0;
   } catch (const std::exception& e) {

@@ -31,7 +31,7 @@ inline void runThreads(const std::string& transport, int n,
       try {
         TransportArgs args{*store, runId, "127.0.0.1", r, n, n, Device::Cpu, timeout};
         auto t = findTransport(transport).make(args);
-        CommContext ctx{*t, *store, "127.0.0.1", runId};
+        CommContext ctx{*t, *store, "127.0.0.1", runId, {}};
         body(ctx);
       } catch (...) {
         errors[r] = std::current_exception();

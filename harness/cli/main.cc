@@ -21,6 +21,14 @@ int main(int argc, char** argv) {
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
 
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
+    if (!known) {
+      std::cerr << "tpbench: unknown command '" << argv[1] << "' (see --help)" << std::endl;
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,149 @@
+// The tpbench command as a user runs it: bad input, the benchmark's output and JSON, and what
+// happens when a rank dies, hangs or the user presses Ctrl-C.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+using test::runCli;
+
+json readJson(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return json::parse(in);
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string mustMention;
+};
+
+TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFlag) {
+  const std::vector<BadInput> cases = {
+      {{"allreduce", "--n_gpus", "0"}, "--n_gpus"},
+      {{"allreduce", "--n_gpus", "3..1"}, "--n_gpus"},
+      {{"allreduce", "--n_gpus", "two"}, "--n_gpus"},
+      {{"allreduce", "--bytes", "12Q"}, "--bytes"},
+      {{"allreduce", "--algos", "ring,nope"}, "nope"},
+      {{"allreduce", "--transport", "carrier-pigeon", "--n_gpus", "2"}, "--transport"},
+      {{"allreduce", "--out", "/proc/no/such/dir/x.json"}, "--out"},
+      {{"allreduce", "--iters", "0"}, "--iters"},
+      {{"allreduce", "--device", "tpu"}, "--device"},
+      {{"allreduce", "--no-such-flag"}, "--no-such-flag"},
+      {{"frobnicate"}, "frobnicate"},
+  };
+  for (const auto& c : cases) {
+    const auto r = runCli(c.args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_EQ(r.exitCode, 2) << joined << "\nstderr: " << r.err;
+    EXPECT_NE(r.err.find(c.mustMention), std::string::npos) << joined << "\nstderr: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << joined << "\nstderr: " << r.err;
+    EXPECT_TRUE(test::workerPids().empty()) << joined << ": launched workers despite bad input";
+  }
+}
+
+TEST(Cli, HelpAndVersionAndList) {
+  EXPECT_EQ(runCli({"--help"}).exitCode, 0);
+  auto v = runCli({"--version"});
+  EXPECT_EQ(v.exitCode, 0);
+  EXPECT_NE(v.out.find("tpbench"), std::string::npos);
+  auto h = runCli({"allreduce", "--help"});
+  EXPECT_EQ(h.exitCode, 0);
+  EXPECT_NE(h.out.find("--bytes"), std::string::npos);
+  auto l = runCli({"list"});
+  EXPECT_EQ(l.exitCode, 0);
+  for (const char* name : {"ring", "param_server", "library", "shm", "gloo"})
+    EXPECT_NE(l.out.find(name), std::string::npos) << name;
+}
+
+TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
+  const std::string out = test::tempPath("ar.json");
+  const auto r = runCli({"allreduce", "--algos", "ring,param_server,library", "--n_gpus", "2,3",
+                         "--bytes", "4K,1M", "--iters", "3", "--warmup", "1", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("busbw_GB/s"), std::string::npos);
+  EXPECT_NE(r.err.find("[rank 0] "), std::string::npos) << "progress lines come with rank prefixes";
+  const json doc = readJson(out);
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  ASSERT_EQ(doc.at("allreduce").size(), 3u * 2u * 2u);
+  for (const auto& p : doc.at("allreduce")) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p.at("status"), "ok");
+    EXPECT_EQ(p.at("wrong"), 0);
+    const int n = p.at("n_gpus");
+    const double bytes = p.at("bytes"), med = p.at("time_us").at("median");
+    EXPECT_LE(p.at("time_us").at("min").get<double>(), med);
+    EXPECT_GE(p.at("time_us").at("max").get<double>(), med);
+    EXPECT_NEAR(p.at("algbw_gbps").get<double>(), bytes / (med * 1e-6) / 1e9, 1e-9 + 1e-9 * bytes);
+    EXPECT_NEAR(p.at("busbw_gbps").get<double>(), p.at("algbw_gbps").get<double>() * 2.0 * (n - 1) / n, 1e-9);
+    EXPECT_EQ(p.at("count").get<double>() * 4, bytes);
+  }
+  std::remove(out.c_str());
+}
+
+// A rank killed mid-run: reported with its rank and signal, the others stopped, nothing left.
+TEST(Cli, KilledRankIsReportedAndNothingIsLeftBehind) {
+  const auto shmBefore = test::shmSegments();
+  for (const std::string action : {"KILL", "SEGV", "exit"}) {
+    SCOPED_TRACE(action);
+    const std::string out = test::tempPath("kill.json");
+    const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "3", "--bytes", "4K,64K",
+                           "--iters", "5", "--timeout", "60", "--out", out},
+                          {{"TPB_FAULT", "1:" + action + ":3"}});
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_LT(r.seconds, 30) << "the launcher must not wait for the survivors' timeouts";
+    EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
+    if (action != "exit") EXPECT_NE(r.err.find("SIG" + action), std::string::npos) << r.err;
+    const json doc = readJson(out);
+    ASSERT_EQ(doc.at("allreduce").size(), 2u);
+    for (const auto& p : doc.at("allreduce")) {
+      EXPECT_EQ(p.at("status"), "failed");
+      EXPECT_NE(p.at("error").get<std::string>().find("rank 1"), std::string::npos) << p.dump();
+    }
+    EXPECT_TRUE(test::workerPids().empty()) << "workers outlived the launcher";
+    EXPECT_EQ(test::shmSegments(), shmBefore) << "shm segments left in /dev/shm";
+    std::remove(out.c_str());
+  }
+}
+
+TEST(Cli, HungRankIsStoppedAtTheTimeout) {
+  const std::string out = test::tempPath("hang.json");
+  const auto r = runCli({"allreduce", "--algos", "param_server", "--n_gpus", "2", "--bytes", "4K",
+                         "--iters", "5", "--timeout", "3", "--out", out},
+                        {{"TPB_FAULT", "1:hang:2"}});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_GE(r.seconds, 3);
+  EXPECT_LT(r.seconds, 20);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+  EXPECT_EQ(readJson(out).at("allreduce").at(0).at("status"), "failed");
+  EXPECT_TRUE(test::workerPids().empty());
+  std::remove(out.c_str());
+}
+
+// Ctrl-C: the launcher stops its ranks, keeps what finished, and leaves a valid file.
+TEST(Cli, InterruptLeavesValidResults) {
+  const std::string out = test::tempPath("int.json");
+  const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2,3", "--bytes", "4K",
+                         "--iters", "5", "--timeout", "60", "--out", out},
+                        {{"TPB_FAULT", "1:hang:3"}},
+                        [](pid_t pid) {
+                          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+                          kill(pid, SIGINT);
+                        });
+  EXPECT_EQ(r.exitCode, 130) << r.err;
+  EXPECT_LT(r.seconds, 20);
+  const json doc = readJson(out);
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  EXPECT_GE(doc.at("allreduce").size(), 1u);
+  EXPECT_TRUE(test::workerPids().empty());
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace tpb

@@ -1,0 +1,111 @@
+// tests/cli_util.h — runs the tpbench binary as a user would and captures what it says.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace tpb::test {
+
+struct CliResult {
+  int exitCode = -1;  // 128+signal when killed
+  std::string out, err;
+  double seconds = 0;
+};
+
+// Runs `tpbench args...` with extra environment variables. `duringRun` is called once with the
+// child's pid shortly after start (e.g. to send it a signal).
+inline CliResult runCli(const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env = {},
+                        const std::function<void(pid_t)>& duringRun = nullptr) {
+  int outPipe[2], errPipe[2];
+  if (pipe(outPipe) != 0 || pipe(errPipe) != 0) return {};
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(outPipe[1], 1);
+    dup2(errPipe[1], 2);
+    close(outPipe[0]);
+    close(errPipe[0]);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv{const_cast<char*>(TPB_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(TPB_BINARY, argv.data());
+    _exit(127);
+  }
+  close(outPipe[1]);
+  close(errPipe[1]);
+  CliResult r;
+  if (duringRun) {
+    std::thread([duringRun, pid] { duringRun(pid); }).detach();
+  }
+  pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
+  int open = 2;
+  char buf[4096];
+  while (open > 0) {
+    poll(fds, 2, 1000);
+    for (auto& f : fds) {
+      if (f.fd < 0 || !(f.revents & (POLLIN | POLLHUP))) continue;
+      const ssize_t n = read(f.fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(f.fd);
+        f.fd = -1;
+        --open;
+      } else {
+        (f.fd == outPipe[0] ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+// Pids of live tpbench worker processes (any parent), read from /proc.
+inline std::vector<int> workerPids() {
+  std::vector<int> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(std::string("tpbench") + '\0' + "worker") != std::string::npos ||
+        cmd.find(std::string(TPB_BINARY) + '\0' + "worker") != std::string::npos)
+      pids.push_back(pid);
+  }
+  closedir(d);
+  return pids;
+}
+
+// Names under /dev/shm that tpbench's shm transport made.
+inline std::vector<std::string> shmSegments() {
+  std::vector<std::string> names;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return names;
+  while (dirent* e = readdir(d))
+    if (std::string(e->d_name).rfind("tpbench-", 0) == 0) names.push_back(e->d_name);
+  closedir(d);
+  return names;
+}
+
+inline std::string tempPath(const std::string& name) {
+  return testing::TempDir() + "tpb_" + std::to_string(getpid()) + "_" + name;
+}
+
+}  // namespace tpb::test

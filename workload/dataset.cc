@@ -1,0 +1,254 @@
+// workload/dataset.cc — synthetic data generation and the MNIST IDX reader (see dataset.h).
+#include "workload/dataset.h"
+
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "common/error.h"
+#include "workload/sampler.h"
+
+namespace tpb {
+namespace {
+
+constexpr int kSide = 28;
+constexpr int kPixels = kSide * kSide;
+constexpr int kClasses = 10;
+constexpr float kMnistMean = 0.1307f;
+constexpr float kMnistStd = 0.3081f;
+
+// ---- synthetic -----------------------------------------------------------------------------------
+
+// Shape of the synthetic problem (documented in dataset.h; change both together).
+struct SynthShape {
+  int latent = 16;            // latent dimensions
+  int styles = 4;             // modes per class
+  float protoScale = 1.2f;    // std of prototype coordinates
+  float latentNoise = 0.7f;   // std of a sample around its prototype
+  float projScale = 0.25f;    // std of projection entries
+  float pixelNoise = 0.35f;   // std of per-pixel noise (intensity units)
+  float centreBias = 0.35f;   // intensity bias at the image centre ...
+  float biasFalloff = 0.9f;   // ... minus this times (distance / 13.5)^2
+};
+
+// N(0,1) approximated by Irwin–Hall: four 16-bit uniforms summed, centred and scaled to unit
+// variance. Integer arithmetic plus one float multiply: the same bits on every platform.
+inline float gauss(SplitMix64& g) {
+  const std::uint64_t x = g.next();
+  const std::int64_t s = static_cast<std::int64_t>(x & 0xFFFF) + static_cast<std::int64_t>((x >> 16) & 0xFFFF) +
+                         static_cast<std::int64_t>((x >> 32) & 0xFFFF) + static_cast<std::int64_t>(x >> 48);
+  // Sum of four U{0..65535}: mean 131070, variance 4 * (65536^2 - 1) / 12 ~ (65536 / sqrt 3)^2.
+  constexpr float kScale = 1.7320508075688772f / 65536.0f;
+  return static_cast<float>(s - 131070) * kScale;
+}
+
+struct SynthModel {
+  SynthShape shape;
+  std::vector<float> protos;  // [classes][styles][latent]
+  std::vector<float> proj;    // [latent][784], row l contiguous so A z vectorises over pixels
+  std::vector<float> bias;    // [784]
+};
+
+SynthModel buildSynthModel(std::uint64_t seed) {
+  SynthModel m;
+  const SynthShape& s = m.shape;
+  SplitMix64 g(mixSeed(seed, 0x53594E54 /* "SYNT" */, 0));
+  m.protos.resize(static_cast<std::size_t>(kClasses) * s.styles * s.latent);
+  for (float& v : m.protos) v = s.protoScale * gauss(g);
+  m.proj.resize(static_cast<std::size_t>(s.latent) * kPixels);
+  for (float& v : m.proj) v = s.projScale * gauss(g);
+  m.bias.resize(kPixels);
+  for (int y = 0; y < kSide; ++y) {
+    for (int x = 0; x < kSide; ++x) {
+      const float dx = static_cast<float>(x) - 13.5f, dy = static_cast<float>(y) - 13.5f;
+      const float r2 = (dx * dx + dy * dy) / (13.5f * 13.5f);
+      m.bias[static_cast<std::size_t>(y * kSide + x)] = s.centreBias - s.biasFalloff * r2;
+    }
+  }
+  return m;
+}
+
+// Fills `n` samples of split `splitId` (0 train, 1 test) into images [n,784] / labels [n].
+Dataset generateSplit(const SynthModel& m, std::uint64_t seed, int splitId, std::size_t n) {
+  const SynthShape& s = m.shape;
+  Dataset d;
+  d.images = torch::empty({static_cast<std::int64_t>(n), kPixels}, torch::kFloat32);
+  d.labels = torch::empty({static_cast<std::int64_t>(n)}, torch::kInt64);
+  float* img = d.images.data_ptr<float>();
+  std::int64_t* lab = d.labels.data_ptr<std::int64_t>();
+  std::vector<float> z(static_cast<std::size_t>(s.latent));
+  std::array<float, kPixels> v{};
+  for (std::size_t i = 0; i < n; ++i) {
+    // One stream per sample: sample i is the same however many are generated.
+    SplitMix64 g(mixSeed(seed, 0x5350 + static_cast<std::uint64_t>(splitId), i));
+    const auto label = static_cast<int>(g.below(kClasses));
+    const auto style = static_cast<int>(g.below(static_cast<std::uint64_t>(s.styles)));
+    const float* mu = &m.protos[(static_cast<std::size_t>(label) * s.styles + style) * s.latent];
+    for (int l = 0; l < s.latent; ++l) z[l] = mu[l] + s.latentNoise * gauss(g);
+    std::copy(m.bias.begin(), m.bias.end(), v.begin());
+    for (int l = 0; l < s.latent; ++l) {
+      const float* a = &m.proj[static_cast<std::size_t>(l) * kPixels];
+      const float zl = z[l];
+      for (int j = 0; j < kPixels; ++j) v[j] += a[j] * zl;
+    }
+    float* out = img + i * kPixels;
+    for (int j = 0; j < kPixels; ++j) {
+      float p = v[j] + s.pixelNoise * gauss(g);
+      p = std::min(1.0f, std::max(0.0f, p));
+      out[j] = (p - kMnistMean) / kMnistStd;
+    }
+    lab[i] = label;
+  }
+  return d;
+}
+
+// ---- MNIST IDX ---------------------------------------------------------------------------------
+
+std::uint32_t bigEndian32(const std::vector<unsigned char>& b, std::size_t at) {
+  return (std::uint32_t{b[at]} << 24) | (std::uint32_t{b[at + 1]} << 16) |
+         (std::uint32_t{b[at + 2]} << 8) | std::uint32_t{b[at + 3]};
+}
+
+// DIR/name if it exists, else DIR/name.gz; UsageError if neither does.
+std::string findIdx(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path plain = fs::path(dir) / name;
+  const fs::path gz = fs::path(dir) / (name + ".gz");
+  std::error_code ec;
+  if (fs::is_regular_file(plain, ec)) return plain.string();
+  if (fs::is_regular_file(gz, ec)) return gz.string();
+  TPB_THROW(UsageError, "mnist: neither " << plain.string() << " nor " << gz.string() << " exists");
+}
+
+// Whole file, decompressed if gzipped (gzread passes plain files through unchanged).
+std::vector<unsigned char> readAll(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) TPB_THROW(UsageError, "mnist: cannot open " << path);
+  std::vector<unsigned char> out;
+  std::vector<unsigned char> chunk(1 << 20);
+  for (;;) {
+    const int got = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (got < 0) {
+      int err = 0;
+      const std::string msg = gzerror(f, &err);
+      gzclose(f);
+      TPB_THROW(UsageError, "mnist: cannot read " << path << ": " << msg);
+    }
+    if (got == 0) break;
+    out.insert(out.end(), chunk.begin(), chunk.begin() + got);
+  }
+  int err = 0;
+  const std::string msg = gzerror(f, &err);
+  gzclose(f);
+  // A gzip stream cut short reads as a short file plus Z_BUF_ERROR.
+  if (err != Z_OK && err != Z_STREAM_END) {
+    TPB_THROW(UsageError, "mnist: cannot read " << path << ": " << msg);
+  }
+  return out;
+}
+
+Dataset readIdxPair(const std::string& dir, const std::string& imagesName, const std::string& labelsName) {
+  const std::string imgPath = findIdx(dir, imagesName);
+  const std::string labPath = findIdx(dir, labelsName);
+  const auto img = readAll(imgPath);
+  const auto lab = readAll(labPath);
+
+  if (img.size() < 16) TPB_THROW(UsageError, "mnist: " << imgPath << " is too short for an IDX header (" << img.size() << " bytes)");
+  if (bigEndian32(img, 0) != 2051) {
+    TPB_THROW(UsageError, "mnist: " << imgPath << " has bad magic number " << bigEndian32(img, 0)
+                                    << " (expected 2051 for an IDX image file)");
+  }
+  const std::uint64_t n = bigEndian32(img, 4);
+  const std::uint32_t rows = bigEndian32(img, 8), cols = bigEndian32(img, 12);
+  if (rows != kSide || cols != kSide) {
+    TPB_THROW(UsageError, "mnist: " << imgPath << " has " << rows << "x" << cols << " images (expected 28x28)");
+  }
+  const std::uint64_t wantImg = 16 + n * kPixels;
+  if (img.size() != wantImg) {
+    TPB_THROW(UsageError, "mnist: " << imgPath << " is " << img.size() << " bytes, expected " << wantImg
+                                    << " for " << n << " images (truncated or corrupt)");
+  }
+
+  if (lab.size() < 8) TPB_THROW(UsageError, "mnist: " << labPath << " is too short for an IDX header (" << lab.size() << " bytes)");
+  if (bigEndian32(lab, 0) != 2049) {
+    TPB_THROW(UsageError, "mnist: " << labPath << " has bad magic number " << bigEndian32(lab, 0)
+                                    << " (expected 2049 for an IDX label file)");
+  }
+  const std::uint64_t nl = bigEndian32(lab, 4);
+  if (nl != n) {
+    TPB_THROW(UsageError, "mnist: " << labPath << " has " << nl << " labels but " << imgPath << " has " << n << " images");
+  }
+  if (lab.size() != 8 + n) {
+    TPB_THROW(UsageError, "mnist: " << labPath << " is " << lab.size() << " bytes, expected " << 8 + n
+                                    << " for " << n << " labels (truncated or corrupt)");
+  }
+
+  Dataset d;
+  d.images = torch::empty({static_cast<std::int64_t>(n), kPixels}, torch::kFloat32);
+  d.labels = torch::empty({static_cast<std::int64_t>(n)}, torch::kInt64);
+  float* out = d.images.data_ptr<float>();
+  for (std::size_t i = 0; i < n * kPixels; ++i) {
+    out[i] = (static_cast<float>(img[16 + i]) / 255.0f - kMnistMean) / kMnistStd;
+  }
+  std::int64_t* lo = d.labels.data_ptr<std::int64_t>();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (lab[8 + i] >= kClasses) {
+      TPB_THROW(UsageError, "mnist: " << labPath << " has label " << int{lab[8 + i]} << " at index " << i << " (expected 0..9)");
+    }
+    lo[i] = lab[8 + i];
+  }
+  return d;
+}
+
+void keepFirst(Dataset& d, std::size_t k, const std::string& what) {
+  if (k == 0) return;
+  if (k > d.size()) {
+    TPB_THROW(UsageError, "--train_size " << k << " exceeds the " << d.size() << " training samples of " << what);
+  }
+  d.images = d.images.narrow(0, 0, static_cast<std::int64_t>(k)).contiguous();
+  d.labels = d.labels.narrow(0, 0, static_cast<std::int64_t>(k)).contiguous();
+}
+
+}  // namespace
+
+DataSplit makeSynthetic(std::size_t nTrain, std::size_t nTest, std::uint64_t seed) {
+  const SynthModel m = buildSynthModel(seed);
+  DataSplit s;
+  s.train = generateSplit(m, seed, 0, nTrain);
+  s.test = generateSplit(m, seed, 1, nTest);
+  s.name = "synthetic";
+  return s;
+}
+
+DataSplit loadMnist(const std::string& dir, std::size_t trainSize) {
+  DataSplit s;
+  s.train = readIdxPair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
+  s.test = readIdxPair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+  keepFirst(s.train, trainSize, "mnist:" + dir);
+  s.name = "mnist";
+  return s;
+}
+
+DataSplit loadDataset(const std::string& spec, std::size_t trainSize, std::uint64_t seed) {
+  constexpr std::size_t kSynthTrain = 60000, kSynthTest = 10000;
+  if (spec == "synthetic") {
+    if (trainSize > kSynthTrain) {
+      TPB_THROW(UsageError, "--train_size " << trainSize << " exceeds the " << kSynthTrain
+                                            << " training samples of synthetic");
+    }
+    return makeSynthetic(trainSize == 0 ? kSynthTrain : trainSize, kSynthTest, seed);
+  }
+  const std::string prefix = "mnist:";
+  if (spec.compare(0, prefix.size(), prefix) == 0 && spec.size() > prefix.size()) {
+    return loadMnist(spec.substr(prefix.size()), trainSize);
+  }
+  TPB_THROW(UsageError, "--dataset: unknown dataset '" << spec
+                                                       << "' (expected 'synthetic' or 'mnist:DIR', DIR holding the MNIST IDX files)");
+}
+
+}  // namespace tpb

@@ -1,0 +1,123 @@
+// workload/model.h — the canonical model every strategy trains (an MLP, 784-512-512-10 by
+// default), its deterministic initialisation, and flat storage for its gradients and weights.
+//
+// Why deterministic init matters: the core correctness property of tpbench is that every strategy
+// ends with the same parameters as single-device training at the equivalent global batch. That
+// only holds if every rank (and the single-device reference) starts from bit-identical weights,
+// so makeModel() draws them from tpbench's own platform-stable PRNG (SplitMix64) instead of
+// LibTorch's global generator; the same seed gives the same weights in every process, on every
+// machine and under LibTorch 1.13 and 2.x alike.
+//
+// Why flat storage: communication wants one contiguous buffer (one send, one allreduce), not one
+// small tensor per layer. FlatGrads is PyTorch DDP's gradient_as_bucket_view: each parameter's
+// .grad() aliases a slice of one float32 buffer, so backward() accumulates straight into it and
+// no copy is needed before or after the allreduce. FlatParams does the same for the weights
+// themselves (the parameter server sends all weights as one buffer).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpb {
+
+// Layer widths of the MLP: inputs -> hidden[0] -> ... -> hidden.back() -> classes.
+struct ModelConfig {
+  int inputs = 784;
+  std::vector<int> hidden = {512, 512};
+  int classes = 10;
+};
+
+// Parses a --hidden value such as "512,512" or "1024,1024,1024" (positive widths, comma
+// separated, at least one). Throws tpb::UsageError naming `flag` and `text` on bad input.
+std::vector<int> parseHidden(const std::string& flag, const std::string& text);
+
+// Linear layers with ReLU between them; forward() returns logits (no softmax). Submodules are
+// registered as "fc0", "fc1", ... so parameters() lists fc0.weight, fc0.bias, fc1.weight, ...
+class MlpImpl : public torch::nn::Module {
+ public:
+  explicit MlpImpl(const ModelConfig& config);
+  torch::Tensor forward(torch::Tensor x);
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  ModelConfig config_;
+  std::vector<torch::nn::Linear> layers_;
+};
+TORCH_MODULE(Mlp);
+
+// Builds the MLP on the CPU with weights drawn from SplitMix64(seed), using PyTorch's default
+// Linear init distributions: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (what
+// kaiming_uniform_(a=sqrt(5)) gives for the weight). Bit-identical for the same seed everywhere.
+// Throws tpb::UsageError if a width is not positive.
+Mlp makeModel(const ModelConfig& config, std::uint64_t seed);
+
+// The parameters in registration order (fc0.weight, fc0.bias, fc1.weight, ...): the order every
+// strategy uses to lay gradients out in buffers, so it must never change.
+std::vector<torch::Tensor> orderedParameters(Mlp& model);
+
+// Total number of scalars.
+std::size_t parameterCount(const std::vector<torch::Tensor>& params);
+std::size_t parameterCount(Mlp& model);
+
+// One contiguous float32 buffer holding the gradients of `params` in order; afterwards each
+// p.grad() aliases its slice, so backward() accumulates into the buffer in place (autograd adds
+// into an existing grad in place when not building a double-backward graph).
+//
+// The slices are plain tensors sharing the buffer's storage, not autograd views: optimizers call
+// grad.detach_() in zero_grad(), which LibTorch refuses on views (the error DDP users see with
+// gradient_as_bucket_view). Do not let anything set the grads to undefined
+// (Optimizer::zero_grad() does in LibTorch 2.x by default): use zero() instead, which also
+// re-attaches any grad that was replaced or reset. Requires float32, contiguous parameters on one
+// device; build it after moving the model to its device.
+class FlatGrads {
+ public:
+  explicit FlatGrads(const std::vector<torch::Tensor>& params);
+
+  float* data();
+  std::size_t count() const { return count_; }
+  torch::Tensor flat() { return flat_; }  // 1-D, count() elements
+  // Zeroes the buffer in place and re-points any parameter's grad that no longer aliases it.
+  void zero();
+  // Element offset of parameter `paramIndex`'s slice in the buffer.
+  std::size_t offset(std::size_t paramIndex) const;
+  // True if every parameter's grad still aliases its slice of the buffer.
+  bool attached() const;
+
+ private:
+  void attach(std::size_t i);
+
+  std::vector<torch::Tensor> params_;
+  std::vector<std::size_t> offsets_;  // params_.size() + 1 entries
+  std::size_t count_ = 0;
+  torch::Tensor flat_;
+};
+
+// One contiguous float32 buffer holding the parameter values in order; afterwards each parameter
+// (same TensorImpl, so modules and optimizers keep working) aliases its slice via set_data(), and
+// in-place updates such as optimizer steps write straight into the buffer. The current values are
+// copied in. Same requirements as FlatGrads.
+class FlatParams {
+ public:
+  explicit FlatParams(const std::vector<torch::Tensor>& params);
+
+  float* data();
+  std::size_t count() const { return count_; }
+  torch::Tensor flat() { return flat_; }  // 1-D, count() elements
+  std::size_t offset(std::size_t paramIndex) const;
+  // True if every parameter still aliases its slice of the buffer.
+  bool attached() const;
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::vector<std::size_t> offsets_;
+  std::size_t count_ = 0;
+  torch::Tensor flat_;
+};
+
+}  // namespace tpb
