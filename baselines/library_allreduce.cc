@@ -1,12 +1,10 @@
 // Library allreduce baseline: the collective that c10d itself provides — ProcessGroupGloo's
-// allreduce on CPU (ncclAllReduce on GPU arrives with the NCCL backend). It builds its own
+// allreduce on CPU (ncclAllReduce on GPU arrives with the NCCL backend). It uses its own
 // process group over the same rendezvous store, so it shares nothing with tpbench's transports.
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-
-#include "comm/store_c10d.h"
-#include "comm/torch_compat.h"
+#include "baselines/gloo_group.h"
 #include "common/error.h"
 #include "strategies/allreduce.h"
+#include "strategies/train_strategy.h"
 
 namespace tpb {
 
@@ -17,24 +15,11 @@ class GlooLibraryAllreduce final : public Allreduce {
   GlooLibraryAllreduce(CommContext& ctx, float* buf, std::size_t count) : timeout_(ctx.timeout()) {
     tensors_.push_back(at::from_blob(buf, {static_cast<int64_t>(count)},
                                      at::TensorOptions().dtype(at::kFloat)));
-    if (ctx.size() == 1 || count == 0) return;
-    // One process group per run, shared by every instance (one per message size).
-    auto& slot = ctx.shared["library/gloo"];
-    if (!slot) {
-      auto opts = c10d::ProcessGroupGloo::Options::create(ctx.timeout());
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(ctx.host));
-      auto store = c10::make_intrusive<c10d::PrefixStore>("library/" + ctx.runId + "/",
-                                                          nativeStore(ctx.store));
-      slot = std::make_shared<c10::intrusive_ptr<c10d::ProcessGroupGloo>>(
-          c10::make_intrusive<c10d::ProcessGroupGloo>(store, ctx.rank(), ctx.size(), opts));
-    }
-    pg_ = *std::static_pointer_cast<c10::intrusive_ptr<c10d::ProcessGroupGloo>>(slot);
+    if (ctx.size() > 1 && count > 0) pg_ = glooGroup(ctx);
   }
 
   void run() override {
-    if (!pg_) return;
-    auto work = pg_->allreduce(tensors_);
-    if (!work->wait(timeout_)) TPB_THROW(TimeoutError, "gloo allreduce timed out");
+    if (pg_) waitWork(pg_->allreduce(tensors_), timeout_, "gloo allreduce");
   }
 
  private:
@@ -42,6 +27,10 @@ class GlooLibraryAllreduce final : public Allreduce {
   std::vector<at::Tensor> tensors_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
+
+std::unique_ptr<Allreduce> makeLibrary(CommContext& ctx, float* buf, std::size_t count) {
+  return std::make_unique<GlooLibraryAllreduce>(ctx, buf, count);
+}
 
 }  // namespace
 
@@ -51,9 +40,29 @@ AllreduceAlgo libraryAllreduceAlgo() {
           [](Device d) {
             return d == Device::Cpu ? std::string() : std::string("ncclAllReduce is not built yet");
           },
-          [](CommContext& ctx, float* buf, std::size_t count) -> std::unique_ptr<Allreduce> {
-            return std::make_unique<GlooLibraryAllreduce>(ctx, buf, count);
-          }};
+          makeLibrary};
+}
+
+// `allreduce` training baseline: the same flat gradient buffer as ring_all_reduce, averaged by
+// the library's allreduce instead of the from-scratch ring.
+TrainStrategy allreduceStrategy() {
+  TrainStrategy s;
+  s.name = "allreduce";
+  s.origin = "library";
+  s.description = "flat gradient buffer averaged by the library allreduce (c10d Gloo on CPU)";
+  s.processes = [](int n) { return n; };
+  s.unsupported = [](Device d, int) {
+    return d == Device::Cpu ? std::string() : std::string("ncclAllReduce is not built yet");
+  };
+  s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
+    std::unique_ptr<Allreduce> ar;
+    FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {
+      if (!ar) ar = makeLibrary(ctx, buf, count);
+      ar->run();
+    });
+    return trainReplicated(&ctx.transport, cfg, sync, onEpoch);
+  };
+  return s;
 }
 
 }  // namespace tpb

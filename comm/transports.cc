@@ -9,17 +9,17 @@ namespace tpb {
 const std::vector<TransportInfo>& transports() {
   static const std::vector<TransportInfo> table = {
       {"shm", "POSIX shared memory between the ranks of one node (from scratch)",
-       [](const TransportArgs& a) -> std::string {
-         if (a.device != Device::Cpu) return "shm moves host memory only";
-         if (a.localSize != a.size) return "shm needs every rank on one node; use gloo across nodes";
+       [](Device device, int size, int localSize) -> std::string {
+         if (device != Device::Cpu) return "shm moves host memory only";
+         if (localSize != size) return "shm needs every rank on one node; use gloo across nodes";
          return {};
        },
        [](const TransportArgs& a) -> std::unique_ptr<Transport> {
          return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
        }},
       {"gloo", "Gloo TCP pairs through c10d ProcessGroupGloo send/recv (any number of nodes)",
-       [](const TransportArgs& a) -> std::string {
-         return a.device == Device::Cpu ? std::string() : std::string("gloo moves host memory only");
+       [](Device device, int, int) -> std::string {
+         return device == Device::Cpu ? std::string() : std::string("gloo moves host memory only");
        },
        [](const TransportArgs& a) -> std::unique_ptr<Transport> {
          return std::make_unique<GlooTransport>(a.store, "gloo/" + a.runId + "/", a.host, a.rank,

@@ -27,8 +27,9 @@ struct TransportArgs {
 struct TransportInfo {
   std::string name;
   std::string description;
-  // Empty when usable for this device and layout, else why not (shown to the user).
-  std::function<std::string(const TransportArgs&)> unsupported;
+  // Empty when usable for this device and layout (world size, ranks on this node), else why
+  // not (shown to the user).
+  std::function<std::string(Device device, int size, int localSize)> unsupported;
   std::function<std::unique_ptr<Transport>(const TransportArgs&)> make;
 };
 

@@ -15,7 +15,7 @@
 #include "comm/shm/shm_transport.h"
 #include "comm/transports.h"
 #include "common/error.h"
-#include "harness/fault.h"
+#include "common/fault.h"
 #include "harness/launch.h"
 #include "harness/range.h"
 #include "harness/registry.h"

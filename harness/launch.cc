@@ -166,7 +166,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
     env.push_back("MASTER_ADDR=" + spec.masterAddr);
     env.push_back("MASTER_PORT=" + std::to_string(port));
-    env.push_back("TPB_RUN_ID=" + result.runId);
+    if (spec.shareRunId) env.push_back("TPB_RUN_ID=" + result.runId);
     for (const auto& [k, v] : spec.extraEnv) env.push_back(k + "=" + v);
     std::vector<char*> argv, envp;
     for (auto& s : argStrings) argv.push_back(s.data());

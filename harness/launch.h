@@ -33,6 +33,9 @@ struct LaunchSpec {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds grace{std::chrono::seconds(2)};
   std::string runId;  // empty: one is made up
+  // Hand the run id to the workers (TPB_RUN_ID). Off for multi-node launches, whose launchers
+  // cannot agree on one: the workers then agree through the store.
+  bool shareRunId = true;
   // Runs after every rank has been reaped, whatever happened (e.g. removes shm names).
   std::function<void(const std::string& runId, int worldSize)> cleanup;
 };

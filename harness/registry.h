@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "strategies/allreduce.h"
+#include "strategies/train_strategy.h"
 
 namespace tpb {
 
@@ -13,5 +14,10 @@ const std::vector<AllreduceAlgo>& allreduceAlgos();
 // Throws UsageError naming `flag` and the valid names.
 const AllreduceAlgo& findAllreduce(const std::string& flag, const std::string& name);
 std::vector<std::string> allreduceNames();
+
+const std::vector<TrainStrategy>& trainStrategies();
+// Accepts names and aliases; throws UsageError naming `flag` and the valid names.
+const TrainStrategy& findStrategy(const std::string& flag, const std::string& name);
+std::vector<std::string> strategyNames();
 
 }  // namespace tpb

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "harness/allreduce_bench.h"
 #include "harness/launch.h"
+#include "harness/train_runner.h"
 
 namespace tpb {
 
@@ -49,6 +50,7 @@ WorkerEnv WorkerEnv::fromEnvironment() {
 const std::map<std::string, JobFn>& jobKinds() {
   static const std::map<std::string, JobFn> table = {
       {"allreduce", allreduceJob},
+      {"train", trainJob},
   };
   return table;
 }
@@ -86,7 +88,7 @@ int workerMain(const std::string& jobPath) {
     TransportArgs args{*w.store, w.env.runId, w.env.masterAddr, w.env.rank, w.env.worldSize,
                        w.env.localWorldSize, device, timeout};
     const TransportInfo& info = findTransport(transportName);
-    if (std::string why = info.unsupported(args); !why.empty())
+    if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);
     w.transport = info.make(args);
     w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});

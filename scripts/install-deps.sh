@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # tpbench_micro
   gnuplot-nox                       # charts
+  libopenblas0-serial               # optimised single-threaded BLAS behind libblas.so.3 (one per rank)
+  zlib1g-dev                        # gzipped MNIST files
 )
 
 missing=()

@@ -9,6 +9,13 @@
 #include "common/error.h"
 #include "workload/sampler.h"
 
+// Bit-identical results on every machine need each float operation rounded as written, never
+// fused into a multiply-add: GCC does not contract in ISO mode (-std=c++17, as tpbench builds);
+// clang contracts by default where FMA exists (e.g. -march=native), so tell it not to.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 namespace tpb {
 
 std::vector<int> parseHidden(const std::string& flag, const std::string& text) {

@@ -13,6 +13,8 @@ using Action = std::function<int()>;
 
 void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine);
 void addList(CLI::App& app, Action& action);
+void addRun(CLI::App& app, Action& action, const std::string& commandLine);
+void addSweep(CLI::App& app, Action& action, const std::string& commandLine);
 void addWorker(CLI::App& app, Action& action);
 
 }  // namespace tpb::cli

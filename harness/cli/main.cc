@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tpb::cli::Action action;
   tpb::cli::addAllreduce(app, action, commandLine);
+  tpb::cli::addRun(app, action, commandLine);
+  tpb::cli::addSweep(app, action, commandLine);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
 

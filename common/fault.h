@@ -1,4 +1,4 @@
-// harness/fault.h — deliberate failures for testing the failure paths (launcher, sweeps).
+// common/fault.h — deliberate failures for testing the failure paths (launcher, sweeps).
 //
 // TPB_FAULT="RANK:ACTION[:AT]" makes rank RANK perform ACTION the AT-th time (default 1st) it
 // reaches a fault point (one per timed allreduce iteration, one per training step). ACTION is

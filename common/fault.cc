@@ -1,4 +1,4 @@
-#include "harness/fault.h"
+#include "common/fault.h"
 
 #include <unistd.h>
 

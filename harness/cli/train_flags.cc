@@ -1,0 +1,53 @@
+#include "harness/cli/train_flags.h"
+
+#include "common/error.h"
+#include "workload/model.h"
+
+namespace tpb::cli {
+
+void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
+  cmd->add_option("--epochs", f.epochs, "Epochs per run")->capture_default_str();
+  cmd->add_option("--dataset", f.dataset, "synthetic (MNIST-shaped, generated) or mnist:DIR (IDX files, plain or .gz)")
+      ->capture_default_str();
+  cmd->add_option("--hidden", f.hidden, "Hidden layer widths of the MLP 784-...-10")->capture_default_str();
+  cmd->add_option("--lr", f.lr, "SGD learning rate")->capture_default_str();
+  cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str();
+  cmd->add_option("--bucket_mb", f.bucketMb, "ddp: gradient bucket size in MiB")->capture_default_str();
+  cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all)")->capture_default_str();
+  cmd->add_option("--device", f.device, "cpu (GPU support is not compiled into this build)")->capture_default_str();
+  cmd->add_option("--transport", f.transport,
+                  "P2P transport of the from-scratch strategies: shm (default on one node) or gloo");
+  cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
+      ->capture_default_str();
+  cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: all)")
+      ->capture_default_str();
+}
+
+TrainConfig baseConfig(const TrainFlags& f) {
+  if (f.epochs < 1) TPB_THROW(UsageError, "--epochs: must be at least 1, got " << f.epochs);
+  if (!(f.lr > 0)) TPB_THROW(UsageError, "--lr: must be positive, got " << f.lr);
+  if (f.momentum < 0 || f.momentum >= 1) TPB_THROW(UsageError, "--momentum: must be in [0, 1), got " << f.momentum);
+  if (!(f.bucketMb > 0)) TPB_THROW(UsageError, "--bucket_mb: must be positive, got " << f.bucketMb);
+  if (f.timeout < 1) TPB_THROW(UsageError, "--timeout: must be at least 1 second, got " << f.timeout);
+  TrainConfig c;
+  c.epochs = f.epochs;
+  c.dataset = f.dataset;
+  c.model.hidden = parseHidden("--hidden", f.hidden);
+  c.lr = f.lr;
+  c.momentum = f.momentum;
+  c.seed = f.seed;
+  c.bucketMb = f.bucketMb;
+  c.testSize = f.testSize;
+  c.maxSteps = f.maxSteps;
+  return c;
+}
+
+void applyRunOptions(const TrainFlags& f, TrainRunOptions& o) {
+  o.device = f.device;
+  o.transport = f.transport;
+  o.out = f.out;
+  o.timeout = std::chrono::seconds(f.timeout);
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,307 @@
+#include "harness/train_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "comm/shm/shm_transport.h"
+#include "comm/transports.h"
+#include "common/error.h"
+#include "harness/launch.h"
+#include "harness/registry.h"
+#include "harness/results.h"
+#include "harness/worker.h"
+
+namespace tpb {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+std::string hiddenString(const std::vector<int>& h) {
+  std::string s;
+  for (int x : h) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+TrainConfig configFromJob(const json& j) {
+  TrainConfig c;
+  c.strategy = j.at("strategy");
+  c.nGpus = j.at("n_gpus");
+  c.batchSize = j.at("batch_size");
+  c.epochs = j.at("epochs");
+  c.dataset = j.at("dataset");
+  c.trainSize = j.at("train_size");
+  c.testSize = j.value("test_size", 0);
+  c.model.hidden = parseHidden("--hidden", j.at("hidden").get<std::string>());
+  c.lr = j.at("lr");
+  c.momentum = j.at("momentum");
+  c.seed = j.at("seed");
+  c.bucketMb = j.at("bucket_mb");
+  c.maxSteps = j.value("max_steps", -1L);
+  return c;
+}
+
+json epochJson(const EpochStats& e) {
+  return {{"epoch", e.epoch},           {"wall_s", e.wallS},
+          {"compute_s", e.computeS},    {"comm_s", e.commS},
+          {"samples_per_s", e.samplesPerS}, {"train_loss", e.trainLoss},
+          {"test_accuracy", e.testAccuracy < 0 ? json(nullptr) : json(e.testAccuracy)},
+          {"eval_s", e.evalS},          {"steps", e.steps},
+          {"samples", e.samples}};
+}
+
+std::string makeTempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/tpbench.XXXXXX";
+  if (!mkdtemp(tmpl.data())) TPB_THROW(Error, "mkdtemp(" << tmpl << "): " << std::strerror(errno));
+  return tmpl;
+}
+
+json summaryJson(const json& epochs) {
+  double total = 0, samples = 0;
+  for (const auto& e : epochs) {
+    total += e.at("wall_s").get<double>();
+    samples += e.at("samples").get<double>();
+  }
+  json s = {{"total_s", total},
+            {"samples_per_s", total > 0 ? samples / total : 0.0},
+            {"final_test_accuracy", epochs.empty() ? json(nullptr) : epochs.back().at("test_accuracy")},
+            {"final_train_loss", epochs.empty() ? json(nullptr) : epochs.back().at("train_loss")},
+            {"scaling_efficiency", nullptr}};
+  return s;
+}
+
+}  // namespace
+
+json trainConfigJson(const TrainConfig& c, const std::string& device, const std::string& transport,
+                     int repeat) {
+  return {{"strategy", c.strategy},   {"n_gpus", c.nGpus},     {"batch_size", c.batchSize},
+          {"epochs", c.epochs},       {"device", device},      {"transport", transport},
+          {"dataset", c.dataset},     {"train_size", c.trainSize}, {"test_size", c.testSize},
+          {"hidden", hiddenString(c.model.hidden)}, {"lr", c.lr},  {"momentum", c.momentum},
+          {"seed", c.seed},           {"bucket_mb", c.bucketMb}, {"repeat_index", repeat}};
+}
+
+void updateScalingEfficiency(json& runs) {
+  for (auto& r : runs) {
+    if (r.value("status", "") != "ok") continue;
+    json key = r.at("config");
+    const int n = key.at("n_gpus");
+    key.erase("n_gpus");
+    key.erase("repeat_index");
+    key.erase("transport");
+    std::vector<double> base;
+    for (const auto& o : runs) {
+      if (o.value("status", "") != "ok" || o.at("config").at("n_gpus") != 1) continue;
+      json k2 = o.at("config");
+      k2.erase("n_gpus");
+      k2.erase("repeat_index");
+      k2.erase("transport");
+      if (k2 == key) base.push_back(o.at("summary").at("samples_per_s").get<double>());
+    }
+    auto& s = r["summary"];
+    if (base.empty()) {
+      s["scaling_efficiency"] = nullptr;
+    } else {
+      std::sort(base.begin(), base.end());
+      const double b = base[base.size() / 2];
+      s["scaling_efficiency"] = b > 0 ? s.at("samples_per_s").get<double>() / (n * b) : 0.0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker side
+// ---------------------------------------------------------------------------------------------
+
+void trainJob(Worker& w, const json& job) {
+  const TrainConfig cfg = configFromJob(job.at("config"));
+  const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
+  const std::string resultPath = job.at("result_path");
+  const bool reporter = w.env.rank == 0;
+  json epochs = json::array();
+  auto onEpoch = [&](const EpochStats& e) {
+    if (!reporter) return;
+    epochs.push_back(epochJson(e));
+    writeFileAtomic(resultPath, json{{"epochs", epochs}}.dump());
+    const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
+    std::printf("%s N=%d epoch %d/%d: %.2f s, %.0f samples/s, loss %.4f, test acc %s, comm %.0f%%\n",
+                cfg.strategy.c_str(), cfg.nGpus, e.epoch, cfg.epochs, e.wallS, e.samplesPerS,
+                e.trainLoss,
+                e.testAccuracy < 0 ? "n/a" : (std::to_string(e.testAccuracy * 100).substr(0, 5) + "%").c_str(),
+                share * 100);
+    std::fflush(stdout);
+  };
+  TrainResult r = strategy.run(*w.comm, cfg, onEpoch);
+  if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochs}, {"done", true}}.dump());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launcher side
+// ---------------------------------------------------------------------------------------------
+
+int runTraining(const TrainRunOptions& opt) {
+  if (opt.device != "cpu")
+    TPB_THROW(UsageError, "--device " << opt.device << ": this build trains on cpu only (GPU support is not compiled in)");
+  const Device device = Device::Cpu;
+  if (!opt.transport.empty()) findTransport(opt.transport);
+  if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");
+  if (opt.nodeRank < 0 || opt.nodeRank >= opt.nnodes)
+    TPB_THROW(UsageError, "--node_rank: must be in 0.." << opt.nnodes - 1 << ", got " << opt.nodeRank);
+  if (opt.nnodes > 1 && opt.masterPort == 0)
+    TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
+  for (const auto& p : opt.points) findStrategy("--strategy", p.cfg.strategy);
+
+  std::unique_ptr<ResultsFile> results;
+  if (!opt.out.empty()) {
+    checkWritable("--out", opt.out);
+    if (opt.resume && std::filesystem::exists(opt.out)) {
+      results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
+    } else {
+      results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, collectMeta(opt.command)));
+    }
+  } else if (opt.resume) {
+    TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
+  }
+
+  installInterruptHandlers();
+  const std::string tmp = makeTempDir();
+  int rc = 0;
+  std::size_t done = 0, ran = 0;
+  const auto start = clock_type::now();
+  struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
+  std::vector<Row> rows;
+
+  for (const auto& point : opt.points) {
+    if (interruptRequested()) break;
+    const TrainConfig& cfg = point.cfg;
+    const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
+    const int procs = strategy.processes(cfg.nGpus);
+    const int perNode = opt.nprocPerNode > 0 ? opt.nprocPerNode : procs;
+    const int world = perNode * opt.nnodes;
+    const std::string transport =
+        opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
+    TrainConfig canonical = cfg;
+    canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
+    json run = {{"config", trainConfigJson(canonical, opt.device, transport, point.repeat)}};
+    ++done;
+
+    if (results && opt.resume) {
+      const auto& runs = results->doc().at("runs");
+      const bool have = std::any_of(runs.begin(), runs.end(), [&](const json& r) {
+        return r.at("config") == run.at("config") && r.value("status", "") != "failed";
+      });
+      if (have) {
+        std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: already in %s, skipped (--resume)\n", done,
+                     opt.points.size(), strategy.name.c_str(), cfg.nGpus, cfg.batchSize, opt.out.c_str());
+        continue;
+      }
+    }
+
+    std::string why = strategy.unsupported(device, cfg.nGpus);
+    if (why.empty() && world != procs)
+      why = "needs " + std::to_string(procs) + " processes, the layout gives " + std::to_string(world);
+    if (why.empty()) {
+      if (std::string t = findTransport(transport).unsupported(device, world, perNode);
+          !t.empty() && world > 1)
+        why = "transport " + transport + ": " + t;
+    }
+    if (!why.empty()) {
+      run["status"] = "skipped";
+      run["error"] = why;
+      std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: skipped: %s\n", done, opt.points.size(),
+                   strategy.name.c_str(), cfg.nGpus, cfg.batchSize, why.c_str());
+      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
+    } else {
+      const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+      std::fprintf(stderr, "[%zu/%zu] %s N=%d batch %d train_size %zu epochs %d over %s", done,
+                   opt.points.size(), strategy.name.c_str(), cfg.nGpus, cfg.batchSize, cfg.trainSize,
+                   cfg.epochs, procs > 1 ? transport.c_str() : "one process");
+      if (ran > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / ran * (opt.points.size() - done + 1));
+      std::fprintf(stderr, "\n");
+      const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
+      std::remove(resultPath.c_str());
+      TrainConfig jobCfg = canonical;
+      json job = {{"kind", "train"},
+                  {"device", opt.device},
+                  {"transport", transport},
+                  {"result_path", resultPath},
+                  {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()},
+                  {"config", trainConfigJson(jobCfg, opt.device, transport, point.repeat)}};
+      job["config"]["max_steps"] = cfg.maxSteps;
+      writeFileAtomic(jobPath, job.dump());
+
+      LaunchSpec spec;
+      spec.nprocPerNode = perNode;
+      spec.nnodes = opt.nnodes;
+      spec.nodeRank = opt.nodeRank;
+      spec.masterAddr = opt.masterAddr;
+      spec.masterPort = opt.masterPort;
+      spec.shareRunId = opt.nnodes == 1;  // across nodes the ranks agree on one through the store
+      spec.workerArgs = {"worker", "--job", jobPath};
+      spec.timeout = opt.timeout;
+      spec.cleanup = [](const std::string& runId, int n) { ShmTransport::removeSegments(runId, n); };
+      const LaunchResult lr = launch(spec);
+      ++ran;
+
+      json got = json::object();
+      if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
+      run["epochs"] = got.value("epochs", json::array());
+      const bool complete = got.value("done", false);
+      if (lr.ok && (complete || opt.nodeRank != 0)) {
+        run["status"] = "ok";
+      } else {
+        run["status"] = "failed";
+        run["error"] = lr.ok ? std::string("rank 0 reported no result") : lr.error;
+        rc = 1;
+        std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus,
+                     run["error"].get<std::string>().c_str());
+      }
+      run["summary"] = summaryJson(run["epochs"]);
+      run["wall_s"] = lr.wallSeconds;
+      const auto& s = run["summary"];
+      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run["status"],
+                      s["samples_per_s"].get<double>(),
+                      s["final_test_accuracy"].is_null() ? -1.0 : s["final_test_accuracy"].get<double>(),
+                      s["total_s"].get<double>()});
+      if (lr.interrupted) rc = 130;
+    }
+    if (results && opt.nodeRank == 0) {
+      auto& runs = results->doc()["runs"];
+      // A rerun of a failed point replaces it.
+      runs.erase(std::remove_if(runs.begin(), runs.end(),
+                                [&](const json& r) { return r.at("config") == run.at("config"); }),
+                 runs.end());
+      results->addRun(run);
+      updateScalingEfficiency(results->doc()["runs"]);
+      results->save();
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+
+  if (!rows.empty()) {
+    std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size",
+                "status", "samples/s", "test_acc", "train_s");
+    for (const auto& r : rows) {
+      char acc[16] = "n/a";
+      if (r.acc >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.acc * 100);
+      std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f\n", r.strategy.c_str(), r.n, r.batch,
+                  r.trainSize, r.status.c_str(), r.sps, acc, r.total);
+    }
+  }
+  if (results && opt.nodeRank == 0) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
+  if (interruptRequested()) {
+    std::fprintf(stderr, "interrupted: finished points are saved\n");
+    return 130;
+  }
+  return rc;
+}
+
+}  // namespace tpb

@@ -1,0 +1,52 @@
+// harness/train_runner.h — `tpbench run` and `tpbench sweep`: runs training points, one launch
+// each, and records them in a results file that is rewritten after every point.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "workload/train.h"
+
+namespace tpb {
+
+struct Worker;
+
+struct TrainPoint {
+  TrainConfig cfg;
+  int repeat = 0;
+};
+
+struct TrainRunOptions {
+  std::vector<TrainPoint> points;
+  std::string device = "cpu";
+  std::string transport;  // empty: the default (shm on one node, gloo across nodes)
+  std::string out;        // results file; empty: none
+  bool resume = false;    // skip points the file already holds (ok or skipped)
+  std::chrono::seconds timeout{1800};
+  std::string command;
+  // Multi-node layout (torchrun's names). One node by default.
+  int nnodes = 1, nodeRank = 0, nprocPerNode = 0;  // 0: the point's process count
+  std::string masterAddr = "127.0.0.1";
+  std::uint16_t masterPort = 0;
+};
+
+// Validates (UsageError), runs every point, prints per-epoch lines and a summary table.
+// Returns 0 when every point ran or was skipped with a reason, 1 if any failed, 130 when
+// interrupted.
+int runTraining(const TrainRunOptions& opt);
+
+// Worker side of one training point.
+void trainJob(Worker& w, const nlohmann::json& job);
+
+// The "config" object of a run record (also the key --resume and `compare` match on).
+nlohmann::json trainConfigJson(const TrainConfig& cfg, const std::string& device,
+                               const std::string& transport, int repeat);
+
+// Recomputes every run's summary.scaling_efficiency: samples/s at N divided by N times the
+// samples/s of the same strategy and configuration at N = 1 (null when there is none).
+void updateScalingEfficiency(nlohmann::json& runs);
+
+}  // namespace tpb

@@ -1,0 +1,113 @@
+// `param_server`, from scratch, over Transport P2P only.
+//
+// Rank 0 is the server: it holds the authoritative weights and the optimizer. Ranks 1..N-1 are
+// workers, each with 1/(N-1) of the data (a DistributedSampler over N-1 replicas). Every step:
+//   workers: forward/backward on their batch, send the flat gradient to the server, then
+//            receive the new flat weights;
+//   server:  add the workers' gradients in rank order (deterministic), divide by N-1, take an
+//            SGD step, send the weights to every worker.
+// This is synchronous SGD at a global batch of (N-1)*B, so after K steps the weights equal
+// `single` trained at batch (N-1)*B. Cost per step: the server moves 2(N-1)*S bytes, so it is
+// the bottleneck as N grows. With N = 1 there are no workers and the server trains alone.
+#include <chrono>
+#include <memory>
+
+#include "comm/reduce.h"
+#include "common/fault.h"
+#include "strategies/train_strategy.h"
+#include "workload/sampler.h"
+
+namespace tpb {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double secondsSince(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
+  Transport& t = ctx.transport;
+  const int n = t.size(), rank = t.rank();
+  if (n == 1) {
+    FlatGradSync alone(1, nullptr);
+    return trainReplicated(nullptr, cfg, alone, onEpoch);
+  }
+  const DataSplit data = loadTrainData(cfg);
+  Replica rep(cfg, data);
+  FlatGrads grads(rep.params);
+  float* w = rep.flatParams->data();
+  float* g = grads.data();
+  const std::size_t count = grads.count(), bytes = count * sizeof(float);
+  const int workers = n - 1;
+  // The server builds the same sampler as worker 1 only to know how many steps an epoch has.
+  DistributedSampler sampler(data.train.size(), workers, rank == 0 ? 0 : rank - 1, true, cfg.seed);
+  const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
+  std::vector<std::unique_ptr<Request>> sends;
+  TrainResult result;
+  long totalSteps = 0;
+  for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
+    sampler.setEpoch(static_cast<std::uint64_t>(epoch));
+    const std::vector<std::int64_t> idx = sampler.indices();
+    t.barrier();
+    EpochStats s;
+    s.epoch = epoch + 1;
+    double lossSum = 0;
+    const auto t0 = clock_type::now();
+    for (std::size_t begin = 0; begin < idx.size(); begin += batch) {
+      if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
+      const std::size_t end = std::min(begin + batch, idx.size());
+      if (rank == 0) {
+        grads.zero();
+        for (int src = 1; src < n; ++src) t.irecvReduce(src, g, count)->wait();
+        const float inv = 1.0f / static_cast<float>(workers);
+        for (std::size_t i = 0; i < count; ++i) g[i] *= inv;
+        rep.sgd.step(w, g);
+        sends.clear();
+        for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
+        for (auto& q : sends) q->wait();
+      } else {
+        const auto c0 = clock_type::now();
+        grads.zero();
+        lossSum += rep.forwardBackward(data.train, idx, begin, end, 1.0);
+        const auto c1 = clock_type::now();
+        t.send(0, g, bytes);
+        t.recv(0, w, bytes);
+        s.computeS += std::chrono::duration<double>(c1 - c0).count();
+        s.commS += secondsSince(c1);
+        s.samples += end - begin;
+        ++s.steps;
+      }
+      ++totalSteps;
+      faultPoint(rank);
+    }
+    s.wallS = secondsSince(t0);
+    s.trainLoss = s.steps ? lossSum / s.steps : 0;
+    EpochStats agg = gatherEpoch(&t, s);
+    if (rank == 0) {
+      if (cfg.evaluate) evaluateInto(agg, rep.model, data, cfg);
+      if (onEpoch) onEpoch(agg);
+      result.epochs.push_back(agg);
+    }
+    if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
+  }
+  t.barrier();
+  result.params.assign(w, w + count);
+  return result;
+}
+
+}  // namespace
+
+TrainStrategy paramServerStrategy() {
+  TrainStrategy s;
+  s.name = "param_server";
+  s.origin = "from scratch";
+  s.description =
+      "rank 0 serves weights and optimizer, ranks 1..N-1 send gradients (N=1: the server trains alone)";
+  s.processes = [](int n) { return n; };
+  s.unsupported = [](Device, int) { return std::string(); };
+  s.run = trainParamServer;
+  return s;
+}
+
+}  // namespace tpb
