@@ -17,9 +17,12 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on CPU with the embedded defaults: the allreduce benchmark over 2..4 ranks.
+# The main job on CPU with the embedded defaults: a training sweep of all six strategies on
+# synthetic data, then the allreduce benchmark over 2..4 ranks.
 run: build
 	@mkdir -p results
+	$(TPBENCH) sweep --strategies all --n_gpus 1,2 --batch_size 64 --epochs 2 --train_size 8192 \
+	  --out results/sweep-cpu.json
 	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json
 
 test: build

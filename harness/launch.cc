@@ -164,6 +164,9 @@ LaunchResult launch(const LaunchSpec& spec) {
     env.push_back("LOCAL_RANK=" + std::to_string(local));
     env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
     env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    // One BLAS thread per rank: on CPU a rank stands for one device, and OpenBLAS must not
+    // spread every rank over all cores (see also pinBlasThreads() in the worker).
+    if (!std::getenv("OPENBLAS_NUM_THREADS")) env.push_back("OPENBLAS_NUM_THREADS=1");
     env.push_back("MASTER_ADDR=" + spec.masterAddr);
     env.push_back("MASTER_PORT=" + std::to_string(port));
     if (spec.shareRunId) env.push_back("TPB_RUN_ID=" + result.runId);

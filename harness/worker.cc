@@ -1,6 +1,7 @@
 #include "harness/worker.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -65,10 +66,19 @@ nlohmann::json readJsonFile(const std::string& path) {
   }
 }
 
+// Pins OpenBLAS to one thread when the worker was not started by tpbench's launcher (which sets
+// OPENBLAS_NUM_THREADS=1), e.g. under torchrun. Looked up at run time: the BLAS behind
+// libblas.so.3 is chosen by the system, and may not be OpenBLAS at all.
+void pinBlasThreads() {
+  using SetThreads = void (*)(int);
+  if (auto* f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
+}
+
 int workerMain(const std::string& jobPath) {
   try {
     // One intra-op thread per rank: on CPU each rank stands for one device.
     at::set_num_threads(1);
+    pinBlasThreads();
     const nlohmann::json job = readJsonFile(jobPath);
     const std::string kind = job.value("kind", "");
     const auto it = jobKinds().find(kind);

@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev         # tests
   libbenchmark-dev                  # tpbench_micro
   gnuplot-nox                       # charts
-  libopenblas0-serial               # optimised single-threaded BLAS behind libblas.so.3 (one per rank)
+  libopenblas0-pthread              # optimised, thread-safe BLAS behind libblas.so.3 (workers pin it to 1 thread)
   zlib1g-dev                        # gzipped MNIST files
 )
 

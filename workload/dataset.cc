@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -35,8 +34,8 @@ constexpr float kMnistStd = 0.3081f;
 struct SynthShape {
   int latent = 16;            // latent dimensions
   int styles = 4;             // modes per class
-  float protoScale = 1.2f;    // std of prototype coordinates
-  float latentNoise = 0.6f;   // std of a sample around its prototype
+  float protoScale = 1.5f;    // std of prototype coordinates
+  float latentNoise = 0.5f;   // std of a sample around its prototype
   float projScale = 0.25f;    // std of projection entries
   float pixelNoise = 0.35f;   // std of per-pixel noise (intensity units)
   float centreBias = 0.35f;   // intensity bias at the image centre ...

@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <limits>
 
 #include "common/error.h"
 #include "workload/sampler.h"

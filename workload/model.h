@@ -79,7 +79,7 @@ class FlatGrads {
  public:
   explicit FlatGrads(const std::vector<torch::Tensor>& params);
 
-  float* data();
+  float* data();  // the buffer (device memory when the parameters are on a GPU)
   std::size_t count() const { return count_; }
   torch::Tensor flat() { return flat_; }  // 1-D, count() elements
   // Zeroes the buffer in place and re-points any parameter's grad that no longer aliases it.
@@ -106,7 +106,7 @@ class FlatParams {
  public:
   explicit FlatParams(const std::vector<torch::Tensor>& params);
 
-  float* data();
+  float* data();  // the buffer (device memory when the parameters are on a GPU)
   std::size_t count() const { return count_; }
   torch::Tensor flat() { return flat_; }  // 1-D, count() elements
   std::size_t offset(std::size_t paramIndex) const;
