@@ -51,20 +51,23 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
       const double total = static_cast<double>(end - begin);
       // Scatter + parallel forward/backward.
       const auto c0 = clock_type::now();
-      std::vector<std::thread> threads;
-      for (int i = 0; i < n; ++i) {
+      auto replicaStep = [&](int i) {
         const std::size_t lo = std::min(begin + i * batch, end), hi = std::min(lo + batch, end);
         losses[i] = 0;
         grads[i]->zero();
-        if (lo == hi) continue;
-        threads.emplace_back([&, i, lo, hi] {
-          try {
-            losses[i] = reps[i]->forwardBackward(data.train, idx, lo, hi, (hi - lo) / total) * ((hi - lo) / total);
-          } catch (...) {
-            errors[i] = std::current_exception();
-          }
-        });
-      }
+        if (lo == hi) return;
+        try {
+          const double share = static_cast<double>(hi - lo) / total;
+          losses[i] = reps[i]->forwardBackward(data.train, idx, lo, hi, share) * share;
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      };
+      // Replicas 1..N-1 on their own threads, replica 0 on this one (as DataParallel's
+      // parallel_apply keeps the caller busy too).
+      std::vector<std::thread> threads;
+      for (int i = 1; i < n; ++i) threads.emplace_back(replicaStep, i);
+      replicaStep(0);
       for (auto& th : threads) th.join();
       for (auto& e : errors)
         if (e) std::rethrow_exception(e);

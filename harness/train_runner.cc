@@ -290,6 +290,11 @@ int runTraining(const TrainRunOptions& opt) {
     std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size",
                 "status", "samples/s", "test_acc", "train_s");
     for (const auto& r : rows) {
+      if (r.status == "skipped") {
+        std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch,
+                    r.trainSize, "skipped", "-", "-", "-");
+        continue;
+      }
       char acc[16] = "n/a";
       if (r.acc >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.acc * 100);
       std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f\n", r.strategy.c_str(), r.n, r.batch,
