@@ -16,5 +16,6 @@ void addList(CLI::App& app, Action& action);
 void addRun(CLI::App& app, Action& action, const std::string& commandLine);
 void addSweep(CLI::App& app, Action& action, const std::string& commandLine);
 void addWorker(CLI::App& app, Action& action);
+void addCompare(CLI::App& app, Action& action);
 
 }  // namespace tpb::cli

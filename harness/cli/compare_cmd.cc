@@ -1,0 +1,37 @@
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/compare.h"
+
+namespace tpb::cli {
+
+void addCompare(CLI::App& app, Action& action) {
+  struct Args {
+    CompareOptions o;
+    std::string format = "text";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Compare two results files point by point; exit 3 if NEW regressed (timing beyond --threshold, "
+      "significant by a Mann-Whitney U test where both sides have >= 5 repeats; accuracy or loss "
+      "beyond --acc-tolerance; a point failed or missing)");
+  cmd->add_option("BASE", a->o.basePath, "Baseline results JSON")->required();
+  cmd->add_option("NEW", a->o.newPath, "Results JSON to check")->required();
+  cmd->add_option("--threshold", a->o.threshold, "Relative slowdown that counts (0.10 = 10 %)")->capture_default_str();
+  cmd->add_option("--alpha", a->o.alpha, "Significance level of the U test")->capture_default_str();
+  cmd->add_option("--acc-tolerance", a->o.accTolerance,
+                  "Largest accepted change of final test accuracy (absolute fraction) and loss (relative)")
+      ->capture_default_str();
+  cmd->add_option("--format", a->format, "text, markdown or json")->capture_default_str();
+  cmd->callback([&action, a] {
+    action = [a] {
+      const CompareResult r = compareResults(a->o);
+      std::cout << formatComparison(r, a->o, a->format);
+      return r.regressed() ? 3 : 0;
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,173 @@
+// tpbench compare: regressions in timing, accuracy, status; the U test; bad input; exit codes.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "harness/compare.h"
+#include "tests/cli_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+
+json run(const std::string& strategy, int n, double sps, double acc, double loss, int repeat = 0,
+         const std::string& status = "ok") {
+  json config = {{"strategy", strategy}, {"n_gpus", n},         {"batch_size", 64},   {"epochs", 1},
+                 {"device", "cpu"},      {"transport", "shm"},  {"dataset", "synthetic"},
+                 {"train_size", 8192},   {"test_size", 0},      {"hidden", "512,512"}, {"lr", 0.01},
+                 {"momentum", 0.0},      {"seed", 1},           {"bucket_mb", 25.0},   {"repeat_index", repeat}};
+  json r = {{"config", config}, {"status", status}};
+  if (status != "ok") {
+    r["error"] = "rank 1 was killed by signal 9 (SIGKILL)";
+    r["epochs"] = json::array();
+    return r;
+  }
+  r["epochs"] = json::array({{{"epoch", 1}, {"wall_s", 8192 / sps}, {"compute_s", 0.1}, {"comm_s", 0.1},
+                              {"samples_per_s", sps}, {"train_loss", loss}, {"test_accuracy", acc},
+                              {"samples", 8192}}});
+  r["summary"] = {{"total_s", 8192 / sps}, {"samples_per_s", sps}, {"final_test_accuracy", acc},
+                  {"final_train_loss", loss}, {"scaling_efficiency", nullptr}};
+  return r;
+}
+
+json allreduce(const std::string& algo, int n, std::size_t bytes, double busbw) {
+  return {{"algo", algo}, {"transport", "shm"}, {"device", "cpu"}, {"n_gpus", n}, {"bytes", bytes},
+          {"count", bytes / 4}, {"time_us", {{"median", 1.0}, {"min", 1.0}, {"max", 1.0}}},
+          {"algbw_gbps", busbw}, {"busbw_gbps", busbw}, {"wrong", 0}, {"status", "ok"}};
+}
+
+json doc(json runs, json ar = json::array()) {
+  return {{"schema", "tpbench.results/1"}, {"meta", {{"command", "test"}}}, {"runs", runs}, {"allreduce", ar}};
+}
+
+std::string write(const std::string& name, const json& d) {
+  const std::string path = test::tempPath(name);
+  std::ofstream(path) << d.dump();
+  return path;
+}
+
+CompareResult compare(const json& base, const json& now, double threshold = 0.10) {
+  CompareOptions o;
+  o.basePath = write("base.json", base);
+  o.newPath = write("new.json", now);
+  o.threshold = threshold;
+  return compareResults(o);
+}
+
+const Comparison* find(const CompareResult& r, const std::string& metric) {
+  for (const auto& c : r.rows)
+    if (c.metric == metric) return &c;
+  return nullptr;
+}
+
+TEST(Compare, IdenticalFilesHaveNoRegression) {
+  const json d = doc({run("ring_all_reduce", 2, 30000, 0.93, 0.5)}, {allreduce("ring", 2, 1 << 20, 14.0)});
+  const auto r = compare(d, d);
+  EXPECT_FALSE(r.regressed());
+  EXPECT_EQ(r.matched, 2u);
+  ASSERT_NE(find(r, "samples_per_s"), nullptr);
+  EXPECT_DOUBLE_EQ(find(r, "samples_per_s")->change, 0.0);
+}
+
+TEST(Compare, SlowerThanTheThresholdRegressesFasterDoesNot) {
+  const json base = doc({run("ddp", 2, 20000, 0.93, 0.5)});
+  const auto slow = compare(base, doc({run("ddp", 2, 16000, 0.93, 0.5)}));  // 25 % slower
+  EXPECT_TRUE(slow.regressed());
+  EXPECT_TRUE(slow.rows.front().regression) << "regressions are listed first";
+  EXPECT_NEAR(find(slow, "samples_per_s")->slowdown, 0.25, 1e-9);
+  EXPECT_TRUE(find(slow, "epoch_s")->regression);
+  EXPECT_FALSE(compare(base, doc({run("ddp", 2, 19000, 0.93, 0.5)})).regressed());  // 5 % slower
+  EXPECT_FALSE(compare(base, doc({run("ddp", 2, 40000, 0.93, 0.5)})).regressed());  // faster
+}
+
+TEST(Compare, WithRepeatsASlowdownMustAlsoBeSignificant) {
+  json base = json::array(), shifted = json::array(), noisy = json::array();
+  const double b[] = {100, 101, 99, 102, 98, 100};
+  const double s[] = {80, 81, 79, 82, 78, 80};  // clearly slower: every value below the base's
+  // Median 85 (18 % slower), but half the values lie above all of the base's: U = 18 of 36.
+  const double m[] = {51, 119, 52.7, 117.3, 68, 102};
+  for (int i = 0; i < 6; ++i) {
+    base.push_back(run("ring_all_reduce", 2, b[i], 0.9, 0.5, i));
+    shifted.push_back(run("ring_all_reduce", 2, s[i], 0.9, 0.5, i));
+    noisy.push_back(run("ring_all_reduce", 2, m[i], 0.9, 0.5, i));
+  }
+  const auto r1 = compare(doc(base), doc(shifted));
+  const Comparison* c1 = find(r1, "samples_per_s");
+  ASSERT_NE(c1, nullptr);
+  EXPECT_EQ(c1->nBase, 6);
+  EXPECT_LT(c1->p, 0.05);
+  EXPECT_TRUE(c1->regression);
+  // Slower by the median, but the samples overlap: the U test does not reject.
+  const auto r2 = compare(doc(base), doc(noisy));
+  const Comparison* c2 = find(r2, "samples_per_s");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_GT(c2->slowdown, 0.10);
+  EXPECT_GT(c2->p, 0.05);
+  EXPECT_FALSE(c2->regression);
+}
+
+TEST(Compare, AnyAccuracyOrLossChangeBeyondToleranceRegresses) {
+  const json base = doc({run("single", 1, 20000, 0.9300, 0.5000)});
+  const auto acc = compare(base, doc({run("single", 1, 20000, 0.9250, 0.5000)}));
+  EXPECT_TRUE(find(acc, "final_test_accuracy")->regression);
+  EXPECT_NEAR(find(acc, "final_test_accuracy")->change, -0.005, 1e-12);
+  const auto loss = compare(base, doc({run("single", 1, 20000, 0.9300, 0.5100)}));
+  EXPECT_TRUE(find(loss, "final_train_loss")->regression);
+  // Better accuracy is also a change: results are deterministic, so it means something moved.
+  EXPECT_TRUE(compare(base, doc({run("single", 1, 20000, 0.9400, 0.5)})).regressed());
+  EXPECT_FALSE(compare(base, doc({run("single", 1, 20000, 0.9305, 0.5)})).regressed());
+}
+
+TEST(Compare, MissingOrFailedPointsRegress) {
+  const json base = doc({run("ddp", 2, 20000, 0.9, 0.5), run("allreduce", 2, 15000, 0.9, 0.5)});
+  const auto missing = compare(base, doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  ASSERT_TRUE(missing.regressed());
+  EXPECT_EQ(missing.rows.front().note, "missing in NEW");
+  EXPECT_NE(missing.rows.front().point.find("allreduce"), std::string::npos);
+  const auto failed = compare(base, doc({run("ddp", 2, 20000, 0.9, 0.5), run("allreduce", 2, 0, 0, 0, 0, "failed")}));
+  ASSERT_TRUE(failed.regressed());
+  EXPECT_EQ(failed.rows.front().note, "failed in NEW");
+}
+
+TEST(Compare, AllreduceBandwidthDropRegresses) {
+  const json base = doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.0), allreduce("ring", 2, 16 << 20, 8.0)});
+  const auto r = compare(base, doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.5), allreduce("ring", 2, 16 << 20, 6.0)}));
+  ASSERT_TRUE(r.regressed());
+  EXPECT_NE(r.rows.front().point.find("16M"), std::string::npos);
+  EXPECT_NEAR(r.rows.front().slowdown, 8.0 / 6.0 - 1, 1e-9);
+}
+
+TEST(Compare, BadInputIsAUsageError) {
+  const json good = doc({run("ddp", 2, 20000, 0.9, 0.5)});
+  json wrong = good;
+  wrong["schema"] = "tpbench.results/0";
+  EXPECT_THROW(compare(good, wrong), UsageError);
+  EXPECT_THROW(compare(good, doc({run("ring_all_reduce", 4, 20000, 0.9, 0.5)})), UsageError);  // nothing in common
+  CompareOptions o;
+  o.basePath = "/nonexistent/base.json";
+  o.newPath = write("x.json", good);
+  EXPECT_THROW(compareResults(o), UsageError);
+}
+
+TEST(Compare, CliExitCodesAndFormats) {
+  const std::string base = write("cb.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  const std::string same = write("cs.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  const std::string slow = write("cw.json", doc({run("ddp", 2, 10000, 0.9, 0.5)}));
+  EXPECT_EQ(test::runCli({"compare", base, same}).exitCode, 0);
+  const auto r = test::runCli({"compare", base, slow, "--format", "markdown"});
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.out.find("| REGRESSION |"), std::string::npos) << r.out;
+  const auto j = test::runCli({"compare", base, slow, "--format", "json"});
+  EXPECT_EQ(j.exitCode, 3);
+  EXPECT_GT(json::parse(j.out).at("regressions").get<int>(), 0);
+  EXPECT_EQ(test::runCli({"compare", base, "/nonexistent.json"}).exitCode, 2);
+  EXPECT_EQ(test::runCli({"compare", base, same, "--format", "yaml"}).exitCode, 2);
+  // A generous threshold lets the halved throughput through.
+  EXPECT_EQ(test::runCli({"compare", base, slow, "--threshold", "1.5"}).exitCode, 0);
+}
+
+}  // namespace
+}  // namespace tpb
