@@ -4,7 +4,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 TPBENCH := $(BUILD)/tpbench
 
-.PHONY: all deps configure build run test micro clean
+.PHONY: all deps configure build run test micro baseline gate clean
+
+# The regression baseline: a small CPU sweep of every strategy, N = 1..4, two batch sizes, three
+# repeats. `make baseline` records it (and its report); CI's gate reruns it and compares.
+BASELINE_SWEEP := sweep --strategies all --n_gpus 1..4 --batch_size 32,128 --epochs 2 \
+  --train_size 4096 --test_size 1000 --repeat 3
+# Timing changes fail the gate only beyond this slowdown; see README, "Regression gate".
+GATE_THRESHOLD ?= 3.0
 
 all: build
 
@@ -32,6 +39,17 @@ test: build
 micro: build
 	@mkdir -p results
 	$(BUILD)/bench/tpbench_micro --benchmark_out=results/micro-cpu.json --benchmark_out_format=json
+
+baseline: build
+	$(TPBENCH) $(BASELINE_SWEEP) --out results/baseline-cpu.json
+	$(TPBENCH) report results/baseline-cpu.json -o reports/baseline-cpu
+
+# Reruns the baseline sweep and compares: accuracy/loss changes and failed points fail, timings
+# only beyond GATE_THRESHOLD. Exit 3 on regression.
+gate: build
+	@mkdir -p $(BUILD)/gate
+	$(TPBENCH) $(BASELINE_SWEEP) --out $(BUILD)/gate/sweep.json
+	$(TPBENCH) compare results/baseline-cpu.json $(BUILD)/gate/sweep.json --threshold $(GATE_THRESHOLD)
 
 clean:
 	rm -rf $(BUILD)

@@ -91,11 +91,8 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
       faultPoint(0);
     }
     s.wallS = std::chrono::duration<double>(clock_type::now() - t0).count();
-    s.trainLoss = s.steps ? lossSum / s.steps : 0;
-    EpochStats agg = gatherEpoch(nullptr, s);
-    if (cfg.evaluate) evaluateInto(agg, reps[0]->model, data, cfg);
-    if (onEpoch) onEpoch(agg);
-    result.epochs.push_back(agg);
+    s.trainLoss = lossSum;
+    closeEpoch(nullptr, s, reps[0]->model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
   const float* p = reps[0]->flatParams->data();

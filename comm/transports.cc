@@ -4,6 +4,10 @@
 #include "comm/shm/shm_transport.h"
 #include "common/error.h"
 
+#ifdef TPB_HAVE_NCCL
+#include "comm/nccl/nccl_transport.h"
+#endif
+
 namespace tpb {
 
 const std::vector<TransportInfo>& transports() {
@@ -25,6 +29,18 @@ const std::vector<TransportInfo>& transports() {
          return std::make_unique<GlooTransport>(a.store, "gloo/" + a.runId + "/", a.host, a.rank,
                                                 a.size, a.timeout);
        }},
+#ifdef TPB_HAVE_NCCL
+      // Registered only where NCCL was compiled in, so `tpbench list` shows what can run.
+      {"nccl", "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK)",
+       [](Device device, int, int) -> std::string {
+         return device == Device::Cuda ? std::string()
+                                       : std::string("nccl moves GPU memory only; use --device cuda");
+       },
+       [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+         return std::make_unique<NcclTransport>(a.store, a.runId, a.rank, a.size,
+                                                a.localRank < 0 ? a.rank : a.localRank, a.timeout);
+       }},
+#endif
   };
   return table;
 }
@@ -39,7 +55,7 @@ const TransportInfo& findTransport(const std::string& name) {
 }
 
 std::string defaultTransport(Device device, int size, int localSize) {
-  (void)device;
+  if (device == Device::Cuda) return "nccl";
   return localSize == size ? "shm" : "gloo";
 }
 

@@ -22,6 +22,7 @@ struct TransportArgs {
   int localSize;      // ranks on this node
   Device device;
   std::chrono::milliseconds timeout;
+  int localRank = -1;  // rank on this node (LOCAL_RANK): picks cuda:localRank; -1 means rank
 };
 
 struct TransportInfo {
@@ -36,7 +37,7 @@ struct TransportInfo {
 const std::vector<TransportInfo>& transports();
 // Throws UsageError naming the valid choices.
 const TransportInfo& findTransport(const std::string& name);
-// The default for a device: shm on one CPU node, gloo across nodes.
+// The default for a device: on CPU shm on one node, gloo across nodes; on CUDA nccl.
 std::string defaultTransport(Device device, int size, int localSize);
 
 }  // namespace tpb

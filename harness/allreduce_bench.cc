@@ -16,12 +16,17 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "harness/device_choice.h"
 #include "harness/launch.h"
 #include "harness/range.h"
 #include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/stats.h"
 #include "harness/worker.h"
+
+#ifdef TPB_HAVE_CUDA
+#include "comm/cuda/cuda_check.h"
+#endif
 
 namespace tpb {
 
@@ -43,6 +48,100 @@ FloatBuffer allocFloats(std::size_t count) {
   TPB_CHECK(p, "out of memory allocating " << bytes << " bytes");
   std::memset(p, 0, bytes);  // touch every page before timing
   return FloatBuffer(static_cast<float*>(p));
+}
+
+// The benchmark's buffer on the job's device. On CUDA the algorithms get device memory, and
+// filling and checking go through a host copy (host() plus upload/download), outside the timed
+// loop; on CPU data() is host() and the copies are no-ops.
+class BenchBuffer {
+ public:
+  BenchBuffer(Device device, int cudaDevice, std::size_t maxCount) : host_(allocFloats(maxCount)) {
+    if (device == Device::Cpu) return;
+#ifdef TPB_HAVE_CUDA
+    // cuda:LOCAL_RANK, the GPU the nccl transport drives (set per thread, so set it here too).
+    TPB_CUDA_CHECK(cudaSetDevice(cudaDevice));
+    const std::size_t bytes = std::max<std::size_t>(1, maxCount) * sizeof(float);
+    TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
+    TPB_CUDA_CHECK(cudaMemset(dev_, 0, bytes));  // touch it before timing, as on CPU
+#else
+    (void)cudaDevice;
+    TPB_THROW(Error, "device cuda in a build without CUDA");
+#endif
+  }
+  ~BenchBuffer() {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) cudaFree(dev_);
+#endif
+  }
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
+
+  float* data() { return dev_ ? dev_ : host_.get(); }
+  float* host() { return host_.get(); }
+  void zero(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) {
+      TPB_CUDA_CHECK(cudaMemset(dev_, 0, count * sizeof(float)));
+      return;
+    }
+#endif
+    std::fill(host_.get(), host_.get() + count, 0.0f);
+  }
+  void upload(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(dev_, host_.get(), count * sizeof(float), cudaMemcpyHostToDevice));
+#endif
+    (void)count;
+  }
+  void download(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(host_.get(), dev_, count * sizeof(float), cudaMemcpyDeviceToHost));
+#endif
+    (void)count;
+  }
+
+ private:
+  FloatBuffer host_;
+  float* dev_ = nullptr;
+};
+
+// Every Allreduce::run() returns with its result in place; on CUDA this also makes sure no
+// kernel of the iteration is still running when the clock is read.
+void finishDeviceWork(Device device) {
+#ifdef TPB_HAVE_CUDA
+  if (device == Device::Cuda) TPB_CUDA_CHECK(cudaDeviceSynchronize());
+#endif
+  (void)device;
+}
+
+// Host bytes over the transport, which on CUDA moves device memory only: staged through a
+// temporary device buffer there (a few hundred bytes per size, outside the timed loop).
+void sendHost(Transport& t, int peer, const void* p, std::size_t bytes) {
+#ifdef TPB_HAVE_CUDA
+  if (t.device() == Device::Cuda) {
+    void* d = nullptr;
+    TPB_CUDA_CHECK(cudaMalloc(&d, bytes));
+    std::unique_ptr<void, decltype(&cudaFree)> guard(d, &cudaFree);
+    TPB_CUDA_CHECK(cudaMemcpy(d, p, bytes, cudaMemcpyHostToDevice));
+    t.send(peer, d, bytes);
+    return;
+  }
+#endif
+  t.send(peer, p, bytes);
+}
+
+void recvHost(Transport& t, int peer, void* p, std::size_t bytes) {
+#ifdef TPB_HAVE_CUDA
+  if (t.device() == Device::Cuda) {
+    void* d = nullptr;
+    TPB_CUDA_CHECK(cudaMalloc(&d, bytes));
+    std::unique_ptr<void, decltype(&cudaFree)> guard(d, &cudaFree);
+    t.recv(peer, d, bytes);
+    TPB_CUDA_CHECK(cudaMemcpy(p, d, bytes, cudaMemcpyDeviceToHost));
+    return;
+  }
+#endif
+  t.recv(peer, p, bytes);
 }
 
 // Check pattern: small integers, different per rank and per element, so every sum is exact in
@@ -81,36 +180,43 @@ void allreduceJob(Worker& w, const json& job) {
 
   std::size_t maxCount = 0;
   for (auto b : sizes) maxCount = std::max(maxCount, b / sizeof(float));
-  FloatBuffer buf = allocFloats(maxCount);
+  const Device device = t.device();
+  BenchBuffer buf(device, w.env.localRank, maxCount);
 
   json points = json::array();
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     const std::size_t count = sizes[k] / sizeof(float);
     const std::size_t bytes = count * sizeof(float);
-    std::fill(buf.get(), buf.get() + count, 0.0f);
-    std::unique_ptr<Allreduce> ar = algo.make(*w.comm, buf.get(), count);  // setup: untimed
+    buf.zero(count);
+    std::unique_ptr<Allreduce> ar = algo.make(*w.comm, buf.data(), count);  // setup: untimed
 
     for (int i = 0; i < warmup; ++i) {
       t.barrier();
       ar->run();
     }
+    finishDeviceWork(device);
     std::vector<double> mine(iters);
     for (int i = 0; i < iters; ++i) {
       t.barrier();  // every iteration starts together; its time is the slowest rank's
       const auto t0 = clock_type::now();
       ar->run();
+      finishDeviceWork(device);
       mine[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
       faultPoint(rank);
     }
     double wrong = -1;
     if (check) {
-      for (std::size_t i = 0; i < count; ++i) buf[i] = checkValue(rank, i);
+      float* h = buf.host();
+      for (std::size_t i = 0; i < count; ++i) h[i] = checkValue(rank, i);
+      buf.upload(count);
       ar->run();
+      finishDeviceWork(device);
+      buf.download(count);
       wrong = 0;
       for (std::size_t i = 0; i < count; ++i) {
         float expect = 0;
         for (int r = 0; r < n; ++r) expect += checkValue(r, i);
-        if (buf[i] != expect) ++wrong;
+        if (h[i] != expect) ++wrong;
       }
     }
     ar.reset();
@@ -118,14 +224,14 @@ void allreduceJob(Worker& w, const json& job) {
     // Gather every rank's iteration times and error count on rank 0 (over the transport).
     mine.push_back(wrong);
     if (rank != 0) {
-      t.send(0, mine.data(), mine.size() * sizeof(double));
+      sendHost(t, 0, mine.data(), mine.size() * sizeof(double));
       continue;
     }
     std::vector<double> slowest(mine.begin(), mine.end() - 1);
     double wrongTotal = wrong;
     std::vector<double> theirs(mine.size());
     for (int r = 1; r < n; ++r) {
-      t.recv(r, theirs.data(), theirs.size() * sizeof(double));
+      recvHost(t, r, theirs.data(), theirs.size() * sizeof(double));
       for (int i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
       if (check) wrongTotal += theirs.back();
     }
@@ -188,16 +294,19 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   for (const auto& a : opt.algos) findAllreduce("--algos", a);
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
-  if (opt.device != "cpu")
-    TPB_THROW(UsageError, "--device " << opt.device << ": this build runs allreduce on cpu only");
-  const Device device = Device::Cpu;
+  if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
+  // Every rank of a point runs on this node: on CUDA each needs a GPU of its own.
+  const Device device = chooseDevice(opt.device, *std::max_element(opt.nGpus.begin(), opt.nGpus.end()));
+  const std::string devName = deviceName(device);
   for (auto n : opt.nGpus) {
-    const std::string tname = opt.transport.empty() ? defaultTransport(device, static_cast<int>(n), static_cast<int>(n)) : opt.transport;
-    findTransport(tname);
+    const int ranks = static_cast<int>(n);
+    const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
+    if (std::string why = findTransport(tname).unsupported(device, ranks, ranks); !why.empty())
+      TPB_THROW(UsageError, "--transport " << tname << " on " << devName << ": " << why);
   }
   for (const auto& a : opt.algos)
     if (std::string why = findAllreduce("--algos", a).unsupported(device); !why.empty())
-      TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << opt.device << ": " << why);
+      TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << devName << ": " << why);
   std::unique_ptr<ResultsFile> results;
   if (!opt.out.empty()) {
     checkWritable("--out", opt.out);
@@ -219,7 +328,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
       std::remove(resultPath.c_str());
       json job = {{"kind", "allreduce"}, {"algo", algo},         {"transport", transport},
-                  {"device", opt.device}, {"bytes", opt.bytes},  {"iters", opt.iters},
+                  {"device", devName},    {"bytes", opt.bytes},  {"iters", opt.iters},
                   {"warmup", opt.warmup}, {"check", opt.check},  {"result_path", resultPath},
                   {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()}};
       writeFileAtomic(jobPath, job.dump());
@@ -241,9 +350,9 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
       const json points = got.value("points", json::array());
 
-      printHeader(std::cout, algo, n, transport, opt.device);
+      printHeader(std::cout, algo, n, transport, devName);
       for (std::size_t k = 0; k < opt.bytes.size(); ++k) {
-        json rec = {{"algo", algo},        {"transport", transport}, {"device", opt.device},
+        json rec = {{"algo", algo},        {"transport", transport}, {"device", devName},
                     {"n_gpus", n},         {"iters", opt.iters},     {"warmup", opt.warmup}};
         if (k < points.size()) {
           rec.update(points[k]);

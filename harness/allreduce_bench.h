@@ -24,7 +24,7 @@ struct AllreduceBenchOptions {
   int warmup = 5;
   bool check = true;
   std::string transport;  // empty: the default for the device
-  std::string device = "cpu";
+  std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)
   std::string out;        // results file; empty: none
   std::chrono::seconds timeout{300};
   std::string command;    // recorded in meta

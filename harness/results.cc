@@ -17,6 +17,7 @@
 #include <gloo/config.h>
 #endif
 
+#include "comm/cuda/devices.h"
 #include "common/error.h"
 #if __has_include("tpb_git_sha.h")
 #include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
@@ -110,9 +111,8 @@ std::string parentDir(const std::string& path) {
 }  // namespace
 
 std::vector<std::string> visibleGpuNames() {
-  // Hook: replace with a CUDA query (cudaGetDeviceCount + cudaGetDeviceProperties().name, or
-  // NVML) in the CUDA-aware part of the build. Without it, meta.gpus is [].
-  return {};
+  // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).
+  return cudaDeviceNames();
 }
 
 nlohmann::json collectMeta(const std::string& command) {
@@ -125,9 +125,12 @@ nlohmann::json collectMeta(const std::string& command) {
   const unsigned cores = std::thread::hardware_concurrency();
   m["cpu_cores"] = cores > 0 ? nlohmann::json(cores) : nlohmann::json(nullptr);
   m["gpus"] = visibleGpuNames();
-  m["driver"] = nullptr;  // filled in by the CUDA-aware build
-  m["cuda"] = nullptr;
-  m["nccl"] = nullptr;
+  auto orNull = [](const std::optional<std::string>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  m["driver"] = orNull(cudaDriverVersion());    // null without an NVIDIA driver
+  m["cuda"] = orNull(cudaRuntimeVersion());     // null in a build without CUDA
+  m["nccl"] = orNull(ncclLibraryVersion());     // null in a build without NCCL
   m["libtorch"] = TORCH_VERSION;
   m["gloo"] = glooVersion();
   m["build_type"] = TPB_BUILD_TYPE;

@@ -148,7 +148,8 @@ void trainJob(Worker& w, const json& job) {
 
 int runTraining(const TrainRunOptions& opt) {
   if (opt.device != "cpu")
-    TPB_THROW(UsageError, "--device " << opt.device << ": this build trains on cpu only (GPU support is not compiled in)");
+    TPB_THROW(UsageError, "--device " << opt.device << ": training runs on cpu only (CUDA training is not implemented; "
+                                          "`tpbench allreduce --device cuda` benchmarks the GPU collectives)");
   const Device device = Device::Cpu;
   if (!opt.transport.empty()) findTransport(opt.transport);
   if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");

@@ -93,10 +93,14 @@ int workerMain(const std::string& jobPath) {
       if (w.env.rank == 0) w.store->set("tpb/run_id", makeRunId());
       w.env.runId = w.store->get("tpb/run_id");
     }
-    const Device device = job.value("device", "cpu") == "cuda" ? Device::Cuda : Device::Cpu;
+    // The launcher resolved --device (auto included) before writing the job.
+    const std::string deviceText = job.value("device", "cpu");
+    if (deviceText != "cpu" && deviceText != "cuda")
+      TPB_THROW(Error, "job file " << jobPath << ": device '" << deviceText << "' is not cpu or cuda");
+    const Device device = deviceText == "cuda" ? Device::Cuda : Device::Cpu;
     const std::string transportName = job.value("transport", "shm");
     TransportArgs args{*w.store, w.env.runId, w.env.masterAddr, w.env.rank, w.env.worldSize,
-                       w.env.localWorldSize, device, timeout};
+                       w.env.localWorldSize, device, timeout, w.env.localRank};
     const TransportInfo& info = findTransport(transportName);
     if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);

@@ -82,13 +82,8 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
       faultPoint(rank);
     }
     s.wallS = secondsSince(t0);
-    s.trainLoss = s.steps ? lossSum / s.steps : 0;
-    EpochStats agg = gatherEpoch(&t, s);
-    if (rank == 0) {
-      if (cfg.evaluate) evaluateInto(agg, rep.model, data, cfg);
-      if (onEpoch) onEpoch(agg);
-      result.epochs.push_back(agg);
-    }
+    s.trainLoss = lossSum;
+    closeEpoch(&t, s, rep.model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
   t.barrier();

@@ -12,11 +12,7 @@ namespace {
 using nlohmann::json;
 using test::runCli;
 
-json readJson(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  return json::parse(in);
-}
+using test::readJson;
 
 struct BadInput {
   std::vector<std::string> args;
@@ -132,9 +128,9 @@ TEST(Cli, InterruptLeavesValidResults) {
   const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2,3", "--bytes", "4K",
                          "--iters", "5", "--timeout", "60", "--out", out},
                         {{"TPB_FAULT", "1:hang:3"}},
-                        [](pid_t pid) {
+                        [](pid_t pid, const std::atomic<bool>& done) {
                           std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-                          kill(pid, SIGINT);
+                          if (!done) kill(pid, SIGINT);
                         });
   EXPECT_EQ(r.exitCode, 130) << r.err;
   EXPECT_LT(r.seconds, 20);

@@ -7,10 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <atomic>
 #include <chrono>
 #include <dirent.h>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,11 +28,13 @@ struct CliResult {
   double seconds = 0;
 };
 
-// Runs `tpbench args...` with extra environment variables. `duringRun` is called once with the
-// child's pid shortly after start (e.g. to send it a signal).
+// Runs `tpbench args...` with extra environment variables. `duringRun` runs on its own thread
+// with the child's pid (e.g. to send it a signal) and must return soon after `done` turns true;
+// runCli joins it before returning, so it may use the caller's locals.
+using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done)>;
 inline CliResult runCli(const std::vector<std::string>& args,
                         const std::vector<std::pair<std::string, std::string>>& env = {},
-                        const std::function<void(pid_t)>& duringRun = nullptr) {
+                        const DuringRun& duringRun = nullptr) {
   int outPipe[2], errPipe[2];
   if (pipe(outPipe) != 0 || pipe(errPipe) != 0) return {};
   const auto t0 = std::chrono::steady_clock::now();
@@ -48,9 +54,9 @@ inline CliResult runCli(const std::vector<std::string>& args,
   close(outPipe[1]);
   close(errPipe[1]);
   CliResult r;
-  if (duringRun) {
-    std::thread([duringRun, pid] { duringRun(pid); }).detach();
-  }
+  std::atomic<bool> done{false};
+  std::thread watcher;
+  if (duringRun) watcher = std::thread([&] { duringRun(pid, done); });
   pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
   int open = 2;
   char buf[4096];
@@ -70,6 +76,8 @@ inline CliResult runCli(const std::vector<std::string>& args,
   }
   int status = 0;
   waitpid(pid, &status, 0);
+  done = true;
+  if (watcher.joinable()) watcher.join();
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
@@ -102,6 +110,13 @@ inline std::vector<std::string> shmSegments() {
     if (std::string(e->d_name).rfind("tpbench-", 0) == 0) names.push_back(e->d_name);
   closedir(d);
   return names;
+}
+
+// Parses a JSON file the CLI wrote (a failed expectation if it is not there).
+inline nlohmann::json readJson(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return nlohmann::json::parse(in);
 }
 
 inline std::string tempPath(const std::string& name) {

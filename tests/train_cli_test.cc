@@ -14,11 +14,7 @@ namespace {
 using nlohmann::json;
 using test::runCli;
 
-json readJson(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  return json::parse(in);
-}
+using test::readJson;
 
 TEST(TrainCli, EveryStrategyLearnsTheSyntheticTask) {
   const std::string out = test::tempPath("acc.json");
@@ -68,9 +64,9 @@ TEST(TrainCli, SigkilledRankFailsOnlyItsPointAndTheSweepGoesOn) {
   const auto r = runCli(
       {"sweep", "--strategies", "ring_all_reduce", "--n_gpus", "2", "--batch_size", "32", "--epochs", "3",
        "--train_size", "8192", "--repeat", "3", "--out", out},
-      {}, [&](pid_t) {
+      {}, [&](pid_t, const std::atomic<bool>& done) {
         // Wait for the first point to be saved, then kill rank 1 of the next one.
-        for (int i = 0; i < 600 && !killed; ++i) {
+        for (int i = 0; i < 600 && !killed && !done; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
           std::ifstream in(out);
           if (!in.good()) continue;

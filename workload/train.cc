@@ -128,6 +128,16 @@ void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainC
   s.evalS = since(t0);
 }
 
+void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data,
+                const TrainConfig& cfg, const EpochCallback& onEpoch, TrainResult& result) {
+  mine.trainLoss = mine.steps ? mine.trainLoss / mine.steps : 0;
+  EpochStats agg = gatherEpoch(t, mine);
+  if (t && t->rank() != 0) return;
+  if (cfg.evaluate) evaluateInto(agg, model, data, cfg);
+  if (onEpoch) onEpoch(agg);
+  result.epochs.push_back(agg);
+}
+
 TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync,
                             const EpochCallback& onEpoch) {
   const int world = t ? t->size() : 1, rank = t ? t->rank() : 0;
@@ -164,13 +174,8 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
       faultPoint(rank);
     }
     s.wallS = since(t0);
-    s.trainLoss = s.steps ? lossSum / s.steps : 0;
-    EpochStats agg = gatherEpoch(t, s);
-    if (rank == 0) {
-      if (cfg.evaluate) evaluateInto(agg, rep.model, data, cfg);
-      if (onEpoch) onEpoch(agg);
-      result.epochs.push_back(agg);
-    }
+    s.trainLoss = lossSum;
+    closeEpoch(t, s, rep.model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
   if (t) t->barrier();

@@ -122,6 +122,11 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
 EpochStats gatherEpoch(Transport* t, const EpochStats& mine);
 // Evaluates on the test split (respecting cfg.testSize) and fills testAccuracy/evalS.
 void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainConfig& cfg);
+// Ends an epoch on every rank: `mine` (with trainLoss = this rank's loss sum over its steps) is
+// aggregated on rank 0 of `t` (t may be null: one process), which then evaluates `model`,
+// calls onEpoch and appends to result.epochs.
+void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data,
+                const TrainConfig& cfg, const EpochCallback& onEpoch, TrainResult& result);
 // Loads the configured dataset (same on every rank).
 DataSplit loadTrainData(const TrainConfig& cfg);
 

@@ -47,8 +47,13 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
   cmd->add_option("--iters", a->iters, "Timed iterations per size")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed iterations before timing")->capture_default_str();
   cmd->add_flag("--no-check", a->noCheck, "Skip the untimed verification pass (default: check)");
-  cmd->add_option("--transport", a->transport, "P2P transport for from-scratch algorithms: shm (default on one node) or gloo");
-  cmd->add_option("--device", a->device, "cpu (GPU arrives with the NCCL build)")->capture_default_str();
+  cmd->add_option("--transport", a->transport,
+                  "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, or nccl "
+                  "(the default and only one on cuda)");
+  cmd->add_option("--device", a->device,
+                  "cpu, cuda (one GPU per rank, cuda:LOCAL_RANK) or auto (cuda when a GPU is visible "
+                  "in a CUDA+NCCL build, else cpu)")
+      ->capture_default_str();
   cmd->add_option("--out", a->out, "Write results JSON here (rewritten after every point)");
   cmd->add_option("--timeout", a->timeout, "Seconds one (algorithm, N) point may take before its ranks are stopped")
       ->capture_default_str();

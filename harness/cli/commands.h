@@ -17,5 +17,6 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine);
 void addSweep(CLI::App& app, Action& action, const std::string& commandLine);
 void addWorker(CLI::App& app, Action& action);
 void addCompare(CLI::App& app, Action& action);
+void addReport(CLI::App& app, Action& action);
 
 }  // namespace tpb::cli

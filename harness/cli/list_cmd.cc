@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "comm/cuda/devices.h"
 #include "comm/transports.h"
 #include "harness/cli/commands.h"
 #include "harness/registry.h"
@@ -18,7 +19,18 @@ int list() {
   for (const auto& t : transports())
     std::cout << "  " << t.name << std::string(t.name.size() < 14 ? 14 - t.name.size() : 1, ' ')
               << t.description << "\n";
-  std::cout << "\ndevices: cpu (GPU support is not compiled into this build)\n";
+  std::cout << "\ndevices (--device):\n  cpu\n";
+  if (!ncclCompiled()) {
+    std::cout << "  cuda          not in this build ("
+              << (cudaCompiled() ? "CUDA found, NCCL not" : cudaUnavailableReason()) << ")\n";
+  } else if (const int gpus = visibleCudaDevices(); gpus == 0) {
+    std::cout << "  cuda          compiled, but no GPU is visible here (" << cudaUnavailableReason() << ")\n";
+  } else {
+    const auto names = cudaDeviceNames();
+    std::cout << "  cuda          " << gpus << " GPU" << (gpus == 1 ? "" : "s") << ":";
+    for (std::size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : " ") << names[i];
+    std::cout << " (allreduce only; training runs on cpu)\n";
+  }
   return 0;
 }
 }  // namespace

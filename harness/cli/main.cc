@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   tpb::cli::addAllreduce(app, action, commandLine);
   tpb::cli::addRun(app, action, commandLine);
   tpb::cli::addSweep(app, action, commandLine);
+  tpb::cli::addReport(app, action);
   tpb::cli::addCompare(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);

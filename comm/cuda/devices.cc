@@ -1,0 +1,136 @@
+#include "comm/cuda/devices.h"
+
+#include <fstream>
+#include <sstream>
+
+#ifdef TPB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+#ifdef TPB_HAVE_NCCL
+#include "comm/cuda/cuda_check.h"
+#endif
+
+namespace tpb {
+
+bool cudaCompiled() {
+#ifdef TPB_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool ncclCompiled() {
+#ifdef TPB_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+#ifdef TPB_HAVE_CUDA
+// One query, remembered: the answer cannot change within a process, and a missing driver is
+// reported the same way every time.
+struct DeviceQuery {
+  int count = 0;
+  std::string whyNone;
+};
+
+const DeviceQuery& deviceQuery() {
+  static const DeviceQuery q = [] {
+    DeviceQuery r;
+    const cudaError_t err = cudaGetDeviceCount(&r.count);
+    if (err != cudaSuccess) {
+      r.count = 0;
+      r.whyNone = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + " (" +
+                  cudaGetErrorString(err) + ")";
+      (void)cudaGetLastError();  // leave no stale error for the next checked call to report
+    } else if (r.count == 0) {
+      r.whyNone = "cudaGetDeviceCount found no GPU";
+    }
+    return r;
+  }();
+  return q;
+}
+
+std::string versionFromCode(int code) {
+  // CUDA encodes 1000*major + 10*minor.
+  return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
+}
+#endif
+
+}  // namespace
+
+int visibleCudaDevices() {
+#ifdef TPB_HAVE_CUDA
+  return deviceQuery().count;
+#else
+  return 0;
+#endif
+}
+
+std::string cudaUnavailableReason() {
+#ifdef TPB_HAVE_CUDA
+  return deviceQuery().whyNone;
+#else
+  return "this build has no CUDA (configure did not find the CUDA toolkit)";
+#endif
+}
+
+std::vector<std::string> cudaDeviceNames() {
+  std::vector<std::string> names;
+#ifdef TPB_HAVE_CUDA
+  for (int d = 0; d < visibleCudaDevices(); ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)
+      names.emplace_back(prop.name);
+    else
+      names.emplace_back("unknown");
+  }
+#endif
+  return names;
+}
+
+std::optional<std::string> cudaDriverVersion() {
+  // The kernel module's version is what users and bug reports call "the driver version"; the
+  // runtime only knows which CUDA API level the driver supports.
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(in, line)) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
+    const std::size_t at = line.find("Kernel Module");
+    if (at != std::string::npos) {
+      std::istringstream rest(line.substr(at + 13));
+      std::string v;
+      if (rest >> v && !v.empty()) return v;
+    }
+  }
+#ifdef TPB_HAVE_CUDA
+  int code = 0;
+  if (cudaDriverGetVersion(&code) == cudaSuccess && code > 0)
+    return "CUDA " + versionFromCode(code) + " driver API";
+#endif
+  return std::nullopt;
+}
+
+std::optional<std::string> cudaRuntimeVersion() {
+#ifdef TPB_HAVE_CUDA
+  int code = 0;
+  if (cudaRuntimeGetVersion(&code) == cudaSuccess && code > 0) return versionFromCode(code);
+  return versionFromCode(CUDART_VERSION);
+#else
+  return std::nullopt;
+#endif
+}
+
+std::optional<std::string> ncclLibraryVersion() {
+#ifdef TPB_HAVE_NCCL
+  return ncclVersionString();
+#else
+  return std::nullopt;
+#endif
+}
+
+}  // namespace tpb

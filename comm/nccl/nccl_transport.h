@@ -1,0 +1,105 @@
+// comm/nccl/nccl_transport.h — point-to-point between GPUs over NCCL's ncclSend/ncclRecv. Rank r
+// drives cuda:LOCAL_RANK (NCCL cannot put two ranks of one communicator on one GPU), and every
+// buffer passed to it is device memory on that GPU.
+//
+// Posts are deferred: isend/irecv/irecvReduce only queue the operation, and the queue is launched
+// as one ncclGroupStart/ncclGroupEnd group when a request is waited (or a barrier or collective
+// is issued). NCCL runs a send as a blocking kernel that finishes only when its peer receives,
+// so a ring where every rank posts "send to next, then receive from prev" on one stream would
+// deadlock once a message outgrows NCCL's internal buffers; inside one group NCCL progresses all
+// the queued sends and receives together. The algorithms in strategies/ post identical
+// sequences on matching neighbours and wait at matching points, so the groups line up across
+// ranks the same way sendRecv pairs do.
+//
+// Completion: each launched group records a CUDA event on the transport's own non-blocking
+// stream after its operations (and after the sum kernels of its irecvReduce operations).
+// wait() polls that event; if it has not fired after timeout(), the communicator is aborted
+// (ncclCommAbort, which also ends the stuck kernels) and a TimeoutError names the peer. Host-side
+// blocking inside NCCL itself (ncclCommInitRank waiting for the other ranks, first-use
+// connection setup) is not under this timeout: the launcher's --timeout ends such a rank.
+//
+// The rendezvous: rank 0 makes the ncclUniqueId and publishes its raw bytes in tpb::Store under
+// "nccl/<runId>/unique_id"; the other ranks read it there.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport.h"
+
+namespace tpb {
+
+class Store;
+
+class NcclTransport final : public Transport {
+ public:
+  // Collective: every rank of the world constructs it with the same store and runId.
+  // `cudaDevice` is the GPU this rank drives (LOCAL_RANK).
+  NcclTransport(Store& store, const std::string& runId, int rank, int size, int cudaDevice,
+                std::chrono::milliseconds timeout);
+  ~NcclTransport() override;
+
+  std::string name() const override { return "nccl"; }
+  std::unique_ptr<Request> isend(int peer, const void* buf, std::size_t bytes) override;
+  std::unique_ptr<Request> irecv(int peer, void* buf, std::size_t bytes) override;
+  // Receives into device scratch, then adds it into dst with reduceSumCuda on the same stream.
+  std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
+  // A one-element ncclAllReduce: the base class's dissemination barrier would pass host bytes.
+  void barrier() override;
+
+  // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_; }
+  int cudaDevice() const { return device_; }
+  // Launches what is queued, enqueues `op` (an NCCL collective on comm() and stream()), and
+  // waits for it under the transport's timeout, aborting the communicator if it expires.
+  void runCollective(const char* what, const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& op);
+
+  struct Group;
+  // Waits until `group` has completed on the GPU (launching it first if it is still queued).
+  void waitGroup(Group& group, const char* what, int peer);
+
+ private:
+  enum class OpKind { Send, Recv, RecvReduce };
+  struct PendingOp {
+    OpKind kind;
+    int peer;
+    void* buf;                  // source (Send), destination (Recv, RecvReduce: the sum's dst)
+    std::size_t bytes;
+    std::size_t scratchOffset;  // RecvReduce: where in the scratch arena the message lands
+  };
+
+  std::unique_ptr<Request> post(OpKind kind, int peer, void* buf, std::size_t bytes, const char* what);
+  // Launches the queued operations as one NCCL group and records the group's event.
+  void flush();
+  void checkUsable() const;
+  void abortComm();
+  [[noreturn]] void abortAndThrow(bool timedOut, const std::string& msg);
+  void shutdown();  // the destructor's work; also undoes a constructor that throws
+  cudaEvent_t takeEvent();
+  void makeCurrent() const;
+
+  int device_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool aborted_ = false;  // after ncclCommAbort: every later call throws
+  bool failed_ = false;   // an error was seen: the destructor aborts instead of destroying
+  std::vector<PendingOp> pending_;
+  std::shared_ptr<Group> open_;  // the group that pending_ will be launched as
+  std::vector<cudaEvent_t> freeEvents_;
+  // Scratch for irecvReduce. One arena is enough: everything runs in order on stream_, so the
+  // next group's receives cannot start before the previous group's sums have read the arena.
+  float* scratch_ = nullptr;
+  std::size_t scratchBytes_ = 0;
+  std::size_t scratchUsed_ = 0;  // by the queued group
+  int* barrierBuf_ = nullptr;    // one device int for barrier()
+};
+
+}  // namespace tpb

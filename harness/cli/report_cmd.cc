@@ -1,0 +1,30 @@
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/report.h"
+
+namespace tpb::cli {
+
+void addReport(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ReportOptions>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Draw the charts (gnuplot: PNG + SVG, with their .gp scripts and .dat data) and write index.md and "
+      "index.html with summary tables, run metadata and a one-line reading of each chart. Several results "
+      "files are merged; charts without data are listed as skipped.");
+  cmd->add_option("RESULTS", o->inputs, "Results JSON files")->required();
+  cmd->add_option("-o,--out", o->outDir, "Output directory (created)")->required();
+  cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary")->capture_default_str();
+  cmd->callback([&action, o] {
+    action = [o] {
+      const ReportSummary s = writeReport(*o);
+      for (const auto& d : s.drawn) std::cout << "drawn:   " << o->outDir << "/" << d << ".png (.svg .gp .dat)\n";
+      for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << why << "\n";
+      std::cout << "index:   " << o->outDir << "/index.html, " << o->outDir << "/index.md\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,348 @@
+// Tests for harness/report: on a hand-made but realistic results file every chart is drawn (PNG
+// + SVG + .gp + .dat) and listed in index.md/index.html; charts without data are listed as
+// skipped, not drawn empty; without gnuplot (or when it fails) tables and data are still
+// written; bad inputs are usage errors. Drawing tests need gnuplot (scripts/install-deps.sh
+// installs gnuplot-nox) and are skipped where it is missing.
+#include "harness/report.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+#ifndef TPB_SOURCE_DIR
+#error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
+#endif
+
+namespace tpb {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kFixture = std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+
+const std::vector<std::string> kTrainingCharts = {"ps_accuracy",    "ring_epoch_time",
+                                                  "data_scaling",   "throughput_scaling",
+                                                  "time_breakdown", "batch_throughput"};
+const std::map<std::string, std::string> kTitles = {
+    {"ps_accuracy", "Parameter server: from scratch vs builtin"},
+    {"ring_epoch_time", "Ring all-reduce: from scratch vs builtin"},
+    {"data_scaling", "Scaling with training data size"},
+    {"throughput_scaling", "Throughput scaling with the number of ranks"},
+    {"time_breakdown", "Where does the time go"},
+    {"allreduce_busbw", "Allreduce bus bandwidth vs message size"},
+    {"batch_throughput", "Effect of batch size on throughput"}};
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
+
+bool hasPngSignature(const fs::path& p) {
+  const std::string s = readText(p);
+  static const std::string sig("\x89PNG\r\n\x1a\n", 8);
+  return s.size() > 1000 && s.compare(0, sig.size(), sig) == 0;
+}
+
+std::set<std::string> skippedIds(const ReportSummary& s) {
+  std::set<std::string> ids;
+  for (const auto& [id, reason] : s.skipped) ids.insert(id);
+  return ids;
+}
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::path(::testing::TempDir()) / "tpb_report_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+  fs::path out() const { return dir_ / "report"; }
+
+  // The fixture with one of its arrays emptied, as a new input file.
+  std::string fixtureWithout(const std::string& key, const std::string& name) const {
+    json doc = json::parse(readText(kFixture));
+    doc[key] = json::array();
+    writeText(path(name), doc.dump());
+    return path(name).string();
+  }
+
+  template <typename F>
+  static std::string usageErrorOf(F&& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "expected tpb::UsageError, got: " << e.what();
+      return "";
+    }
+    ADD_FAILURE() << "expected tpb::UsageError, nothing was thrown";
+    return "";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ReportTest, FixtureIsSmallAndValid) {
+  ASSERT_TRUE(fs::exists(kFixture)) << kFixture;
+  EXPECT_LT(fs::file_size(kFixture), 60u * 1024);
+  const json doc = json::parse(readText(kFixture));
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  std::set<std::string> strategies;
+  for (const auto& r : doc.at("runs")) strategies.insert(r.at("config").at("strategy"));
+  EXPECT_EQ(strategies.size(), 6u);
+}
+
+TEST_F(ReportTest, DrawsEveryChartFromFixture) {
+  if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  ReportOptions opt;
+  opt.inputs = {kFixture};
+  opt.outDir = out().string();
+  const ReportSummary s = writeReport(opt);
+  for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
+  EXPECT_EQ(s.drawn.size(), kTitles.size());
+
+  const std::string md = readText(out() / "index.md");
+  const std::string html = readText(out() / "index.html");
+  for (const auto& [id, title] : kTitles) {
+    SCOPED_TRACE(id);
+    EXPECT_NE(std::find(s.drawn.begin(), s.drawn.end(), id), s.drawn.end());
+    EXPECT_TRUE(hasPngSignature(out() / (id + ".png")));
+    const std::string svg = readText(out() / (id + ".svg"));
+    EXPECT_NE(svg.find("<svg"), std::string::npos);
+    EXPECT_NE(svg.find(title), std::string::npos) << "SVG lacks its title";
+    const std::string gp = readText(out() / (id + ".gp"));
+    EXPECT_NE(gp.find("'" + id + ".dat'"), std::string::npos) << "script must read its data file";
+    EXPECT_NE(gp.find("set output '" + id + ".svg'"), std::string::npos);
+    const std::string dat = readText(out() / (id + ".dat"));
+    EXPECT_EQ(dat.rfind("# ", 0), 0u) << "data starts with a commented header";
+    EXPECT_NE(md.find("(`" + id + "`)"), std::string::npos);
+    EXPECT_NE(md.find("](" + id + ".png)"), std::string::npos);
+    EXPECT_NE(md.find(title), std::string::npos);
+    EXPECT_NE(html.find("src=\"" + id + ".png\""), std::string::npos);
+    EXPECT_NE(html.find(title), std::string::npos);
+  }
+  // Readings are computed from the numbers (the fixture's ring peak is 14.8 GB/s at 4 MiB, N=2).
+  EXPECT_NE(md.find("ring busbw peaks at 14.8 GB/s at 4M, N=2"), std::string::npos);
+  EXPECT_NE(md.find("ring_all_reduce is "), std::string::npos);
+  EXPECT_NE(md.find(" faster at N=2"), std::string::npos);
+  // Tables and the meta block of the input.
+  EXPECT_NE(md.find("| strategy | N | batch | train_size | epochs | samples/s | final accuracy |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| algo | transport | device | N | bytes | median µs | busbw GB/s | status |"),
+            std::string::npos);
+  EXPECT_NE(md.find("rank 2 was killed by signal 9"), std::string::npos)
+      << "failed runs are listed";
+  EXPECT_NE(md.find("AMD EPYC 7B13"), std::string::npos);
+  EXPECT_NE(md.find("tpbench sweep --strategies all"), std::string::npos);
+  EXPECT_NE(html.find("AMD EPYC 7B13"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out() / "runs.csv"));
+  EXPECT_TRUE(fs::exists(out() / "allreduce.csv"));
+}
+
+// Repeats are combined by the median of each run's mean epoch time; failed runs do not count.
+TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
+  ReportOptions opt;
+  opt.inputs = {kFixture};
+  opt.outDir = out().string();
+  opt.gnuplot = "";  // only the data is looked at
+  writeReport(opt);
+  const json doc = json::parse(readText(kFixture));
+  std::vector<double> means;
+  for (const auto& r : doc.at("runs")) {
+    const auto& c = r.at("config");
+    if (r.at("status") != "ok" || c.at("strategy") != "ring_all_reduce" || c.at("n_gpus") != 2 ||
+        c.at("batch_size") != 64 || c.at("train_size") != 8192)
+      continue;
+    double sum = 0;
+    for (const auto& e : r.at("epochs")) sum += e.at("wall_s").get<double>();
+    means.push_back(sum / r.at("epochs").size());
+  }
+  ASSERT_EQ(means.size(), 3u);
+  std::sort(means.begin(), means.end());
+  // The ring's block in ring_epoch_time.dat holds "N epoch_s records" rows.
+  std::istringstream dat(readText(out() / "ring_epoch_time.dat"));
+  std::string line;
+  bool inRing = false, found = false;
+  while (std::getline(dat, line)) {
+    if (line.rfind("# [", 0) == 0) inRing = line.find("ring_all_reduce") != std::string::npos;
+    if (!inRing || line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    double n = 0, t = 0;
+    int records = 0;
+    row >> n >> t >> records;
+    if (n == 2) {
+      EXPECT_NEAR(t, means[1], 1e-5 * means[1]);
+      EXPECT_EQ(records, 3);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << "no N=2 row for ring_all_reduce";
+  EXPECT_NE(readText(out() / "ring_epoch_time.gp").find("batch 64/device, 8192 samples/epoch"),
+            std::string::npos)
+      << "the chart names the slice it shows";
+}
+
+TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
+  if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  ReportOptions opt;
+  opt.inputs = {fixtureWithout("runs", "ar_only.json")};
+  opt.outDir = out().string();
+  const ReportSummary s = writeReport(opt);
+  EXPECT_EQ(s.drawn, std::vector<std::string>{"allreduce_busbw"});
+  ASSERT_EQ(s.skipped.size(), kTrainingCharts.size());
+  const std::string md = readText(out() / "index.md");
+  for (const auto& [id, reason] : s.skipped) {
+    SCOPED_TRACE(id);
+    EXPECT_NE(std::find(kTrainingCharts.begin(), kTrainingCharts.end(), id), kTrainingCharts.end());
+    EXPECT_EQ(reason, "no training runs in the input");
+    for (const char* ext : {".png", ".svg", ".dat", ".gp"})
+      EXPECT_FALSE(fs::exists(out() / (id + ext)));
+    EXPECT_NE(md.find("(`" + id + "`)"), std::string::npos) << "skipped charts are listed";
+  }
+  EXPECT_NE(md.find("**Not drawn:** no training runs in the input"), std::string::npos);
+  EXPECT_TRUE(hasPngSignature(out() / "allreduce_busbw.png"));
+}
+
+TEST_F(ReportTest, TooFewSizesIsAReasonNotAnEmptyChart) {
+  json doc = json::parse(readText(kFixture));
+  json runs = json::array();
+  for (const auto& r : doc["runs"]) {
+    if (r["config"]["batch_size"] == 64 && r["config"]["train_size"] == 8192) runs.push_back(r);
+  }
+  doc["runs"] = runs;
+  writeText(path("one_size.json"), doc.dump());
+  ReportOptions opt;
+  opt.inputs = {path("one_size.json").string()};
+  opt.outDir = out().string();
+  opt.gnuplot = "";
+  const ReportSummary s = writeReport(opt);
+  std::map<std::string, std::string> reasons(s.skipped.begin(), s.skipped.end());
+  EXPECT_EQ(reasons["data_scaling"],
+            "needs runs at >= 2 train_size values with otherwise equal settings; found 8192");
+  EXPECT_EQ(reasons["batch_throughput"],
+            "needs runs at >= 2 batch sizes with otherwise equal settings; found 64");
+  EXPECT_EQ(reasons["ring_epoch_time"], "gnuplot disabled");
+  EXPECT_FALSE(fs::exists(out() / "data_scaling.dat"));
+  EXPECT_TRUE(fs::exists(out() / "ring_epoch_time.dat"));
+}
+
+TEST_F(ReportTest, WithoutGnuplotWritesTablesAndData) {
+  ReportOptions opt;
+  opt.inputs = {kFixture};
+  opt.outDir = out().string();
+  opt.gnuplot = "/nonexistent/gnuplot";
+  const ReportSummary s = writeReport(opt);
+  EXPECT_TRUE(s.drawn.empty());
+  EXPECT_EQ(skippedIds(s).size(), kTitles.size());
+  const std::string md = readText(out() / "index.md");
+  for (const auto& [id, reason] : s.skipped) {
+    SCOPED_TRACE(id);
+    EXPECT_EQ(reason, "gnuplot not found");
+    EXPECT_TRUE(fs::exists(out() / (id + ".dat")));
+    EXPECT_TRUE(fs::exists(out() / (id + ".gp")));
+    EXPECT_FALSE(fs::exists(out() / (id + ".png")));
+    EXPECT_NE(md.find("(`" + id + "`)"), std::string::npos);
+  }
+  EXPECT_NE(md.find("**Not drawn:** gnuplot not found"), std::string::npos);
+  EXPECT_NE(md.find("ring busbw peaks at"), std::string::npos) << "readings do not need gnuplot";
+  EXPECT_NE(md.find("| ring_all_reduce | 2 | 64 | 8192 | 3 |"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out() / "index.html"));
+  EXPECT_TRUE(fs::exists(out() / "runs.csv"));
+}
+
+TEST_F(ReportTest, GnuplotFailureSkipsWithItsMessage) {
+  // A stand-in gnuplot that fails the way gnuplot does: message on stderr, status 1.
+  const fs::path fake = path("fake-gnuplot");
+  writeText(fake,
+            "#!/bin/sh\necho 'plot foo' >&2\necho '     ^' >&2\n"
+            "echo \"\\\"$1\\\" line 7: undefined variable: foo\" >&2\nexit 1\n");
+  ::chmod(fake.c_str(), 0755);
+  ReportOptions opt;
+  opt.inputs = {kFixture};
+  opt.outDir = out().string();
+  opt.gnuplot = fake.string();
+  const ReportSummary s = writeReport(opt);
+  EXPECT_TRUE(s.drawn.empty());
+  ASSERT_EQ(s.skipped.size(), kTitles.size());
+  for (const auto& [id, reason] : s.skipped)
+    EXPECT_EQ(reason, "gnuplot failed: \"" + id + ".gp\" line 7: undefined variable: foo");
+  EXPECT_TRUE(fs::exists(out() / "index.md"));
+}
+
+TEST_F(ReportTest, MergesSeveralInputs) {
+  if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  ReportOptions opt;
+  opt.inputs = {fixtureWithout("allreduce", "train.json"), fixtureWithout("runs", "ar.json")};
+  opt.outDir = out().string();
+  const ReportSummary s = writeReport(opt);
+  EXPECT_EQ(s.drawn.size(), kTitles.size());
+  EXPECT_TRUE(s.skipped.empty());
+  const std::string md = readText(out() / "index.md");
+  EXPECT_NE(md.find("From 2 results files"), std::string::npos);
+  EXPECT_NE(md.find("### `" + opt.inputs[0] + "`"), std::string::npos);
+  EXPECT_NE(md.find("### `" + opt.inputs[1] + "`"), std::string::npos);
+}
+
+TEST_F(ReportTest, BadInputsAreUsageErrors) {
+  ReportOptions opt;
+  opt.outDir = out().string();
+  opt.gnuplot = "";
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("no results file"), std::string::npos);
+
+  opt.inputs = {path("missing.json").string()};
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("missing.json"), std::string::npos);
+
+  writeText(path("other.json"), R"({"schema": "tpbench.results/2", "runs": [], "allreduce": []})");
+  opt.inputs = {path("other.json").string()};
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("tpbench.results/2"), std::string::npos);
+
+  writeText(path("garbage.json"), "not json at all");
+  opt.inputs = {kFixture, path("garbage.json").string()};
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("not JSON"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out())) << "nothing is written when an input is bad";
+
+  writeText(path("bad_runs.json"), R"({"schema": "tpbench.results/1", "runs": [1, 2]})");
+  opt.inputs = {path("bad_runs.json").string()};
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("runs[]"), std::string::npos);
+
+  // An output directory that cannot be created: its parent is a regular file.
+  opt.inputs = {kFixture};
+  opt.outDir = (path("other.json") / "report").string();
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("cannot create directory"),
+            std::string::npos);
+  opt.outDir = "";
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("output directory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpb
