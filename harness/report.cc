@@ -811,51 +811,69 @@ bool spansDecade(const std::set<double>& xs) {
 }
 
 // 3. Epoch time vs training-set size, one line per strategy.
-Chart chartDataScaling(const std::vector<Run>& runs) {
-  Chart c;
-  c.id = "data_scaling";
-  c.title = "Scaling with training data size";
+// One line per strategy: a per-run value against one numeric setting (train_size, batch_size),
+// over the slice of runs with the most such points. Both "scaling with X" charts share it.
+struct StrategyLines {
+  Slice slice;
+  std::set<double> xs;
+  std::vector<Series> series;
+  std::map<std::string, std::vector<Point>> points;
+};
+
+// Fills `out` and returns true when some strategy has runs at >= 2 values of the setting;
+// otherwise sets c.reason ("needs runs at >= 2 <what> ...; found <values>") and returns false.
+bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
+                   const std::string& what, const std::function<long long(const Run&)>& setting,
+                   const std::function<double(const Run&)>& value, StrategyLines& out) {
   if (!anyOk(runs)) {
     c.reason = noRunsReason(runs);
-    return c;
+    return false;
   }
-  auto relevant = [](const Run& r) { return r.trainSize > 0 && std::isfinite(r.meanWall()); };
-  const Slice s =
-      pickSlice(runs, {"strategy", "train_size", "test_size"}, relevant,
-                [](const Run& r) { return r.strategy + "|" + std::to_string(r.trainSize); });
+  auto relevant = [&](const Run& r) { return setting(r) > 0 && std::isfinite(value(r)); };
+  out.slice = pickSlice(runs, varying, relevant,
+                        [&](const Run& r) { return r.strategy + "|" + std::to_string(setting(r)); });
   const auto data = collect(
-      s.runs, [](const Run& r) { return r.strategy; },
-      [](const Run& r) { return double(r.trainSize); }, [](const Run& r) { return r.meanWall(); });
-  std::set<double> sizes;
+      out.slice.runs, [](const Run& r) { return r.strategy; },
+      [&](const Run& r) { return double(setting(r)); }, value);
   bool twoForOne = false;
   for (const auto& [name, byX] : data) {
-    for (const auto& kv : byX) sizes.insert(kv.first);
+    for (const auto& kv : byX) out.xs.insert(kv.first);
     twoForOne = twoForOne || byX.size() >= 2;
   }
   if (!twoForOne) {
     std::set<long long> all;
     for (const auto& r : runs) {
-      if (r.ok()) all.insert(r.trainSize);
+      if (r.ok()) all.insert(setting(r));
     }
     std::vector<std::string> vals;
     for (long long v : all) vals.push_back(std::to_string(v));
-    c.reason = "needs runs at >= 2 train_size values with otherwise equal settings; found " +
+    c.reason = "needs runs at >= 2 " + what + " with otherwise equal settings; found " +
                (vals.empty() ? std::string("none") : joinList(vals, ", "));
-    return c;
+    return false;
   }
-  c.subtitle = "mean epoch wall time, median over repeats; " + describeSlice(s, runs);
-  std::vector<Series> series;
-  std::map<std::string, std::vector<Point>> pts;
   for (const auto& name : sortedStrategies(data)) {
     Series ser;
     ser.title = name;
     ser.color = strategyColor(name);
     ser.points = medianPoints(data.at(name));
-    pts[name] = ser.points;
-    series.push_back(ser);
+    out.points[name] = ser.points;
+    out.series.push_back(ser);
   }
-  const auto g = growthPerStrategy(pts);
-  const double x0 = *sizes.begin(), x1 = *sizes.rbegin();
+  return true;
+}
+
+Chart chartDataScaling(const std::vector<Run>& runs) {
+  Chart c;
+  c.id = "data_scaling";
+  c.title = "Scaling with training data size";
+  StrategyLines l;
+  if (!strategyLines(c, runs, {"strategy", "train_size", "test_size"}, "train_size values",
+                     [](const Run& r) { return static_cast<long long>(r.trainSize); },
+                     [](const Run& r) { return r.meanWall(); }, l))
+    return c;
+  c.subtitle = "mean epoch wall time, median over repeats; " + describeSlice(l.slice, runs);
+  const auto g = growthPerStrategy(l.points);
+  const double x0 = *l.xs.begin(), x1 = *l.xs.rbegin();
   c.reading = intLabel(x1) + " vs " + intLabel(x0) + " samples (" + fmtRatio(x1 / x0) +
               " the data): epoch time grows " + growthRange(g) + ".";
   Axes a;
@@ -863,9 +881,9 @@ Chart chartDataScaling(const std::vector<Run>& runs) {
   a.ylabel = "epoch time (s)";
   a.xcol = "train_size";
   a.ycol = "epoch_s";
-  a.logx = a.logy = spansDecade(sizes);
-  a.xtics = ticsAt(sizes, intLabel);
-  buildLineChart(c, series, a, "set offsets graph 0.03, graph 0.03, 0, 0\n");
+  a.logx = a.logy = spansDecade(l.xs);
+  a.xtics = ticsAt(l.xs, intLabel);
+  buildLineChart(c, l.series, a, "set offsets graph 0.03, graph 0.03, 0, 0\n");
   return c;
 }
 
@@ -1183,47 +1201,14 @@ Chart chartBatchThroughput(const std::vector<Run>& runs) {
   Chart c;
   c.id = "batch_throughput";
   c.title = "Effect of batch size on throughput";
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
+  StrategyLines l;
+  if (!strategyLines(c, runs, {"strategy", "batch_size"}, "batch sizes",
+                     [](const Run& r) { return static_cast<long long>(r.batch); },
+                     [](const Run& r) { return r.samplesPerS; }, l))
     return c;
-  }
-  auto relevant = [](const Run& r) { return r.batch > 0 && std::isfinite(r.samplesPerS); };
-  const Slice s = pickSlice(runs, {"strategy", "batch_size"}, relevant, [](const Run& r) {
-    return r.strategy + "|" + std::to_string(r.batch);
-  });
-  const auto data = collect(
-      s.runs, [](const Run& r) { return r.strategy; }, [](const Run& r) { return double(r.batch); },
-      [](const Run& r) { return r.samplesPerS; });
-  std::set<double> batches;
-  bool twoForOne = false;
-  for (const auto& [name, byX] : data) {
-    for (const auto& kv : byX) batches.insert(kv.first);
-    twoForOne = twoForOne || byX.size() >= 2;
-  }
-  if (!twoForOne) {
-    std::set<long long> all;
-    for (const auto& r : runs) {
-      if (r.ok()) all.insert(r.batch);
-    }
-    std::vector<std::string> vals;
-    for (long long v : all) vals.push_back(std::to_string(v));
-    c.reason = "needs runs at >= 2 batch sizes with otherwise equal settings; found " +
-               (vals.empty() ? std::string("none") : joinList(vals, ", "));
-    return c;
-  }
-  c.subtitle = "samples/s of all ranks together, median over repeats; " + describeSlice(s, runs);
-  std::vector<Series> series;
-  std::map<std::string, std::vector<Point>> pts;
-  for (const auto& name : sortedStrategies(data)) {
-    Series ser;
-    ser.title = name;
-    ser.color = strategyColor(name);
-    ser.points = medianPoints(data.at(name));
-    pts[name] = ser.points;
-    series.push_back(ser);
-  }
-  const auto g = growthPerStrategy(pts);
-  c.reading = "Batch " + intLabel(*batches.begin()) + " -> " + intLabel(*batches.rbegin()) +
+  c.subtitle = "samples/s of all ranks together, median over repeats; " + describeSlice(l.slice, runs);
+  const auto g = growthPerStrategy(l.points);
+  c.reading = "Batch " + intLabel(*l.xs.begin()) + " -> " + intLabel(*l.xs.rbegin()) +
               " per device: throughput changes " + growthRange(g) + ".";
   Axes a;
   a.xlabel = "batch size per device";
@@ -1231,10 +1216,10 @@ Chart chartBatchThroughput(const std::vector<Run>& runs) {
   a.xcol = "batch_size";
   a.ycol = "samples_per_s";
   // Batch sizes usually double: a base-2 axis spaces them evenly.
-  a.logx = *batches.rbegin() / *batches.begin() >= 4;
+  a.logx = *l.xs.rbegin() / *l.xs.begin() >= 4;
   a.logxBase = 2;
-  a.xtics = ticsAt(batches, intLabel);
-  buildLineChart(c, series, a, "set offsets graph 0.05, graph 0.05, 0, 0\n");
+  a.xtics = ticsAt(l.xs, intLabel);
+  buildLineChart(c, l.series, a, "set offsets graph 0.05, graph 0.05, 0, 0\n");
   return c;
 }
 

@@ -20,6 +20,7 @@
 #include "harness/launch.h"
 #include "strategies/allreduce.h"
 #include "tests/cli_util.h"
+#include "tests/thread_world.h"
 
 #ifdef TPB_HAVE_CUDA
 #include "comm/cuda/cuda_check.h"
@@ -185,27 +186,7 @@ TEST(GpuReduce, MatchesHostReferenceForAnyCountAndAlignment) {
 // N ranks as N threads, rank r on cuda:r, each with its own NcclTransport built through the
 // transport table (as a worker builds it).
 void runGpuThreads(int n, const std::function<void(CommContext&)>& body) {
-  static std::atomic<int> counter{0};
-  auto store = Store::local();
-  const std::string runId = makeRunId() + "-gpu" + std::to_string(counter++);
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        TransportArgs args{*store, runId, "127.0.0.1", r, n, n, Device::Cuda,
-                           std::chrono::seconds(60), r};
-        auto t = findTransport("nccl").make(args);
-        CommContext ctx{*t, *store, "127.0.0.1", runId, {}};
-        body(ctx);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  test::runThreads("nccl", n, body, std::chrono::seconds(60), Device::Cuda);
 }
 
 // Every algorithm, for sizes that exercise empty, tiny, odd and multi-chunk buffers, against

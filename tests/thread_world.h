@@ -18,9 +18,11 @@
 
 namespace tpb::test {
 
+// Rank r of a Cuda world uses cuda:r (TransportArgs' localRank defaults to the rank).
 inline void runThreads(const std::string& transport, int n,
                        const std::function<void(CommContext&)>& body,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                       Device device = Device::Cpu) {
   static std::atomic<int> counter{0};
   auto store = Store::local();
   const std::string runId = makeRunId() + "-t" + std::to_string(counter++);
@@ -29,7 +31,7 @@ inline void runThreads(const std::string& transport, int n,
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {
-        TransportArgs args{*store, runId, "127.0.0.1", r, n, n, Device::Cpu, timeout};
+        TransportArgs args{*store, runId, "127.0.0.1", r, n, n, device, timeout};
         auto t = findTransport(transport).make(args);
         CommContext ctx{*t, *store, "127.0.0.1", runId, {}};
         body(ctx);
