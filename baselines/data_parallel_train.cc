@@ -1,8 +1,9 @@
 // `data_parallel` (also `param_server_builtin`): torch.nn.DataParallel's algorithm in one
-// process. N replicas of the model (here: CPU threads; on GPUs: one per device) each take 1/N
-// of a global batch of N*B samples, run forward and backward in parallel, their gradients are
-// reduced onto replica 0, replica 0 takes the optimizer step, and its weights are copied back
-// out to the other replicas. Replica i's loss is scaled by its share of the global batch, so
+// process. N replicas of the model (CPU: threads; GPU: one per device, cuda:0..N-1, each driven
+// by its own host thread) each take 1/N of a global batch of N*B samples, run forward and
+// backward in parallel, their gradients are reduced onto replica 0, replica 0 takes the
+// optimizer step, and its weights are copied back out to the other replicas (on GPUs: device
+// to device copies, as DataParallel's reduce_add and broadcast). Replica i's loss is scaled by its share of the global batch, so
 // the reduced gradient is exactly the gradient of the global batch's mean loss.
 #include <chrono>
 #include <cstring>
@@ -23,14 +24,20 @@ using clock_type = std::chrono::steady_clock;
 TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
   TPB_CHECK(ctx.size() == 1, "data_parallel runs in one process");
   const int n = cfg.nGpus;
-  const DataSplit data = loadTrainData(cfg);
+  const bool gpu = cfg.device == Device::Cuda;
+  // The input lives where replica 0 is (DataParallel's output device); each replica's share of
+  // the batch is gathered there and copied to its own device (the scatter).
+  const torch::Device home = torchDevice(cfg, 0);
+  const DataSplit data = loadTrainData(cfg, home);
   std::vector<std::unique_ptr<Replica>> reps;
   std::vector<std::unique_ptr<FlatGrads>> grads;
   for (int i = 0; i < n; ++i) {
-    reps.push_back(std::make_unique<Replica>(cfg, data));
+    reps.push_back(std::make_unique<Replica>(cfg, torchDevice(cfg, i)));
     grads.push_back(std::make_unique<FlatGrads>(reps.back()->params));
   }
   const std::size_t count = grads[0]->count();
+  torch::Tensor inbox;  // GPU: replica i's gradients copied onto replica 0's device
+  if (gpu && n > 1) inbox = torch::empty_like(grads[0]->flat());
   DistributedSampler sampler(data.train.size(), 1, 0, /*shuffle=*/true, cfg.seed);
   const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
   const std::size_t global = batch * static_cast<std::size_t>(n);
@@ -40,25 +47,28 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
   std::vector<std::exception_ptr> errors(n);
   for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
     sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const std::vector<std::int64_t> idx = sampler.indices();
+    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), home);
+    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
+    for (int i = 0; i < n; ++i) synchronize(cfg, i);
     EpochStats s;
     s.epoch = epoch + 1;
     double lossSum = 0;
     const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < idx.size(); begin += global) {
+    for (std::size_t begin = 0; begin < nIdx; begin += global) {
       if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + global, idx.size());
+      const std::size_t end = std::min(begin + global, nIdx);
       const double total = static_cast<double>(end - begin);
-      // Scatter + parallel forward/backward.
+      // Scatter + parallel forward/backward. Reading each replica's loss waits for its
+      // device, so the compute phase ends when every replica's backward has run.
       const auto c0 = clock_type::now();
       auto replicaStep = [&](int i) {
         const std::size_t lo = std::min(begin + i * batch, end), hi = std::min(lo + batch, end);
         losses[i] = 0;
-        grads[i]->zero();
-        if (lo == hi) return;
         try {
+          grads[i]->zero();
+          if (lo == hi) return;
           const double share = static_cast<double>(hi - lo) / total;
-          losses[i] = reps[i]->forwardBackward(data.train, idx, lo, hi, share) * share;
+          losses[i] = reps[i]->forwardBackward(data.train, idx, lo, hi, share).item<double>() * share;
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -73,14 +83,31 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
         if (e) std::rethrow_exception(e);
       const auto c1 = clock_type::now();
       // Reduce onto replica 0 (in replica order: deterministic).
-      float* g0 = grads[0]->data();
-      for (int i = 1; i < n; ++i) reduceSum(g0, grads[i]->data(), count);
+      if (gpu) {
+        torch::NoGradGuard noGrad;
+        torch::Tensor g0 = grads[0]->flat();
+        for (int i = 1; i < n; ++i) {
+          inbox.copy_(grads[i]->flat());  // device to device (peer access where the GPUs have it)
+          g0.add_(inbox);
+        }
+        synchronize(cfg, 0);
+      } else {
+        float* g0 = grads[0]->data();
+        for (int i = 1; i < n; ++i) reduceSum(g0, grads[i]->data(), count);
+      }
       const auto c2 = clock_type::now();
-      reps[0]->sgd.step(reps[0]->flatParams->data(), g0);
+      reps[0]->step(grads[0]->flat());
+      synchronize(cfg, 0);
       const auto c3 = clock_type::now();
       // Copy the new weights out to the other replicas.
-      for (int i = 1; i < n; ++i)
-        std::memcpy(reps[i]->flatParams->data(), reps[0]->flatParams->data(), count * sizeof(float));
+      if (gpu) {
+        torch::NoGradGuard noGrad;
+        for (int i = 1; i < n; ++i) reps[i]->flatParams->flat().copy_(reps[0]->flatParams->flat());
+        for (int i = 1; i < n; ++i) synchronize(cfg, i);
+      } else {
+        for (int i = 1; i < n; ++i)
+          std::memcpy(reps[i]->flatParams->data(), reps[0]->flatParams->data(), count * sizeof(float));
+      }
       const auto c4 = clock_type::now();
       for (int i = 0; i < n; ++i) lossSum += losses[i];
       s.computeS += std::chrono::duration<double>((c1 - c0) + (c3 - c2)).count();
@@ -95,8 +122,7 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
     closeEpoch(nullptr, s, reps[0]->model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
-  const float* p = reps[0]->flatParams->data();
-  result.params.assign(p, p + count);
+  result.params = reps[0]->hostParams();
   return result;
 }
 
@@ -108,11 +134,10 @@ TrainStrategy dataParallelStrategy() {
   s.aliases = {"param_server_builtin"};
   s.origin = "builtin-equivalent";
   s.description =
-      "DataParallel's algorithm in one process: N replicas (threads), scatter N*B, reduce grads to replica 0, copy weights out";
+      "DataParallel's algorithm in one process: N replicas (threads; GPUs cuda:0..N-1), scatter N*B, reduce grads to replica 0, copy weights out";
   s.processes = [](int) { return 1; };
-  s.unsupported = [](Device d, int) {
-    return d == Device::Cpu ? std::string() : std::string("multi-GPU DataParallel is not built yet");
-  };
+  // On GPUs replica i runs on cuda:i of this one process (the launcher checks there are N).
+  s.unsupported = [](Device, int) { return std::string(); };
   s.run = trainDataParallel;
   return s;
 }

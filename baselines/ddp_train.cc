@@ -1,12 +1,15 @@
-// `ddp` (also `ring_all_reduce_builtin`): PyTorch DistributedDataParallel's algorithm on c10d.
+// `ddp` (also `ring_all_reduce_builtin`): PyTorch DistributedDataParallel's algorithm, on c10d
+// ProcessGroupGloo on the CPU and on NCCL (ncclAllReduce on the nccl transport's communicator
+// and stream) on GPUs.
 //
 //  * At start, rank 0's weights are broadcast, so every replica starts identical.
 //  * Gradients are grouped into buckets of about --bucket_mb MiB, filled in REVERSE parameter
 //    order — the order in which backward produces them.
 //  * An autograd hook on every parameter copies its gradient into its bucket; when the last
 //    gradient of a bucket arrives, that bucket's allreduce is launched asynchronously
-//    (ProcessGroupGloo runs it on its own threads), so communication of late layers overlaps
-//    the backward of earlier ones.
+//    (ProcessGroupGloo runs it on its own threads; on a GPU it is queued on the communication
+//    stream behind the bucket's copies), so communication of late layers overlaps the backward
+//    of earlier ones.
 //  * Before the optimizer step every bucket's allreduce is waited for, in launch order, and the
 //    sum is divided by the world size.
 // The model here is small (0.67 M parameters = 2.7 MB at the defaults): with the default 25 MiB
@@ -15,12 +18,98 @@
 #include <torch/torch.h>
 
 #include "baselines/gloo_group.h"
+#include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "strategies/train_strategy.h"
+
+#ifdef TPB_HAVE_NCCL
+#include "comm/nccl/nccl_transport.h"
+#endif
 
 namespace tpb {
 
 namespace {
+
+// What DdpSync needs from a collective library: a broadcast from rank 0 and an asynchronous
+// in-place sum per bucket, waited for later.
+class BucketComm {
+ public:
+  virtual ~BucketComm() = default;
+  virtual void broadcastFromRoot(torch::Tensor flat) = 0;
+  virtual void start(std::size_t bucket, torch::Tensor slice) = 0;
+  virtual void wait(std::size_t bucket) = 0;
+};
+
+class GlooBucketComm final : public BucketComm {
+ public:
+  explicit GlooBucketComm(CommContext& ctx) : timeout_(ctx.timeout()), pg_(glooGroup(ctx)) {}
+  void broadcastFromRoot(torch::Tensor flat) override {
+    std::vector<at::Tensor> t{flat};
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+    waitWork(pg_->broadcast(t, o), timeout_, "ddp initial broadcast");
+  }
+  void start(std::size_t bucket, torch::Tensor slice) override {
+    if (work_.size() <= bucket) work_.resize(bucket + 1);
+    std::vector<at::Tensor> t{slice};
+    work_[bucket] = pg_->allreduce(t);  // asynchronous: Gloo's threads run it
+  }
+  void wait(std::size_t bucket) override {
+    waitWork(work_.at(bucket), timeout_, "ddp bucket allreduce");
+    work_[bucket].reset();
+  }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> work_;
+};
+
+#ifdef TPB_HAVE_NCCL
+// On the run's nccl transport (its communicator and stream, like the `library` allreduce): each
+// collective is queued behind the default stream's work, so a bucket is summed only once the
+// hooks' copies into it have run, while the host goes on with backward.
+class NcclBucketComm final : public BucketComm {
+ public:
+  explicit NcclBucketComm(CommContext& ctx) : nccl_(dynamic_cast<NcclTransport*>(&ctx.transport)) {
+    if (!nccl_)
+      TPB_THROW(Error, "ddp on cuda runs on the nccl transport's communicator, but this run's transport is "
+                           << ctx.transport.name());
+  }
+  void broadcastFromRoot(torch::Tensor flat) override {
+    float* p = flat.data_ptr<float>();
+    const auto n = static_cast<std::size_t>(flat.numel());
+    nccl_->runCollective("ddp initial broadcast (ncclBroadcast)", [p, n](ncclComm_t c, cudaStream_t s) {
+      return ncclBroadcast(p, p, n, ncclFloat, 0, c, s);
+    });
+  }
+  void start(std::size_t bucket, torch::Tensor slice) override {
+    if (reqs_.size() <= bucket) reqs_.resize(bucket + 1);
+    float* p = slice.data_ptr<float>();
+    const auto n = static_cast<std::size_t>(slice.numel());
+    reqs_[bucket] = nccl_->startCollective("ddp bucket allreduce (ncclAllReduce)",
+                                           [p, n](ncclComm_t c, cudaStream_t s) {
+                                             return ncclAllReduce(p, p, n, ncclFloat, ncclSum, c, s);
+                                           });
+  }
+  void wait(std::size_t bucket) override {
+    reqs_.at(bucket)->wait();
+    reqs_[bucket].reset();
+  }
+
+ private:
+  NcclTransport* nccl_;
+  std::vector<std::unique_ptr<Request>> reqs_;
+};
+#endif
+
+std::unique_ptr<BucketComm> makeBucketComm(CommContext& ctx) {
+#ifdef TPB_HAVE_NCCL
+  if (ctx.device() == Device::Cuda) return std::make_unique<NcclBucketComm>(ctx);
+#endif
+  TPB_CHECK(ctx.device() == Device::Cpu, "ddp: no GPU backend in this build (NCCL was not found)");
+  return std::make_unique<GlooBucketComm>(ctx);
+}
 
 class DdpSync final : public GradSync {
  public:
@@ -34,13 +123,10 @@ class DdpSync final : public GradSync {
       total += static_cast<std::size_t>(p.numel());
     }
     offsets_.push_back(total);
-    flat_ = torch::zeros({static_cast<int64_t>(total)}, torch::kFloat);
+    flat_ = torch::zeros({static_cast<int64_t>(total)}, r.flatParams->flat().options());
     if (ctx_.size() > 1) {
-      pg_ = glooGroup(ctx_);
-      std::vector<at::Tensor> w{r.flatParams->flat()};
-      c10d::BroadcastOptions o;
-      o.rootRank = 0;
-      waitWork(pg_->broadcast(w, o), ctx_.timeout(), "ddp initial broadcast");
+      comm_ = makeBucketComm(ctx_);
+      comm_->broadcastFromRoot(r.flatParams->flat());
     }
     // Buckets in reverse parameter order; each is a contiguous slice of flat_.
     bucketOf_.assign(params_.size(), 0);
@@ -67,10 +153,7 @@ class DdpSync final : public GradSync {
 
   void beforeBackward() override {
     for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // hooks own the gradients
-    for (auto& b : buckets_) {
-      b.pending = b.params;
-      b.work.reset();
-    }
+    for (auto& b : buckets_) b.pending = b.params;
     launched_.clear();
   }
 
@@ -79,29 +162,29 @@ class DdpSync final : public GradSync {
               "ddp: only " << launched_.size() << " of " << buckets_.size()
                            << " buckets became ready (a parameter got no gradient)");
     if (ctx_.size() == 1) return;
-    for (std::size_t k : launched_) waitWork(buckets_[k].work, ctx_.timeout(), "ddp bucket allreduce");
-    flat_.mul_(1.0 / ctx_.size());
+    for (std::size_t k : launched_) comm_->wait(k);
+    scaleInPlace(flat_, 1.0f / static_cast<float>(ctx_.size()));
   }
 
-  float* grads() override { return flat_.data_ptr<float>(); }
+  torch::Tensor grads() override { return flat_; }
 
   std::size_t bucketCount() const { return buckets_.size(); }
 
  private:
   struct Bucket {
     std::size_t lo = 0, hi = 0, params = 0, pending = 0;
-    c10::intrusive_ptr<c10d::Work> work;
   };
 
   void onGrad(std::size_t i, const torch::Tensor& grad) {
+    torch::NoGradGuard noGrad;
     flat_.narrow(0, static_cast<int64_t>(offsets_[i]), static_cast<int64_t>(offsets_[i + 1] - offsets_[i]))
         .copy_(grad.reshape({-1}));
     Bucket& b = buckets_[bucketOf_[i]];
     if (--b.pending > 0) return;
     launched_.push_back(bucketOf_[i]);
     if (ctx_.size() == 1) return;
-    std::vector<at::Tensor> t{flat_.narrow(0, static_cast<int64_t>(b.lo), static_cast<int64_t>(b.hi - b.lo))};
-    b.work = pg_->allreduce(t);  // asynchronous: overlaps the rest of backward
+    // Asynchronous: overlaps the rest of backward.
+    comm_->start(bucketOf_[i], flat_.narrow(0, static_cast<int64_t>(b.lo), static_cast<int64_t>(b.hi - b.lo)));
   }
 
   CommContext& ctx_;
@@ -110,7 +193,7 @@ class DdpSync final : public GradSync {
   std::vector<std::size_t> offsets_, bucketOf_, launched_;
   std::vector<Bucket> buckets_;
   torch::Tensor flat_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::unique_ptr<BucketComm> comm_;
 };
 
 }  // namespace
@@ -121,10 +204,10 @@ TrainStrategy ddpStrategy() {
   s.aliases = {"ring_all_reduce_builtin"};
   s.origin = "builtin-equivalent";
   s.description =
-      "DDP's algorithm on c10d Gloo: reverse-order gradient buckets (--bucket_mb), async allreduce from autograd hooks";
+      "DDP's algorithm: reverse-order gradient buckets (--bucket_mb), async allreduce from autograd hooks (c10d Gloo on CPU, NCCL on GPU)";
   s.processes = [](int n) { return n; };
   s.unsupported = [](Device d, int) {
-    return d == Device::Cpu ? std::string() : std::string("ProcessGroupNCCL is not built yet");
+    return d == Device::Cpu || ncclCompiled() ? std::string() : std::string("this build has no NCCL");
   };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     if (cfg.bucketMb <= 0) TPB_THROW(UsageError, "--bucket_mb: must be positive, got " << cfg.bucketMb);

@@ -93,12 +93,9 @@ TrainStrategy allreduceStrategy() {
   TrainStrategy s;
   s.name = "allreduce";
   s.origin = "library";
-  s.description = "flat gradient buffer averaged by the library allreduce (c10d Gloo on CPU)";
+  s.description = "flat gradient buffer averaged by the library allreduce (c10d Gloo on CPU, ncclAllReduce on GPU)";
   s.processes = [](int n) { return n; };
-  s.unsupported = [](Device d, int) {
-    // The collective exists on GPU (above); the training loop does not run on CUDA yet.
-    return d == Device::Cpu ? std::string() : std::string("training on cuda is not implemented yet");
-  };
+  s.unsupported = [](Device d, int) { return libraryUnsupported(d); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     std::unique_ptr<Allreduce> ar;
     FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {

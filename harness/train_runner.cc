@@ -11,6 +11,7 @@
 #include "comm/shm/shm_transport.h"
 #include "comm/transports.h"
 #include "common/error.h"
+#include "harness/device_choice.h"
 #include "harness/launch.h"
 #include "harness/registry.h"
 #include "harness/results.h"
@@ -121,7 +122,11 @@ void updateScalingEfficiency(json& runs) {
 // ---------------------------------------------------------------------------------------------
 
 void trainJob(Worker& w, const json& job) {
-  const TrainConfig cfg = configFromJob(job.at("config"));
+  TrainConfig cfg = configFromJob(job.at("config"));
+  // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
+  // same one), the CPU otherwise.
+  cfg.device = w.comm->device();
+  cfg.deviceIndex = cfg.device == Device::Cuda ? w.env.localRank : 0;
   const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
   const std::string resultPath = job.at("result_path");
   const bool reporter = w.env.rank == 0;
@@ -146,18 +151,35 @@ void trainJob(Worker& w, const json& job) {
 // Launcher side
 // ---------------------------------------------------------------------------------------------
 
+int gpusPerNode(const TrainStrategy& strategy, const TrainConfig& cfg, int nprocPerNode) {
+  const int procs = strategy.processes(cfg.nGpus);
+  // One process driving several GPUs (data_parallel) needs them all on its node; otherwise
+  // every process on a node drives one.
+  if (procs == 1) return cfg.nGpus;
+  return nprocPerNode > 0 ? nprocPerNode : procs;
+}
+
 int runTraining(const TrainRunOptions& opt) {
-  if (opt.device != "cpu")
-    TPB_THROW(UsageError, "--device " << opt.device << ": training runs on cpu only (CUDA training is not implemented; "
-                                          "`tpbench allreduce --device cuda` benchmarks the GPU collectives)");
-  const Device device = Device::Cpu;
   if (!opt.transport.empty()) findTransport(opt.transport);
   if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");
   if (opt.nodeRank < 0 || opt.nodeRank >= opt.nnodes)
     TPB_THROW(UsageError, "--node_rank: must be in 0.." << opt.nnodes - 1 << ", got " << opt.nodeRank);
   if (opt.nnodes > 1 && opt.masterPort == 0)
     TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
-  for (const auto& p : opt.points) findStrategy("--strategy", p.cfg.strategy);
+  int gpusNeeded = 1;
+  for (const auto& p : opt.points) {
+    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+    if (s.unsupported(Device::Cpu, p.cfg.nGpus).empty())  // the rest are skipped with a reason
+      gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg, opt.nprocPerNode));
+  }
+  // Resolved once, before anything is launched: no GPU, or fewer than a point needs on this
+  // node, is one usage error (auto falls back to the CPU only when no GPU is usable at all).
+  const Device device = chooseDevice(opt.device, gpusNeeded);
+  const std::string deviceText = deviceName(device);
+  if (!opt.transport.empty()) {
+    if (std::string why = findTransport(opt.transport).unsupported(device, 2, 2); !why.empty())
+      TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceText << ": " << why);
+  }
 
   std::unique_ptr<ResultsFile> results;
   if (!opt.out.empty()) {
@@ -190,7 +212,7 @@ int runTraining(const TrainRunOptions& opt) {
         opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
     TrainConfig canonical = cfg;
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
-    json run = {{"config", trainConfigJson(canonical, opt.device, transport, point.repeat)}};
+    json run = {{"config", trainConfigJson(canonical, deviceText, transport, point.repeat)}};
     ++done;
 
     if (results && opt.resume) {
@@ -230,11 +252,11 @@ int runTraining(const TrainRunOptions& opt) {
       std::remove(resultPath.c_str());
       TrainConfig jobCfg = canonical;
       json job = {{"kind", "train"},
-                  {"device", opt.device},
+                  {"device", deviceText},
                   {"transport", transport},
                   {"result_path", resultPath},
                   {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()},
-                  {"config", trainConfigJson(jobCfg, opt.device, transport, point.repeat)}};
+                  {"config", trainConfigJson(jobCfg, deviceText, transport, point.repeat)}};
       job["config"]["max_steps"] = cfg.maxSteps;
       writeFileAtomic(jobPath, job.dump());
 

@@ -7,11 +7,22 @@
 #   2. builds tpbench and the tests;
 #   3. runs the tests labelled gpu (ctest -L gpu);
 #   4. runs `tpbench allreduce --device cuda` at 1 GPU (and 2..N when there are more), 4K..256M;
-#   5. prints a summary table.
-# Everything it produces goes to RESULTS_DIR (default results/gpu): build.log, gpu-tests.log,
-# allreduce-cuda-*.json, allreduce-cuda-*.txt, environment.txt and summary.txt.
-# Exit status: 0 when every step passed, 1 when a test or benchmark point failed, 2 when the
-# machine lacks something the check needs.
+#   5. runs tpbench_cuda_sum: the CUDA sum kernel's bandwidth against a device-to-device copy in
+#      the same run, 1M..1G, and whether it reaches the goal of 85 % of the copy at 1 GiB;
+#   6. trains every strategy on one GPU (`tpbench sweep --device cuda --n_gpus 1`, batch 64 and
+#      512, 3 epochs), then draws a report of that sweep and the 1-GPU allreduce results;
+#   7. compares `tpbench run --strategy single --device cuda` with PyTorch's own training loop
+#      (scripts/torch_single.py) at batch 64 and 512, 5 epochs each;
+#   8. writes and prints a summary: allreduce table, sum-kernel table and verdict, training table,
+#      and tpbench single vs PyTorch (samples/s, median over epochs 2..5).
+# Everything it produces goes to RESULTS_DIR (default results/gpu): build.log, environment.txt,
+# gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
+# cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, report/ (charts, index.md, index.html),
+# report.txt, single-cuda-b64.json, single-cuda-b512.json, single-cuda-b*.txt,
+# torch-single-b64.json, torch-single-b512.json, torch-single-b*.txt and summary.txt.
+# Exit status: 0 when every step passed, 1 when a test, benchmark point or training run failed
+# (a missed performance goal is reported in the summary, not an exit status), 2 when the machine
+# lacks something the check needs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -152,11 +163,84 @@ if [ "$GPUS" -ge 2 ]; then
   run_bench "2..$MAXN" "n2-$MAXN"
 fi
 
+# step LOG COMMAND...: runs COMMAND with its output in LOG. On failure it marks the check failed,
+# shows the end of LOG and returns 1, so callers write `if step ...; then` (set -e stays quiet).
+step() {
+  local log="$1"
+  shift
+  "$@" > "$log" 2>&1 && return 0
+  local rc=$?
+  STATUS=1
+  echo "FAILED (exit $rc): see $log"
+  tail -5 "$log" || true
+  return 1
+}
+
+# ---- sum kernel against a device-to-device copy -----------------------------------------------
+say "tpbench_cuda_sum: sum kernel vs D2D copy bandwidth, 1M..1G (goal: >= 85% of the copy at 1G)"
+rm -f "$OUT/cuda-sum.json"  # a failed run must not leave an earlier run's figures behind
+if [ ! -x "$BUILD/tpbench_cuda_sum" ]; then
+  STATUS=1
+  echo "FAILED: $BUILD/tpbench_cuda_sum was not built (see $OUT/build.log)"
+elif step "$OUT/cuda-sum.txt" "$BUILD/tpbench_cuda_sum" --json "$OUT/cuda-sum.json"; then
+  tail -1 "$OUT/cuda-sum.txt"
+fi
+
+# ---- one-GPU training sweep and its report -----------------------------------------------------
+say "tpbench sweep --device cuda --strategies all --n_gpus 1 --batch_size 64,512 --epochs 3"
+rm -f "$OUT/sweep-cuda.json"
+if step "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --device cuda --strategies all --n_gpus 1 \
+     --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json"; then
+  echo "ok: $OUT/sweep-cuda.json"
+fi
+say "tpbench report (log: $OUT/report.txt)"
+REPORT_INPUTS=()
+for f in "$OUT/sweep-cuda.json" "$OUT/allreduce-cuda-n1.json"; do
+  if [ -f "$f" ]; then REPORT_INPUTS+=("$f"); fi
+done
+if [ "${#REPORT_INPUTS[@]}" -eq 0 ]; then
+  STATUS=1
+  echo "FAILED: neither sweep-cuda.json nor allreduce-cuda-n1.json exists: nothing to report"
+elif step "$OUT/report.txt" "$TPBENCH" report "${REPORT_INPUTS[@]}" --out "$OUT/report"; then
+  grep -E "^index:" "$OUT/report.txt" || true
+fi
+
+# ---- tpbench single against PyTorch's own loop -------------------------------------------------
+for B in 64 512; do
+  say "batch $B: tpbench run --strategy single --device cuda --epochs 5, then scripts/torch_single.py"
+  rm -f "$OUT/single-cuda-b$B.json" "$OUT/torch-single-b$B.json"
+  if step "$OUT/single-cuda-b$B.txt" "$TPBENCH" run --device cuda --strategy single --n_gpus 1 \
+       --batch_size "$B" --epochs 5 --out "$OUT/single-cuda-b$B.json"; then
+    echo "ok: $OUT/single-cuda-b$B.json"
+  fi
+  if step "$OUT/torch-single-b$B.txt" python3 "$ROOT/scripts/torch_single.py" --batch_size "$B" \
+       --epochs 5 --json "$OUT/torch-single-b$B.json"; then
+    echo "ok: $OUT/torch-single-b$B.json"
+  fi
+done
+
 # ---- summary ---------------------------------------------------------------------------------
-say "summary (busbw GB/s, median of timed iterations; wrong = elements failing the exact check)"
+say "summary"
 python3 - "$OUT" > "$OUT/summary.txt" <<'PY'
-import glob, json, os, sys
+import glob, json, os, statistics, sys
 out = sys.argv[1]
+
+def load(name):
+    """The JSON document OUT/name, or None after printing why it is missing or unreadable."""
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        print(f"{name}: missing (the step failed before writing it; see its .txt)")
+        return None
+    try:
+        return json.load(open(path))
+    except Exception as e:  # a run that died while writing, or wrote something else
+        print(f"{name}: unreadable ({e})")
+        return None
+
+def num(v, fmt):
+    return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+print("== allreduce (busbw GB/s, median of timed iterations; wrong = elements failing the exact check)")
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "allreduce-cuda-*.json"))):
     try:
@@ -183,6 +267,64 @@ for r in rows:
           f"{str(r.get('wrong', '-')):>6}  {r.get('status', '')}{(': ' + r['error']) if r.get('error') else ''}")
 bad = [r for r in rows if r.get("status") != "ok"]
 print(f"\n{len(rows)} points, {len(bad)} not ok")
+
+# Sum kernel against the D2D copy: the four largest sizes and the misaligned (scalar) row.
+print("\n== sum kernel vs D2D copy (GB/s read + written, medians; cuda-sum.json)")
+doc = load("cuda-sum.json")
+if doc is not None:
+    m = doc.get("meta", {})
+    print(f"device: {m.get('device')} (sm {m.get('compute_capability')}), {m.get('repeats')} repeats")
+    srows = doc.get("rows", [])
+    aligned = sorted((r for r in srows if r.get("kind") == "aligned"), key=lambda r: r.get("bytes", 0))
+    shown = aligned[-4:] + [r for r in srows if r.get("kind") != "aligned"]
+    def ssize(b):  # the misaligned row is one float short of a round size: "1G-4"
+        return size(b) if size(b)[-1:].isalpha() or size(b + 4)[-1:].isdigit() else size(b + 4) + "-4"
+    print(f"{'case':<11} {'size':>6} {'copy':>9} {'sum':>9} {'sum/copy':>9}  check")
+    for r in shown:
+        print(f"{r.get('kind', ''):<11} {ssize(r.get('bytes', 0)):>6} "
+              f"{num((r.get('copy_gbps') or {}).get('median'), '.1f'):>9} "
+              f"{num((r.get('sum_gbps') or {}).get('median'), '.1f'):>9} {num(r.get('ratio'), '.3f'):>9}  "
+              f"{'ok' if not r.get('wrong') else str(r.get('wrong')) + ' wrong: ' + str(r.get('error', ''))}")
+    g = doc.get("goal", {})
+    print(f"goal: sum >= {num(g.get('ratio_min'), '.0%')} of the copy at {size(g.get('bytes', 0))}: "
+          f"{'MET' if g.get('met') else 'NOT MET'} (ratio {num(g.get('ratio'), '.3f')})")
+
+# One-GPU training sweep.
+print("\n== training on one GPU (sweep-cuda.json; samples/s and accuracy from each run's summary)")
+doc = load("sweep-cuda.json")
+if doc is not None:
+    runs = doc.get("runs", [])
+    print(f"{'strategy':<16} {'N':>2} {'batch':>5} {'status':<8} {'samples/s':>10} {'test_acc':>8}  error")
+    for r in runs:
+        c, sm = r.get("config", {}), r.get("summary") or {}
+        print(f"{c.get('strategy', ''):<16} {c.get('n_gpus', ''):>2} {c.get('batch_size', ''):>5} "
+              f"{r.get('status', ''):<8} {num(sm.get('samples_per_s'), '.0f'):>10} "
+              f"{num(sm.get('final_test_accuracy'), '.4f'):>8}  {r.get('error') or ''}".rstrip())
+    bad = [r for r in runs if r.get("status") == "failed"]
+    print(f"{len(runs)} runs, {len(bad)} failed, "
+          f"{sum(1 for r in runs if r.get('status') == 'skipped')} skipped")
+
+# tpbench single against PyTorch's own loop: median samples/s over epochs 2..E (1 if E == 1).
+print("\n== tpbench single vs PyTorch's own loop (samples/s, median over epochs 2..E; not slower: ratio >= 0.97)")
+print(f"{'batch':>5} {'tpbench':>10} {'pytorch':>10} {'ratio':>7}  verdict")
+for b in (64, 512):
+    ours = theirs = None
+    doc = load(f"single-cuda-b{b}.json")
+    if doc is not None:
+        runs = doc.get("runs", [])
+        eps = [e.get("samples_per_s") for e in (runs[0].get("epochs", []) if runs else [])]
+        eps = [v for v in eps if isinstance(v, (int, float))]
+        if runs and runs[0].get("status") != "ok":
+            print(f"single-cuda-b{b}.json: run {runs[0].get('status')}: {runs[0].get('error')}")
+        if eps:
+            ours = statistics.median(eps[1:] if len(eps) > 1 else eps)
+    doc = load(f"torch-single-b{b}.json")
+    if doc is not None:
+        theirs = doc.get("median_samples_per_s")
+        theirs = theirs if isinstance(theirs, (int, float)) else None
+    ratio = ours / theirs if ours is not None and theirs else None
+    verdict = "-" if ratio is None else ("not slower" if ratio >= 0.97 else "slower")
+    print(f"{b:>5} {num(ours, '.0f'):>10} {num(theirs, '.0f'):>10} {num(ratio, '.3f'):>7}  {verdict}")
 PY
 cat "$OUT/summary.txt"
 echo

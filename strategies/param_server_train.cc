@@ -9,10 +9,11 @@
 // This is synchronous SGD at a global batch of (N-1)*B, so after K steps the weights equal
 // `single` trained at batch (N-1)*B. Cost per step: the server moves 2(N-1)*S bytes, so it is
 // the bottleneck as N grows. With N = 1 there are no workers and the server trains alone.
+// On GPUs the same code runs over the nccl transport: the buffers are device memory, the
+// server's sums are the transport's CUDA kernel, and its optimizer step runs on its GPU.
 #include <chrono>
 #include <memory>
 
-#include "comm/reduce.h"
 #include "common/fault.h"
 #include "strategies/train_strategy.h"
 #include "workload/sampler.h"
@@ -33,13 +34,15 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
     FlatGradSync alone(1, nullptr);
     return trainReplicated(nullptr, cfg, alone, onEpoch);
   }
-  const DataSplit data = loadTrainData(cfg);
-  Replica rep(cfg, data);
+  const torch::Device device = torchDevice(cfg);
+  const DataSplit data = loadTrainData(cfg, device);
+  Replica rep(cfg, device);
   FlatGrads grads(rep.params);
   float* w = rep.flatParams->data();
   float* g = grads.data();
   const std::size_t count = grads.count(), bytes = count * sizeof(float);
   const int workers = n - 1;
+  const bool gpu = cfg.device == Device::Cuda;
   // The server builds the same sampler as worker 1 only to know how many steps an epoch has.
   DistributedSampler sampler(data.train.size(), workers, rank == 0 ? 0 : rank - 1, true, cfg.seed);
   const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
@@ -48,28 +51,32 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
   long totalSteps = 0;
   for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
     sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const std::vector<std::int64_t> idx = sampler.indices();
+    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), device);
+    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
+    torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    synchronize(cfg);
     t.barrier();
     EpochStats s;
     s.epoch = epoch + 1;
-    double lossSum = 0;
     const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < idx.size(); begin += batch) {
+    for (std::size_t begin = 0; begin < nIdx; begin += batch) {
       if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + batch, idx.size());
+      const std::size_t end = std::min(begin + batch, nIdx);
       if (rank == 0) {
+        // Transports order their device work after the kernels already queued (the zeroing
+        // here, the optimizer step below), and a wait returns only once the data is there.
         grads.zero();
         for (int src = 1; src < n; ++src) t.irecvReduce(src, g, count)->wait();
-        const float inv = 1.0f / static_cast<float>(workers);
-        for (std::size_t i = 0; i < count; ++i) g[i] *= inv;
-        rep.sgd.step(w, g);
+        scaleInPlace(grads.flat(), 1.0f / static_cast<float>(workers));
+        rep.step(grads.flat());
         sends.clear();
         for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
         for (auto& q : sends) q->wait();
       } else {
         const auto c0 = clock_type::now();
         grads.zero();
-        lossSum += rep.forwardBackward(data.train, idx, begin, end, 1.0);
+        lossSum.add_(rep.forwardBackward(data.train, idx, begin, end, 1.0));
+        if (gpu) synchronize(cfg);  // compute ends here, not when the send finds it done
         const auto c1 = clock_type::now();
         t.send(0, g, bytes);
         t.recv(0, w, bytes);
@@ -81,13 +88,13 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
       ++totalSteps;
       faultPoint(rank);
     }
+    s.trainLoss = lossSum.item<double>();
     s.wallS = secondsSince(t0);
-    s.trainLoss = lossSum;
     closeEpoch(&t, s, rep.model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
   t.barrier();
-  result.params.assign(w, w + count);
+  result.params = rep.hostParams();
   return result;
 }
 

@@ -1,7 +1,9 @@
 // `ring_all_reduce`, from scratch: every rank computes gradients on its shard straight into one
 // flat buffer, the from-scratch ring allreduce (strategies/ring_allreduce.cc) sums that buffer
 // over the ranks, every rank divides by N and steps its own optimizer. Parameters stay equal
-// on all ranks because they start equal (same seed) and see the same averaged gradient.
+// on all ranks because they start equal (same seed) and see the same averaged gradient. On GPUs
+// the buffer is device memory and the ring runs over the nccl transport (ncclSend/ncclRecv and
+// the transport's CUDA sum kernel).
 #include <memory>
 
 #include "strategies/ring_allreduce.h"

@@ -20,6 +20,7 @@
 #include "harness/launch.h"
 #include "strategies/allreduce.h"
 #include "tests/cli_util.h"
+#include "tests/gpu_util.h"
 #include "tests/thread_world.h"
 
 #ifdef TPB_HAVE_CUDA
@@ -32,14 +33,6 @@ namespace {
 
 using nlohmann::json;
 using test::runCli;
-
-// Skips the calling test unless this build and machine can run `what` on a GPU.
-#define TPB_REQUIRE_GPU(needNccl)                                                              \
-  do {                                                                                         \
-    if (!cudaCompiled()) GTEST_SKIP() << "built without CUDA: " << cudaUnavailableReason();     \
-    if ((needNccl) && !ncclCompiled()) GTEST_SKIP() << "built without NCCL";                    \
-    if (visibleCudaDevices() == 0) GTEST_SKIP() << "no CUDA GPU: " << cudaUnavailableReason();  \
-  } while (0)
 
 // ---- always: the device flag and the transport table ---------------------------------------
 

@@ -7,45 +7,16 @@
 #include <cmath>
 #include <mutex>
 
-#include "harness/registry.h"
-#include "tests/thread_world.h"
+#include "tests/train_util.h"
 
 namespace tpb {
 namespace {
 
+using test::maxRelDiff;
+using test::trainAll;
+
 TrainConfig smallConfig(const std::string& strategy, int n, int batch) {
-  TrainConfig c;
-  c.strategy = strategy;
-  c.nGpus = n;
-  c.batchSize = batch;
-  c.epochs = 1;
-  c.trainSize = 4096;
-  c.maxSteps = 6;
-  c.evaluate = false;
-  c.lr = 0.05;
-  c.momentum = 0.5;  // exercises the velocity buffer too
-  c.seed = 7;
-  return c;
-}
-
-// Runs `strategy` on its own world and returns every rank's final parameters.
-std::vector<std::vector<float>> trainAll(const TrainConfig& cfg) {
-  const TrainStrategy& s = findStrategy("--strategy", cfg.strategy);
-  const int procs = s.processes(cfg.nGpus);
-  std::vector<std::vector<float>> params(procs);
-  test::runThreads("shm", procs, [&](CommContext& ctx) {
-    params[ctx.rank()] = s.run(ctx, cfg, nullptr).params;
-  });
-  return params;
-}
-
-// max |a-b| / (|b| + 1e-3) over all elements: relative, with a floor for weights near zero.
-double maxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (std::abs(double(b[i])) + 1e-3));
-  return worst;
+  return test::smallTrainConfig(strategy, n, batch);
 }
 
 class Equivalence : public testing::TestWithParam<std::tuple<std::string, int>> {

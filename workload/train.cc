@@ -1,5 +1,6 @@
 #include "workload/train.h"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -19,43 +20,101 @@ double since(clock_type::time_point t) {
 }
 }  // namespace
 
-FlatSgd::FlatSgd(double lr, double momentum, std::size_t count)
-    : lr_(static_cast<float>(lr)), momentum_(static_cast<float>(momentum)), count_(count),
-      velocity_(momentum != 0 ? count : 0, 0.0f) {}
+torch::Device torchDevice(const TrainConfig& cfg, int offset) {
+  if (cfg.device == Device::Cpu) return torch::Device(torch::kCPU);
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cfg.deviceIndex + offset));
+}
 
-void FlatSgd::step(float* __restrict params, const float* __restrict grads) {
-  const float lr = lr_;
-  if (velocity_.empty()) {
-    for (std::size_t i = 0; i < count_; ++i) params[i] -= lr * grads[i];
+void synchronize(const TrainConfig& cfg, int offset) {
+  if (cfg.device == Device::Cuda) torch::cuda::synchronize(cfg.deviceIndex + offset);
+}
+
+FlatSgd::FlatSgd(double lr, double momentum, const torch::Tensor& like, Impl impl)
+    : lr_(static_cast<float>(lr)), momentum_(static_cast<float>(momentum)),
+      loop_(impl == Impl::Loop || (impl == Impl::Auto && like.device().is_cpu())) {
+  TPB_CHECK(like.dim() == 1 && like.scalar_type() == torch::kFloat32, "FlatSgd: expects a flat float32 buffer");
+  TPB_CHECK(!loop_ || like.device().is_cpu(), "FlatSgd: the loop runs on host memory only");
+  if (momentum != 0) velocity_ = torch::zeros_like(like);
+}
+
+void FlatSgd::step(torch::Tensor& params, const torch::Tensor& grads) {
+  TPB_CHECK(params.numel() == grads.numel() && params.device() == grads.device(),
+            "FlatSgd: parameters (" << params.numel() << " on " << params.device() << ") and gradients ("
+                                    << grads.numel() << " on " << grads.device() << ") do not match");
+  torch::NoGradGuard noGrad;
+  if (!loop_) {
+    if (!velocity_.defined()) {
+      params.add_(grads, -lr_);
+    } else {
+      velocity_.mul_(momentum_).add_(grads);
+      params.add_(velocity_, -lr_);
+    }
     return;
   }
-  float* __restrict v = velocity_.data();
+  float* __restrict w = params.data_ptr<float>();
+  const float* __restrict g = grads.data_ptr<float>();
+  const auto count = static_cast<std::size_t>(params.numel());
+  const float lr = lr_;
+  if (!velocity_.defined()) {
+    for (std::size_t i = 0; i < count; ++i) w[i] -= lr * g[i];
+    return;
+  }
+  float* __restrict v = velocity_.data_ptr<float>();
   const float m = momentum_;
-  for (std::size_t i = 0; i < count_; ++i) {
-    v[i] = m * v[i] + grads[i];
-    params[i] -= lr * v[i];
+  for (std::size_t i = 0; i < count; ++i) {
+    v[i] = m * v[i] + g[i];
+    w[i] -= lr * v[i];
   }
 }
 
-Replica::Replica(const TrainConfig& cfg, const DataSplit& data)
-    : model(makeModel(cfg.model, cfg.seed)),
+namespace {
+Mlp modelOn(const TrainConfig& cfg, torch::Device device) {
+  Mlp m = makeModel(cfg.model, cfg.seed);
+  if (!device.is_cpu()) m->to(device);
+  return m;
+}
+}  // namespace
+
+Replica::Replica(const TrainConfig& cfg, torch::Device dev)
+    : device(dev),
+      model(modelOn(cfg, dev)),
       params(orderedParameters(model)),
       flatParams(std::make_unique<FlatParams>(params)),
-      sgd(cfg.lr, cfg.momentum, flatParams->count()) {
-  (void)data;
-}
+      sgd(cfg.lr, cfg.momentum, flatParams->flat()) {}
 
-double Replica::forwardBackward(const Dataset& data, const std::vector<std::int64_t>& indices,
-                                std::size_t begin, std::size_t end, double lossScale) {
-  Batch b = gatherBatch(data, indices, begin, end);
-  torch::Tensor logits = model->forward(b.images);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, b.labels);
+torch::Tensor Replica::forwardBackward(const Dataset& data, const torch::Tensor& epochIndices,
+                                       std::size_t begin, std::size_t end, double lossScale) {
+  TPB_CHECK(begin <= end && end <= static_cast<std::size_t>(epochIndices.numel()),
+            "batch range [" << begin << ", " << end << ") outside " << epochIndices.numel() << " indices");
+  auto rows = epochIndices.narrow(0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin))
+                  .to(data.images.device());
+  torch::Tensor x = data.images.index_select(0, rows).to(device);
+  torch::Tensor y = data.labels.index_select(0, rows).to(device);
+  torch::Tensor logits = model->forward(x);
+  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
   if (lossScale == 1.0) {
     loss.backward();
   } else {
     (loss * lossScale).backward();
   }
-  return loss.item<double>();
+  return loss.detach();
+}
+
+std::vector<float> Replica::hostParams() {
+  torch::Tensor cpu = flatParams->flat().to(torch::kCPU).contiguous();
+  const float* p = cpu.data_ptr<float>();
+  return std::vector<float>(p, p + cpu.numel());
+}
+
+torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
+                               torch::Device device) {
+  const auto n = static_cast<std::int64_t>(datasetSize);
+  for (std::int64_t i : indices)
+    TPB_CHECK(i >= 0 && i < n, "sample index " << i << " outside dataset of " << n);
+  auto t = torch::from_blob(const_cast<std::int64_t*>(indices.data()),
+                            {static_cast<std::int64_t>(indices.size())}, torch::kInt64);
+  // from_blob does not own the memory: a CPU result must be a copy, a device one is.
+  return device.is_cpu() ? t.clone() : t.to(device);
 }
 
 FlatGradSync::FlatGradSync(int worldSize, ReduceFn reduce) : world_(worldSize), reduce_(std::move(reduce)) {}
@@ -66,16 +125,32 @@ void FlatGradSync::beforeBackward() { grads_->zero(); }
 
 void FlatGradSync::finish() {
   if (world_ <= 1) return;
-  float* g = grads_->data();
-  const std::size_t n = grads_->count();
-  reduce_(g, n);
-  const float inv = 1.0f / static_cast<float>(world_);
-  for (std::size_t i = 0; i < n; ++i) g[i] *= inv;
+  reduce_(grads_->data(), grads_->count());
+  scaleInPlace(grads_->flat(), 1.0f / static_cast<float>(world_));
 }
 
-float* FlatGradSync::grads() { return grads_->data(); }
+torch::Tensor FlatGradSync::grads() { return grads_->flat(); }
 
-DataSplit loadTrainData(const TrainConfig& cfg) { return loadDataset(cfg.dataset, cfg.trainSize, cfg.seed); }
+void scaleInPlace(torch::Tensor flat, float factor) {
+  torch::NoGradGuard noGrad;
+  if (!flat.device().is_cpu()) {
+    flat.mul_(factor);
+    return;
+  }
+  float* g = flat.data_ptr<float>();
+  for (std::int64_t i = 0, n = flat.numel(); i < n; ++i) g[i] *= factor;
+}
+
+DataSplit loadTrainData(const TrainConfig& cfg, torch::Device device) {
+  DataSplit d = loadDataset(cfg.dataset, cfg.trainSize, cfg.seed);
+  if (!device.is_cpu()) {
+    for (Dataset* s : {&d.train, &d.test}) {
+      s->images = s->images.to(device);
+      s->labels = s->labels.to(device);
+    }
+  }
+  return d;
+}
 
 EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
   EpochStats s = mine;
@@ -141,31 +216,39 @@ void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data
 TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync,
                             const EpochCallback& onEpoch) {
   const int world = t ? t->size() : 1, rank = t ? t->rank() : 0;
-  const DataSplit data = loadTrainData(cfg);
-  Replica rep(cfg, data);
+  const torch::Device device = torchDevice(cfg);
+  const DataSplit data = loadTrainData(cfg, device);
+  Replica rep(cfg, device);
   sync.attach(rep);
   DistributedSampler sampler(data.train.size(), world, rank, /*shuffle=*/true, cfg.seed);
   const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
+  // On a GPU with several ranks, each step waits for its kernels before the gradient exchange
+  // starts, so that compute_s and comm_s split the step honestly (the exchange itself ends in a
+  // host wait). One rank exchanges nothing: its steps queue back to back, never waiting.
+  const bool syncBeforeComm = cfg.device == Device::Cuda && world > 1;
   TrainResult result;
   long totalSteps = 0;
   for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
     sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const std::vector<std::int64_t> idx = sampler.indices();
+    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), device);
+    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
+    torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+    synchronize(cfg);
     if (t) t->barrier();
     EpochStats s;
     s.epoch = epoch + 1;
-    double lossSum = 0;
     const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < idx.size(); begin += batch) {
+    for (std::size_t begin = 0; begin < nIdx; begin += batch) {
       if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + batch, idx.size());
+      const std::size_t end = std::min(begin + batch, nIdx);
       const auto c0 = clock_type::now();
       sync.beforeBackward();
-      lossSum += rep.forwardBackward(data.train, idx, begin, end, 1.0);
+      lossSum.add_(rep.forwardBackward(data.train, idx, begin, end, 1.0));
+      if (syncBeforeComm) synchronize(cfg);
       const auto c1 = clock_type::now();
       sync.finish();
       const auto c2 = clock_type::now();
-      rep.sgd.step(rep.flatParams->data(), sync.grads());
+      rep.step(sync.grads());
       s.computeS += std::chrono::duration<double>(c1 - c0).count() + since(c2);
       s.commS += std::chrono::duration<double>(c2 - c1).count();
       ++s.steps;
@@ -173,14 +256,15 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
       ++totalSteps;
       faultPoint(rank);
     }
+    s.trainLoss = lossSum.item<double>();  // waits for the epoch's last step
     s.wallS = since(t0);
-    s.trainLoss = lossSum;
+    // One GPU rank never waited inside the loop: its queued work ends at the read above.
+    if (cfg.device == Device::Cuda && !syncBeforeComm) s.computeS = s.wallS - s.commS;
     closeEpoch(t, s, rep.model, data, cfg, onEpoch, result);
     if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
   }
   if (t) t->barrier();
-  const float* p = rep.flatParams->data();
-  result.params.assign(p, p + rep.flatParams->count());
+  result.params = rep.hostParams();
   return result;
 }
 

@@ -32,7 +32,17 @@ struct TrainConfig {
   double bucketMb = 25.0;        // ddp
   long maxSteps = -1;            // stop after this many optimizer steps (tests); -1: all
   bool evaluate = true;          // test accuracy after every epoch
+  // Where this rank's replica lives: the CPU, or cuda:deviceIndex (the worker sets LOCAL_RANK;
+  // data_parallel puts replica i on cuda:deviceIndex+i).
+  Device device = Device::Cpu;
+  int deviceIndex = 0;
 };
+
+// The LibTorch device of `cfg`'s replica (replica `offset` for multi-device data_parallel).
+torch::Device torchDevice(const TrainConfig& cfg, int offset = 0);
+// On CUDA, blocks until every kernel queued on the device of `cfg` (replica `offset`) has run,
+// so host clocks read afterwards measure the work; a no-op on the CPU.
+void synchronize(const TrainConfig& cfg, int offset = 0);
 
 struct EpochStats {
   int epoch = 0;
@@ -56,29 +66,52 @@ using EpochCallback = std::function<void(const EpochStats&)>;
 
 // SGD on flat buffers with PyTorch's update rule (dampening 0, no Nesterov, no weight decay):
 //   v = momentum * v + g;  w -= lr * v   (v = g when momentum is 0)
+// On the CPU the update is one restrict-pointer loop (vectorised, and rounded exactly as
+// written); on a GPU it is two or three in-place tensor operations on the flat buffers, queued
+// on the current stream like the rest of the step.
 class FlatSgd {
  public:
-  FlatSgd(double lr, double momentum, std::size_t count);
-  void step(float* params, const float* grads);
+  enum class Impl { Auto, Loop, TensorOps };  // Auto: Loop on the CPU, TensorOps elsewhere
+  // `like`: a flat float32 tensor on the replica's device (sizes the velocity buffer).
+  FlatSgd(double lr, double momentum, const torch::Tensor& like, Impl impl = Impl::Auto);
+  void step(torch::Tensor& params, const torch::Tensor& grads);
 
  private:
   float lr_, momentum_;
-  std::size_t count_;
-  std::vector<float> velocity_;
+  bool loop_;
+  torch::Tensor velocity_;  // undefined when momentum is 0
 };
 
-// Model, data and optimizer state of one replica.
+// Model, data and optimizer state of one replica, on `device` (the same seed gives the same
+// initial weights on every device: they are drawn on the CPU and copied).
 struct Replica {
-  Replica(const TrainConfig& cfg, const DataSplit& data);
+  Replica(const TrainConfig& cfg, torch::Device device);
+  torch::Device device;
   Mlp model;
   std::vector<torch::Tensor> params;
   std::unique_ptr<FlatParams> flatParams;
   FlatSgd sgd;
-  // Forward + backward on rows [begin, end) of `indices`; loss scaled by `lossScale` (so that
-  // summing replicas' gradients gives a global mean). Returns the unscaled mean loss.
-  double forwardBackward(const Dataset& data, const std::vector<std::int64_t>& indices,
-                         std::size_t begin, std::size_t end, double lossScale);
+  // Forward + backward on the samples epochIndices[begin, end) of `data` (indices and data may
+  // live on another device: the batch is moved to this replica's); loss scaled by `lossScale`
+  // (so that summing replicas' gradients gives a global mean). Returns the unscaled mean loss
+  // as a 0-dim tensor on this replica's device: reading it (.item()) would wait for the GPU,
+  // so loops add it up on the device and read the sum once per epoch.
+  torch::Tensor forwardBackward(const Dataset& data, const torch::Tensor& epochIndices,
+                                std::size_t begin, std::size_t end, double lossScale);
+  // Applies the optimizer to the flat parameters with flat gradients `grads`.
+  void step(const torch::Tensor& grads) {
+    torch::Tensor w = flatParams->flat();
+    sgd.step(w, grads);
+  }
+  // The flat parameters, copied to host memory.
+  std::vector<float> hostParams();
 };
+
+// The epoch's sample order as an index tensor on `device`, uploaded once per epoch so that
+// per-step batch gathers stay on the device (no host round trip per step). Checks every index
+// is within a dataset of `datasetSize` samples.
+torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
+                               torch::Device device);
 
 // How a replicated strategy turns local gradients into the global mean gradient.
 class GradSync {
@@ -90,12 +123,13 @@ class GradSync {
   virtual void beforeBackward() = 0;
   // After backward: when it returns, grads() holds the mean gradient over all ranks.
   virtual void finish() = 0;
-  virtual float* grads() = 0;
+  // The flat gradient buffer (on the replica's device).
+  virtual torch::Tensor grads() = 0;
 };
 
 // Gradients accumulate straight into one flat buffer (parameters' .grad are views of it), and
-// finish() averages that buffer over ranks with `reduce` (sum in place) — or not at all on one
-// rank.
+// finish() averages that buffer over ranks with `reduce` (sum in place; `buf` is device memory
+// on a GPU) — or not at all on one rank.
 class FlatGradSync : public GradSync {
  public:
   using ReduceFn = std::function<void(float* buf, std::size_t count)>;
@@ -103,13 +137,16 @@ class FlatGradSync : public GradSync {
   void attach(Replica& r) override;
   void beforeBackward() override;
   void finish() override;
-  float* grads() override;
+  torch::Tensor grads() override;
 
  private:
   int world_;
   ReduceFn reduce_;
   std::unique_ptr<FlatGrads> grads_;
 };
+
+// flat *= factor in place (a loop on the CPU, rounded as written; a tensor op on a GPU).
+void scaleInPlace(torch::Tensor flat, float factor);
 
 // The replicated loop. `t` is null on one rank. `dataRank`/`dataWorld` pick the shard.
 // Rank 0 of `t` evaluates, aggregates statistics and calls `onEpoch`.
@@ -127,7 +164,8 @@ void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainC
 // calls onEpoch and appends to result.epochs.
 void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data,
                 const TrainConfig& cfg, const EpochCallback& onEpoch, TrainResult& result);
-// Loads the configured dataset (same on every rank).
-DataSplit loadTrainData(const TrainConfig& cfg);
+// Loads the configured dataset (same on every rank) and moves it to `device` once, so that
+// batches are gathered where the model is.
+DataSplit loadTrainData(const TrainConfig& cfg, torch::Device device);
 
 }  // namespace tpb

@@ -85,6 +85,7 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
 
   try {
     TPB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TPB_CUDA_CHECK(cudaEventCreateWithFlags(&upstream_, cudaEventDisableTiming));
     TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&barrierBuf_), sizeof(int)));
     TPB_CUDA_CHECK(cudaMemset(barrierBuf_, 0, sizeof(int)));
     if (size > 1) {
@@ -146,6 +147,8 @@ void NcclTransport::shutdown() {
   scratch_ = nullptr;
   if (barrierBuf_) cudaFree(barrierBuf_);
   barrierBuf_ = nullptr;
+  if (upstream_) cudaEventDestroy(upstream_);
+  upstream_ = nullptr;
   if (stream_) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -163,6 +166,13 @@ void NcclTransport::checkUsable() const {
   if (aborted_)
     TPB_THROW(Error, "nccl transport (rank " << rank() << "): the communicator was aborted after an "
                                                             "earlier failure");
+}
+
+void NcclTransport::orderAfterDefaultStream() {
+  // Recording and waiting are both asynchronous: the host does not block here. The event can be
+  // re-recorded at once: a stream wait captures the work the event stands for when it is issued.
+  TPB_CUDA_CHECK(cudaEventRecord(upstream_, cudaStreamLegacy));
+  TPB_CUDA_CHECK(cudaStreamWaitEvent(stream_, upstream_, 0));
 }
 
 cudaEvent_t NcclTransport::takeEvent() {
@@ -216,6 +226,7 @@ void NcclTransport::flush() {
     scratchBytes_ = scratchUsed_;
   }
   char* scratch = reinterpret_cast<char*>(scratch_);
+  orderAfterDefaultStream();
 
   // An error inside the group must still close it, or NCCL's group state stays open for every
   // later call; the first error is reported after ncclGroupEnd.
@@ -320,11 +331,11 @@ void NcclTransport::waitGroup(Group& g, const char* what, int peer) {
   g.done = nullptr;
 }
 
-void NcclTransport::runCollective(const char* what,
-                                  const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& op) {
+std::unique_ptr<Request> NcclTransport::startCollective(const char* what, const CollectiveOp& op) {
   checkUsable();
   flush();  // keep the transport's queued point-to-point operations ahead of the collective
   makeCurrent();
+  orderAfterDefaultStream();
   const ncclResult_t r = op(comm_, stream_);
   if (r != ncclSuccess) {
     abortComm();
@@ -334,7 +345,11 @@ void NcclTransport::runCollective(const char* what,
   g->done = takeEvent();
   TPB_CUDA_CHECK(cudaEventRecord(g->done, stream_));
   g->launched = true;
-  waitGroup(*g, what, -1);
+  return std::make_unique<NcclRequest>(*this, std::move(g), what, -1);
+}
+
+void NcclTransport::runCollective(const char* what, const CollectiveOp& op) {
+  startCollective(what, op)->wait();
 }
 
 void NcclTransport::barrier() {

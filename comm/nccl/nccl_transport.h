@@ -11,6 +11,12 @@
 // sequences on matching neighbours and wait at matching points, so the groups line up across
 // ranks the same way sendRecv pairs do.
 //
+// Ordering with the caller's kernels: every launch (a group, a collective) first makes the
+// transport's stream wait for an event recorded on the legacy default stream, where LibTorch
+// queues its kernels unless told otherwise. So a gradient that backward() is still computing is
+// sent only once it is complete, without the host waiting for it; and since wait() returns only
+// after the group has finished, whatever the caller queues next sees the received data.
+//
 // Completion: each launched group records a CUDA event on the transport's own non-blocking
 // stream after its operations (and after the sum kernels of its irecvReduce operations).
 // wait() polls that event; if it has not fired after timeout(), the communicator is aborted
@@ -58,9 +64,13 @@ class NcclTransport final : public Transport {
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
   int cudaDevice() const { return device_; }
-  // Launches what is queued, enqueues `op` (an NCCL collective on comm() and stream()), and
-  // waits for it under the transport's timeout, aborting the communicator if it expires.
-  void runCollective(const char* what, const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& op);
+  using CollectiveOp = std::function<ncclResult_t(ncclComm_t, cudaStream_t)>;
+  // Launches what is queued, then enqueues `op` (an NCCL collective on comm() and stream()),
+  // ordered after the default stream's work, and returns at once; the request's wait() waits
+  // for it under the transport's timeout, aborting the communicator if it expires.
+  std::unique_ptr<Request> startCollective(const char* what, const CollectiveOp& op);
+  // startCollective(what, op)->wait().
+  void runCollective(const char* what, const CollectiveOp& op);
 
   struct Group;
   // Waits until `group` has completed on the GPU (launching it first if it is still queued).
@@ -85,6 +95,8 @@ class NcclTransport final : public Transport {
   void shutdown();  // the destructor's work; also undoes a constructor that throws
   cudaEvent_t takeEvent();
   void makeCurrent() const;
+  // Makes stream_ wait for the work queued so far on the legacy default stream.
+  void orderAfterDefaultStream();
 
   int device_;
   ncclComm_t comm_ = nullptr;
@@ -100,6 +112,7 @@ class NcclTransport final : public Transport {
   std::size_t scratchBytes_ = 0;
   std::size_t scratchUsed_ = 0;  // by the queued group
   int* barrierBuf_ = nullptr;    // one device int for barrier()
+  cudaEvent_t upstream_ = nullptr;  // recorded on the default stream before each launch
 };
 
 }  // namespace tpb

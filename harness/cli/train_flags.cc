@@ -15,9 +15,13 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str();
   cmd->add_option("--bucket_mb", f.bucketMb, "ddp: gradient bucket size in MiB")->capture_default_str();
   cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all)")->capture_default_str();
-  cmd->add_option("--device", f.device, "cpu (training on cuda is not implemented yet)")->capture_default_str();
+  cmd->add_option("--device", f.device,
+                  "cpu, cuda (rank r on cuda:LOCAL_RANK; data_parallel on cuda:0..N-1) or auto (cuda when "
+                  "this build has CUDA and NCCL and a GPU is visible)")
+      ->capture_default_str();
   cmd->add_option("--transport", f.transport,
-                  "P2P transport of the from-scratch strategies: shm (default on one node) or gloo");
+                  "P2P transport of the from-scratch strategies: shm (default on one node) or gloo on cpu, "
+                  "nccl (the default) on cuda");
   cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
       ->capture_default_str();
   cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: all)")

@@ -1,0 +1,209 @@
+// Training on GPUs. Suites named Gpu* need a CUDA GPU (ctest label "gpu") and skip, saying why,
+// where there is none; scripts/gpu-check.sh runs them on a GPU machine. The TrainDevice* suites
+// run everywhere: the device-independent pieces of the GPU path (the tensor form of the
+// optimizer, the per-epoch index upload) and what `run`/`sweep --device` do without a GPU.
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "comm/cuda/devices.h"
+#include "common/error.h"
+#include "tests/cli_util.h"
+#include "tests/gpu_util.h"
+#include "tests/train_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+using test::maxRelDiff;
+using test::runCli;
+using test::smallTrainConfig;
+using test::trainAll;
+
+const std::vector<std::string> kStrategies = {"ring_all_reduce", "allreduce", "ddp", "data_parallel",
+                                              "param_server"};
+
+// ---- everywhere --------------------------------------------------------------------------------
+
+// The GPU runs FlatSgd as tensor operations; on the CPU both forms can be compared directly.
+TEST(TrainDevice, FlatSgdTensorOpsMatchTheLoop) {
+  for (double momentum : {0.0, 0.9}) {
+    SCOPED_TRACE("momentum " + std::to_string(momentum));
+    torch::manual_seed(3);
+    const auto w0 = torch::randn({1000003});
+    torch::Tensor wLoop = w0.clone(), wOps = w0.clone();
+    FlatSgd loop(0.05, momentum, wLoop, FlatSgd::Impl::Loop);
+    FlatSgd ops(0.05, momentum, wOps, FlatSgd::Impl::TensorOps);
+    for (int step = 0; step < 3; ++step) {
+      const auto g = torch::randn({1000003});
+      loop.step(wLoop, g);
+      ops.step(wOps, g);
+    }
+    EXPECT_GT((wLoop - w0).abs().max().item<float>(), 0.1f) << "the loop did not move the weights";
+    EXPECT_LE((wLoop - wOps).abs().max().item<float>(), 1e-6f);
+  }
+}
+
+TEST(TrainDevice, FlatSgdRefusesMismatchedBuffers) {
+  auto w = torch::zeros({10});
+  FlatSgd sgd(0.1, 0.0, w);
+  EXPECT_THROW(sgd.step(w, torch::zeros({9})), Error);
+}
+
+TEST(TrainDevice, EpochIndexTensorIsACheckedCopyOfTheOrder) {
+  std::vector<std::int64_t> order = {3, 0, 2, 1};
+  const auto t = epochIndexTensor(order, 4, torch::Device(torch::kCPU));
+  order[0] = 9;  // the tensor must not alias the vector, which the sampler reuses
+  ASSERT_EQ(t.numel(), 4);
+  EXPECT_EQ(t[0].item<std::int64_t>(), 3);
+  EXPECT_EQ(t[3].item<std::int64_t>(), 1);
+  EXPECT_THROW(epochIndexTensor({0, 4}, 4, torch::Device(torch::kCPU)), Error);
+  EXPECT_THROW(epochIndexTensor({-1}, 4, torch::Device(torch::kCPU)), Error);
+}
+
+bool gpuUsable() { return ncclCompiled() && visibleCudaDevices() > 0; }
+
+TEST(TrainDeviceCli, CudaWithoutAGpuIsOneUsageErrorBeforeLaunch) {
+  if (gpuUsable()) GTEST_SKIP() << "a GPU is visible here";
+  for (const char* cmd : {"run", "sweep"}) {
+    SCOPED_TRACE(cmd);
+    const std::vector<std::string> args =
+        std::string(cmd) == "run"
+            ? std::vector<std::string>{"run", "--device", "cuda", "--strategy", "single", "--n_gpus", "1",
+                                       "--epochs", "1"}
+            : std::vector<std::string>{"sweep", "--device", "cuda", "--strategies", "all", "--n_gpus", "1,2",
+                                       "--epochs", "1", "--out", test::tempPath("never.json")};
+    const auto r = runCli(args);
+    EXPECT_EQ(r.exitCode, 2) << r.err;
+    EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("[1/"), std::string::npos) << "a point was started: " << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(TrainDeviceCli, AutoWithoutAGpuTrainsOnCpuAndRecordsCpu) {
+  if (gpuUsable()) GTEST_SKIP() << "a GPU is visible: auto picks cuda";
+  const std::string out = test::tempPath("auto-train.json");
+  const auto r = runCli({"sweep", "--device", "auto", "--strategies", "single,ring_all_reduce", "--n_gpus",
+                         "1,2", "--batch_size", "32", "--epochs", "1", "--train_size", "512", "--test_size",
+                         "200", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json runs = test::readJson(out).at("runs");
+  ASSERT_EQ(runs.size(), 4u);  // single at N=2 is recorded as skipped
+  int ok = 0;
+  for (const auto& run : runs) {
+    SCOPED_TRACE(run.dump());
+    EXPECT_EQ(run.at("config").at("device"), "cpu");  // resolved, never "auto"
+    ok += run.at("status") == "ok";
+  }
+  EXPECT_EQ(ok, 3);
+  std::remove(out.c_str());
+}
+
+TEST(TrainDeviceCli, TransportThatCannotRunOnTheDeviceIsAUsageError) {
+  if (!ncclCompiled()) GTEST_SKIP() << "built without NCCL: no nccl transport to refuse";
+  const auto r = runCli({"run", "--device", "cpu", "--transport", "nccl", "--strategy", "ring_all_reduce",
+                         "--n_gpus", "2", "--epochs", "1"});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--transport"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+// ---- on GPUs -----------------------------------------------------------------------------------
+
+// The same 6 steps on cuda:0 and on the CPU: different summation orders inside the matrix
+// products, so close rather than equal (PyTorch does not use TF32 for float32 matmuls unless
+// told to).
+TEST(GpuTrain, SingleOnCudaMatchesSingleOnCpu) {
+  TPB_REQUIRE_GPU(true);
+  at::set_num_threads(1);
+  const auto cpu = trainAll(smallTrainConfig("single", 1, 32));
+  const auto gpu = trainAll(smallTrainConfig("single", 1, 32, Device::Cuda));
+  TrainConfig still = smallTrainConfig("single", 1, 32);
+  still.maxSteps = 0;
+  ASSERT_GT(maxRelDiff(cpu[0], trainAll(still)[0]), 1e-3) << "the reference did not move";
+  EXPECT_LE(maxRelDiff(gpu[0], cpu[0]), 1e-3);
+}
+
+// Every strategy on `n` GPUs ends where single on cuda:0 ends at the global batch, on every rank.
+void checkStrategiesOnGpus(int n) {
+  const int batch = 16;
+  for (const auto& strategy : kStrategies) {
+    SCOPED_TRACE(strategy + " N=" + std::to_string(n));
+    TrainConfig cfg = smallTrainConfig(strategy, n, batch, Device::Cuda);
+    if (strategy == "ddp") cfg.bucketMb = 0.25;  // several buckets: several async collectives
+    const int dataRanks = strategy == "param_server" && n > 1 ? n - 1 : n;
+    const auto ref = trainAll(smallTrainConfig("single", 1, batch * dataRanks, Device::Cuda));
+    const auto got = trainAll(cfg);
+    for (std::size_t r = 0; r < got.size(); ++r) EXPECT_LE(maxRelDiff(got[r], ref[0]), 1e-4) << "rank " << r;
+  }
+}
+
+TEST(GpuTrain, EveryStrategyOnOneGpuMatchesSingle) {
+  TPB_REQUIRE_GPU(true);
+  checkStrategiesOnGpus(1);
+}
+
+TEST(GpuTrain, EveryStrategyOnTwoGpusMatchesSingleAtTheGlobalBatch) {
+  TPB_REQUIRE_GPUS(2);
+  checkStrategiesOnGpus(2);
+}
+
+// A wrong global batch must be told apart on the GPU too, or the checks above prove nothing.
+TEST(GpuTrain, DifferentGlobalBatchIsDetected) {
+  TPB_REQUIRE_GPU(true);
+  const auto a = trainAll(smallTrainConfig("single", 1, 16, Device::Cuda));
+  const auto b = trainAll(smallTrainConfig("single", 1, 32, Device::Cuda));
+  EXPECT_GT(maxRelDiff(a[0], b[0]), 1e-3);
+}
+
+// As a user runs it: every strategy through `tpbench sweep --device cuda` on the GPUs there are
+// (at most 2), recorded as cuda over nccl, learning the synthetic task.
+TEST(GpuTrainCli, EveryStrategyTrainsOnCuda) {
+  TPB_REQUIRE_GPU(true);
+  const int n = std::min(visibleCudaDevices(), 2);
+  const std::string out = test::tempPath("gpu-train.json");
+  const auto r = runCli({"sweep", "--device", "cuda", "--strategies", "all", "--n_gpus", std::to_string(n),
+                         "--batch_size", "64", "--epochs", "2", "--train_size", "8192", "--test_size", "2000",
+                         "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = test::readJson(out);
+  int ok = 0;
+  for (const auto& run : doc.at("runs")) {
+    SCOPED_TRACE(run.dump());
+    EXPECT_EQ(run.at("config").at("device"), "cuda");
+    if (run.at("status") == "skipped") {
+      EXPECT_EQ(run.at("config").at("strategy"), "single");  // single at n = 2
+      continue;
+    }
+    ASSERT_EQ(run.at("status"), "ok");
+    ++ok;
+    EXPECT_EQ(run.at("config").at("transport"), "nccl");
+    EXPECT_GE(run.at("summary").at("final_test_accuracy").get<double>(), 0.85);
+    EXPECT_LT(run.at("epochs")[1].at("train_loss").get<double>(), run.at("epochs")[0].at("train_loss").get<double>());
+  }
+  EXPECT_EQ(ok, n == 1 ? 6 : 5);
+  EXPECT_EQ(doc.at("meta").at("gpus").size(), static_cast<std::size_t>(visibleCudaDevices()));
+  std::remove(out.c_str());
+}
+
+TEST(GpuTrainCli, MoreGpusThanVisibleIsOneUsageError) {
+  TPB_REQUIRE_GPU(true);
+  const std::string n = std::to_string(visibleCudaDevices() + 1);
+  // data_parallel is one process, but it needs n GPUs all the same.
+  const auto r = runCli({"run", "--device", "cuda", "--strategy", "data_parallel", "--n_gpus", n, "--epochs", "1"});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--n_gpus"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace tpb

@@ -1,0 +1,63 @@
+// tests/train_util.h — what training tests share: running a strategy on a world of threads (shm
+// on the CPU, nccl on GPUs with rank r on cuda:r) and comparing parameter vectors.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness/registry.h"
+#include "tests/thread_world.h"
+
+namespace tpb::test {
+
+// A short, deterministic training: 6 steps with momentum (so the velocity buffer is exercised)
+// and no evaluation.
+inline TrainConfig smallTrainConfig(const std::string& strategy, int n, int batch,
+                                    Device device = Device::Cpu) {
+  TrainConfig c;
+  c.strategy = strategy;
+  c.nGpus = n;
+  c.batchSize = batch;
+  c.epochs = 1;
+  c.trainSize = 4096;
+  c.maxSteps = 6;
+  c.evaluate = false;
+  c.lr = 0.05;
+  c.momentum = 0.5;
+  c.seed = 7;
+  c.device = device;
+  return c;
+}
+
+// Runs cfg.strategy on its own world (as many ranks as the strategy has processes) and returns
+// every rank's final parameters. On CUDA rank r trains on cuda:r, as LOCAL_RANK r would.
+inline std::vector<std::vector<float>> trainAll(const TrainConfig& cfg) {
+  const TrainStrategy& s = findStrategy("--strategy", cfg.strategy);
+  const int procs = s.processes(cfg.nGpus);
+  std::vector<std::vector<float>> params(procs);
+  const bool gpu = cfg.device == Device::Cuda;
+  runThreads(
+      gpu ? "nccl" : "shm", procs,
+      [&](CommContext& ctx) {
+        TrainConfig mine = cfg;
+        mine.deviceIndex = gpu ? ctx.rank() : 0;
+        params[ctx.rank()] = s.run(ctx, mine, nullptr).params;
+      },
+      std::chrono::seconds(120), cfg.device);
+  return params;
+}
+
+// max |a-b| / (|b| + 1e-3) over all elements: relative, with a floor for weights near zero.
+inline double maxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (std::abs(double(b[i])) + 1e-3));
+  return worst;
+}
+
+}  // namespace tpb::test
