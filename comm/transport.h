@@ -57,6 +57,11 @@ class Transport {
   void recv(int peer, void* buf, std::size_t bytes);
   void sendRecv(int sendPeer, const void* sendBuf, std::size_t sendBytes, int recvPeer,
                 void* recvBuf, std::size_t recvBytes);
+  // Blocking send/recv of HOST memory whatever device() is, for small control messages (epoch
+  // statistics, timings). The default passes the buffer straight to send/recv; a transport that
+  // moves device memory only (nccl) stages it through a device buffer.
+  virtual void sendHost(int peer, const void* buf, std::size_t bytes) { send(peer, buf, bytes); }
+  virtual void recvHost(int peer, void* buf, std::size_t bytes) { recv(peer, buf, bytes); }
   // Every rank waits until all ranks have entered. The default is a dissemination barrier
   // (ceil(log2 N) rounds of one-byte send/recv), so it needs nothing but P2P.
   virtual void barrier();

@@ -114,36 +114,6 @@ void finishDeviceWork(Device device) {
   (void)device;
 }
 
-// Host bytes over the transport, which on CUDA moves device memory only: staged through a
-// temporary device buffer there (a few hundred bytes per size, outside the timed loop).
-void sendHost(Transport& t, int peer, const void* p, std::size_t bytes) {
-#ifdef TPB_HAVE_CUDA
-  if (t.device() == Device::Cuda) {
-    void* d = nullptr;
-    TPB_CUDA_CHECK(cudaMalloc(&d, bytes));
-    std::unique_ptr<void, decltype(&cudaFree)> guard(d, &cudaFree);
-    TPB_CUDA_CHECK(cudaMemcpy(d, p, bytes, cudaMemcpyHostToDevice));
-    t.send(peer, d, bytes);
-    return;
-  }
-#endif
-  t.send(peer, p, bytes);
-}
-
-void recvHost(Transport& t, int peer, void* p, std::size_t bytes) {
-#ifdef TPB_HAVE_CUDA
-  if (t.device() == Device::Cuda) {
-    void* d = nullptr;
-    TPB_CUDA_CHECK(cudaMalloc(&d, bytes));
-    std::unique_ptr<void, decltype(&cudaFree)> guard(d, &cudaFree);
-    t.recv(peer, d, bytes);
-    TPB_CUDA_CHECK(cudaMemcpy(p, d, bytes, cudaMemcpyDeviceToHost));
-    return;
-  }
-#endif
-  t.recv(peer, p, bytes);
-}
-
 // Check pattern: small integers, different per rank and per element, so every sum is exact in
 // float32 (at most 8 ranks * 1023 < 2^24) and a misplaced segment cannot go unnoticed.
 float checkValue(int rank, std::size_t i) {
@@ -224,14 +194,14 @@ void allreduceJob(Worker& w, const json& job) {
     // Gather every rank's iteration times and error count on rank 0 (over the transport).
     mine.push_back(wrong);
     if (rank != 0) {
-      sendHost(t, 0, mine.data(), mine.size() * sizeof(double));
+      t.sendHost(0, mine.data(), mine.size() * sizeof(double));
       continue;
     }
     std::vector<double> slowest(mine.begin(), mine.end() - 1);
     double wrongTotal = wrong;
     std::vector<double> theirs(mine.size());
     for (int r = 1; r < n; ++r) {
-      recvHost(t, r, theirs.data(), theirs.size() * sizeof(double));
+      t.recvHost(r, theirs.data(), theirs.size() * sizeof(double));
       for (int i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
       if (check) wrongTotal += theirs.back();
     }

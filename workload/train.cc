@@ -159,7 +159,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     double v[6] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
                    static_cast<double>(mine.steps), static_cast<double>(mine.samples)};
     if (t->rank() != 0) {
-      t->send(0, v, sizeof v);
+      t->sendHost(0, v, sizeof v);
       return s;
     }
     double wall = v[0], compute = 0, comm = 0, lossSum = v[3], steps = v[4], samples = v[5];
@@ -174,7 +174,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     add(v);
     for (int r = 1; r < t->size(); ++r) {
       double o[6];
-      t->recv(r, o, sizeof o);
+      t->recvHost(r, o, sizeof o);
       wall = std::max(wall, o[0]);
       lossSum += o[3];
       steps += o[4];

@@ -149,6 +149,8 @@ void NcclTransport::shutdown() {
   barrierBuf_ = nullptr;
   if (upstream_) cudaEventDestroy(upstream_);
   upstream_ = nullptr;
+  if (hostStage_) cudaFree(hostStage_);
+  hostStage_ = nullptr;
   if (stream_) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -350,6 +352,34 @@ std::unique_ptr<Request> NcclTransport::startCollective(const char* what, const 
 
 void NcclTransport::runCollective(const char* what, const CollectiveOp& op) {
   startCollective(what, op)->wait();
+}
+
+void* NcclTransport::hostStage(std::size_t bytes) {
+  makeCurrent();
+  if (bytes > hostStageBytes_) {
+    if (hostStage_) TPB_CUDA_CHECK(cudaFree(hostStage_));
+    hostStage_ = nullptr;
+    hostStageBytes_ = 0;
+    TPB_CUDA_CHECK(cudaMalloc(&hostStage_, bytes));
+    hostStageBytes_ = bytes;
+  }
+  return hostStage_;
+}
+
+void NcclTransport::sendHost(int peer, const void* buf, std::size_t bytes) {
+  if (bytes == 0) return;
+  void* d = hostStage(bytes);
+  // Synchronous copy on the default stream; the send is ordered after it (orderAfterDefaultStream)
+  // and waited for before the stage can be reused.
+  TPB_CUDA_CHECK(cudaMemcpy(d, buf, bytes, cudaMemcpyHostToDevice));
+  send(peer, d, bytes);
+}
+
+void NcclTransport::recvHost(int peer, void* buf, std::size_t bytes) {
+  if (bytes == 0) return;
+  void* d = hostStage(bytes);
+  recv(peer, d, bytes);  // returns once the data is on the device
+  TPB_CUDA_CHECK(cudaMemcpy(buf, d, bytes, cudaMemcpyDeviceToHost));
 }
 
 void NcclTransport::barrier() {

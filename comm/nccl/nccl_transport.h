@@ -59,6 +59,9 @@ class NcclTransport final : public Transport {
   std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
   // A one-element ncclAllReduce: the base class's dissemination barrier would pass host bytes.
   void barrier() override;
+  // Staged through a device buffer owned by the transport (grown as needed, kept for reuse).
+  void sendHost(int peer, const void* buf, std::size_t bytes) override;
+  void recvHost(int peer, void* buf, std::size_t bytes) override;
 
   // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
   ncclComm_t comm() const { return comm_; }
@@ -113,6 +116,9 @@ class NcclTransport final : public Transport {
   std::size_t scratchUsed_ = 0;  // by the queued group
   int* barrierBuf_ = nullptr;    // one device int for barrier()
   cudaEvent_t upstream_ = nullptr;  // recorded on the default stream before each launch
+  void* hostStage_ = nullptr;       // sendHost/recvHost staging
+  std::size_t hostStageBytes_ = 0;
+  void* hostStage(std::size_t bytes);
 };
 
 }  // namespace tpb
