@@ -11,7 +11,7 @@ Device chooseDevice(const std::string& requested, long long ranksPerNode) {
   if (requested == "cpu") return Device::Cpu;
   // Ask the driver only when a GPU could matter: the query costs a driver initialisation.
   const int gpus = ncclCompiled() ? visibleCudaDevices() : 0;
-  if (requested == "auto") return gpus > 0 ? Device::Cuda : Device::Cpu;
+  if (requested == "auto" && gpus == 0) return Device::Cpu;
 
   if (!cudaCompiled())
     TPB_THROW(UsageError, "--device cuda: " << cudaUnavailableReason() << "; use --device cpu");
@@ -22,9 +22,10 @@ Device chooseDevice(const std::string& requested, long long ranksPerNode) {
     TPB_THROW(UsageError, "--device cuda: no CUDA GPU is visible (" << cudaUnavailableReason()
                                                                     << "); use --device cpu or auto");
   if (ranksPerNode > gpus)
-    TPB_THROW(UsageError, "--n_gpus " << ranksPerNode << " with --device cuda: only " << gpus
+    TPB_THROW(UsageError, "--n_gpus " << ranksPerNode << " with --device " << requested << ": only " << gpus
                                       << " GPU" << (gpus == 1 ? " is" : "s are")
-                                      << " visible, and NCCL needs one GPU per rank");
+                                      << " visible, and every rank (every data_parallel replica) needs its "
+                                         "own GPU; use fewer, or --device cpu");
   return Device::Cuda;
 }
 

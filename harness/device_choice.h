@@ -8,10 +8,11 @@
 
 namespace tpb {
 
-// `requested` is the --device value; `ranksPerNode` the most ranks any point puts on this node
-// (one GPU each on CUDA: NCCL refuses two ranks of a communicator on one GPU). auto means cuda
-// when this build can run collectives on a GPU (CUDA + NCCL) and one is visible, else cpu.
-// Throws UsageError naming --device (or --n_gpus, when there are too few GPUs).
+// `requested` is the --device value; `ranksPerNode` the most GPUs any point needs on this node
+// (one per rank: NCCL refuses two ranks of a communicator on one GPU; data_parallel needs one per
+// replica). auto means cuda when this build can run collectives on a GPU (CUDA + NCCL) and one
+// is visible, else cpu. Throws UsageError naming --device, or --n_gpus when fewer GPUs are
+// visible than a point needs (for auto too: it does not quietly fall back to the CPU then).
 Device chooseDevice(const std::string& requested, long long ranksPerNode);
 
 }  // namespace tpb

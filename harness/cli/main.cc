@@ -1,6 +1,7 @@
 // tpbench entry point: parses the command line, runs the chosen subcommand, and maps errors to
 // exit codes: 0 ok, 1 failure, 2 bad usage, 3 regression found (compare).
 #include <iostream>
+#include <string>
 
 #include "common/error.h"
 #include "harness/cli/commands.h"
@@ -48,7 +49,10 @@ int main(int argc, char** argv) {
   try {
     return action ? action() : 2;
   } catch (const tpb::UsageError& e) {
-    std::cerr << "tpbench: " << e.what() << std::endl;
+    // Bad input is the user's to fix: the "[file:line] " of the check that caught it is noise.
+    std::string msg = e.what();
+    if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
+    std::cerr << "tpbench: " << msg << std::endl;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "tpbench: error: " << e.what() << std::endl;
