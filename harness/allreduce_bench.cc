@@ -27,6 +27,9 @@
 #ifdef TPB_HAVE_CUDA
 #include "comm/cuda/cuda_check.h"
 #endif
+#ifdef TPB_HAVE_NCCL
+#include "comm/nccl/nccl_transport.h"
+#endif
 
 namespace tpb {
 
@@ -106,13 +109,73 @@ class BenchBuffer {
 };
 
 // Every Allreduce::run() returns with its result in place; on CUDA this also makes sure no
-// kernel of the iteration is still running when the clock is read.
+// kernel of the iteration is still running (a check download, the next size's setup).
 void finishDeviceWork(Device device) {
 #ifdef TPB_HAVE_CUDA
   if (device == Device::Cuda) TPB_CUDA_CHECK(cudaDeviceSynchronize());
 #endif
   (void)device;
 }
+
+// Times one iteration. CPU: the steady clock around run(). GPU: CUDA events recorded on the
+// nccl transport's stream, where every operation of an iteration is queued, just before and
+// after run() (nccl-tests' method); elapsed time is read once the stop event has completed, so
+// the iteration's last kernel is counted and nothing of the next one is.
+class IterationTimer {
+ public:
+  explicit IterationTimer(Transport& t) {
+#ifdef TPB_HAVE_NCCL
+    if (auto* nccl = dynamic_cast<NcclTransport*>(&t)) {
+      stream_ = nccl->stream();
+      TPB_CUDA_CHECK(cudaEventCreate(&start_));
+      TPB_CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+#endif
+    (void)t;
+  }
+  ~IterationTimer() {
+#ifdef TPB_HAVE_NCCL
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+#endif
+  }
+  IterationTimer(const IterationTimer&) = delete;
+  IterationTimer& operator=(const IterationTimer&) = delete;
+
+  const char* method() const { return usesEvents() ? "cuda_events" : "steady_clock"; }
+  void start() {
+#ifdef TPB_HAVE_NCCL
+    if (usesEvents()) {
+      TPB_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      return;
+    }
+#endif
+    t0_ = clock_type::now();
+  }
+  // Microseconds since start(); waits for the device work queued in between.
+  double stopUs() {
+#ifdef TPB_HAVE_NCCL
+    if (usesEvents()) {
+      TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      TPB_CUDA_CHECK(cudaEventSynchronize(stop_));
+      float ms = 0;
+      TPB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      return static_cast<double>(ms) * 1000.0;
+    }
+#endif
+    return std::chrono::duration<double, std::micro>(clock_type::now() - t0_).count();
+  }
+
+ private:
+#ifdef TPB_HAVE_NCCL
+  bool usesEvents() const { return start_ != nullptr; }
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+#else
+  bool usesEvents() const { return false; }
+#endif
+  clock_type::time_point t0_;
+};
 
 // Check pattern: small integers, different per rank and per element, so every sum is exact in
 // float32 (at most 8 ranks * 1023 < 2^24) and a misplaced segment cannot go unnoticed.
@@ -152,6 +215,7 @@ void allreduceJob(Worker& w, const json& job) {
   for (auto b : sizes) maxCount = std::max(maxCount, b / sizeof(float));
   const Device device = t.device();
   BenchBuffer buf(device, w.env.localRank, maxCount);
+  IterationTimer timer(t);
 
   json points = json::array();
   for (std::size_t k = 0; k < sizes.size(); ++k) {
@@ -168,10 +232,9 @@ void allreduceJob(Worker& w, const json& job) {
     std::vector<double> mine(iters);
     for (int i = 0; i < iters; ++i) {
       t.barrier();  // every iteration starts together; its time is the slowest rank's
-      const auto t0 = clock_type::now();
+      timer.start();
       ar->run();
-      finishDeviceWork(device);
-      mine[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+      mine[i] = timer.stopUs();
       faultPoint(rank);
     }
     double wrong = -1;
@@ -213,6 +276,7 @@ void allreduceJob(Worker& w, const json& job) {
               {"algbw_gbps", algbw},
               {"busbw_gbps", algbw * busBandwidthFactor(n)},
               {"wrong", check ? json(static_cast<long long>(wrongTotal)) : json(nullptr)},
+              {"timer", timer.method()},
               {"status", "ok"}};
     points.push_back(p);
     writeFileAtomic(resultPath, json{{"points", points}}.dump());

@@ -61,6 +61,7 @@ TEST(DeviceCli, AutoRunsOnCpuWithoutAGpu) {
     SCOPED_TRACE(p.dump());
     EXPECT_EQ(p.at("device"), "cpu");  // recorded resolved, never "auto"
     EXPECT_EQ(p.at("transport"), "shm");
+    EXPECT_EQ(p.at("timer"), "steady_clock");
     EXPECT_EQ(p.at("status"), "ok");
     EXPECT_EQ(p.at("wrong"), 0);
   }
@@ -295,6 +296,7 @@ TEST(GpuCli, AllreduceOnCudaVerifiesEveryAlgorithm) {
     EXPECT_EQ(p.at("status"), "ok");
     EXPECT_EQ(p.at("device"), "cuda");
     EXPECT_EQ(p.at("transport"), "nccl");
+    EXPECT_EQ(p.at("timer"), "cuda_events");
     EXPECT_EQ(p.at("wrong"), 0);
   }
   EXPECT_EQ(doc.at("meta").at("gpus").size(), static_cast<std::size_t>(visibleCudaDevices()));
