@@ -95,7 +95,9 @@ TEST(Cli, KilledRankIsReportedAndNothingIsLeftBehind) {
     EXPECT_EQ(r.exitCode, 1) << r.err;
     EXPECT_LT(r.seconds, 30) << "the launcher must not wait for the survivors' timeouts";
     EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
-    if (action != "exit") EXPECT_NE(r.err.find("SIG" + action), std::string::npos) << r.err;
+    if (action != "exit") {
+      EXPECT_NE(r.err.find("SIG" + action), std::string::npos) << r.err;
+    }
     const json doc = readJson(out);
     ASSERT_EQ(doc.at("allreduce").size(), 2u);
     for (const auto& p : doc.at("allreduce")) {

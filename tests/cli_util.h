@@ -28,6 +28,10 @@ struct CliResult {
   double seconds = 0;
 };
 
+// The variable runCli puts in every child's environment (and so in the workers it launches):
+// it tells this test process's workers from those of tests running beside it.
+inline std::string testTag() { return "TPB_TEST_PROCESS=" + std::to_string(getpid()); }
+
 // Runs `tpbench args...` with extra environment variables. `duringRun` runs on its own thread
 // with the child's pid (e.g. to send it a signal) and must return soon after `done` turns true;
 // runCli joins it before returning, so it may use the caller's locals.
@@ -45,6 +49,7 @@ inline CliResult runCli(const std::vector<std::string>& args,
     close(outPipe[0]);
     close(errPipe[0]);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    setenv("TPB_TEST_PROCESS", std::to_string(getppid()).c_str(), 1);
     std::vector<char*> argv{const_cast<char*>(TPB_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -83,8 +88,10 @@ inline CliResult runCli(const std::vector<std::string>& args,
   return r;
 }
 
-// Pids of live tpbench worker processes (any parent), read from /proc.
+// Pids of live tpbench worker processes started through this test process's runCli (whatever
+// their parent is now: an orphaned worker counts), read from /proc.
 inline std::vector<int> workerPids() {
+  const std::string tag = testTag();
   std::vector<int> pids;
   DIR* d = opendir("/proc");
   if (!d) return pids;
@@ -93,9 +100,12 @@ inline std::vector<int> workerPids() {
     if (pid <= 0) continue;
     std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
     std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmd.find(std::string("tpbench") + '\0' + "worker") != std::string::npos ||
-        cmd.find(std::string(TPB_BINARY) + '\0' + "worker") != std::string::npos)
-      pids.push_back(pid);
+    if (cmd.find(std::string("tpbench") + '\0' + "worker") == std::string::npos &&
+        cmd.find(std::string(TPB_BINARY) + '\0' + "worker") == std::string::npos)
+      continue;
+    std::ifstream envIn("/proc/" + std::string(e->d_name) + "/environ");
+    const std::string env((std::istreambuf_iterator<char>(envIn)), std::istreambuf_iterator<char>());
+    if (('\0' + env + '\0').find('\0' + tag + '\0') != std::string::npos) pids.push_back(pid);
   }
   closedir(d);
   return pids;

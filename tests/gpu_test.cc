@@ -41,8 +41,7 @@ TEST(DeviceCli, CudaWithoutAGpuIsOneUsageErrorNamingDevice) {
   const auto r = runCli({"allreduce", "--device", "cuda", "--n_gpus", "1", "--bytes", "4K"});
   EXPECT_EQ(r.exitCode, 2) << r.err;
   EXPECT_NE(r.err.find("--device"), std::string::npos) << r.err;
-  // One line and no table: refused before any rank was launched. (Not checked through
-  // test::workerPids(): that sees every tpbench worker on the machine, other runs' included.)
+  // One line and no progress line: refused before any rank was launched.
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(r.err.find("[1/"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
