@@ -40,88 +40,73 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
   if (gpu && n > 1) inbox = torch::empty_like(grads[0]->flat());
   DistributedSampler sampler(data.train.size(), 1, 0, /*shuffle=*/true, cfg.seed);
   const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
-  const std::size_t global = batch * static_cast<std::size_t>(n);
-  TrainResult result;
-  long totalSteps = 0;
   std::vector<double> losses(n);
   std::vector<std::exception_ptr> errors(n);
-  for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-    sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), home);
-    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
+  EpochLoop loop;
+  loop.rowsPerStep = batch * static_cast<std::size_t>(n);  // the global batch
+  loop.device = home;
+  loop.synchronize = [&] {
     for (int i = 0; i < n; ++i) synchronize(cfg, i);
-    EpochStats s;
-    s.epoch = epoch + 1;
-    double lossSum = 0;
-    const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < nIdx; begin += global) {
-      if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + global, nIdx);
-      const double total = static_cast<double>(end - begin);
-      // Scatter + parallel forward/backward. Reading each replica's loss waits for its
-      // device, so the compute phase ends when every replica's backward has run.
-      const auto c0 = clock_type::now();
-      auto replicaStep = [&](int i) {
-        const std::size_t lo = std::min(begin + i * batch, end), hi = std::min(lo + batch, end);
-        losses[i] = 0;
-        try {
-          grads[i]->zero();
-          if (lo == hi) return;
-          const double share = static_cast<double>(hi - lo) / total;
-          losses[i] = reps[i]->forwardBackward(data.train, idx, lo, hi, share).item<double>() * share;
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      };
-      // Replicas 1..N-1 on their own threads, replica 0 on this one (as DataParallel's
-      // parallel_apply keeps the caller busy too).
-      std::vector<std::thread> threads;
-      for (int i = 1; i < n; ++i) threads.emplace_back(replicaStep, i);
-      replicaStep(0);
-      for (auto& th : threads) th.join();
-      for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
-      const auto c1 = clock_type::now();
-      // Reduce onto replica 0 (in replica order: deterministic).
-      if (gpu) {
-        torch::NoGradGuard noGrad;
-        torch::Tensor g0 = grads[0]->flat();
-        for (int i = 1; i < n; ++i) {
-          inbox.copy_(grads[i]->flat());  // device to device (peer access where the GPUs have it)
-          g0.add_(inbox);
-        }
-        synchronize(cfg, 0);
-      } else {
-        float* g0 = grads[0]->data();
-        for (int i = 1; i < n; ++i) reduceSum(g0, grads[i]->data(), count);
+  };
+  TrainResult result = runEpochs(cfg, loop, sampler, data, reps[0]->model, [&](Step& st) {
+    const double total = static_cast<double>(st.end - st.begin);
+    // Scatter + parallel forward/backward. Reading each replica's loss waits for its device,
+    // so the compute phase ends when every replica's backward has run.
+    const auto c0 = clock_type::now();
+    auto replicaStep = [&](int i) {
+      const std::size_t lo = std::min(st.begin + i * batch, st.end), hi = std::min(lo + batch, st.end);
+      losses[i] = 0;
+      try {
+        grads[i]->zero();
+        if (lo == hi) return;
+        const double share = static_cast<double>(hi - lo) / total;
+        losses[i] = reps[i]->forwardBackward(data.train, st.indices, lo, hi, share).item<double>() * share;
+      } catch (...) {
+        errors[i] = std::current_exception();
       }
-      const auto c2 = clock_type::now();
-      reps[0]->step(grads[0]->flat());
+    };
+    // Replicas 1..N-1 on their own threads, replica 0 on this one (as DataParallel's
+    // parallel_apply keeps the caller busy too).
+    std::vector<std::thread> threads;
+    for (int i = 1; i < n; ++i) threads.emplace_back(replicaStep, i);
+    replicaStep(0);
+    for (auto& th : threads) th.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    const auto c1 = clock_type::now();
+    // Reduce onto replica 0 (in replica order: deterministic).
+    if (gpu) {
+      torch::NoGradGuard noGrad;
+      torch::Tensor g0 = grads[0]->flat();
+      for (int i = 1; i < n; ++i) {
+        inbox.copy_(grads[i]->flat());  // device to device (peer access where the GPUs have it)
+        g0.add_(inbox);
+      }
       synchronize(cfg, 0);
-      const auto c3 = clock_type::now();
-      // Copy the new weights out to the other replicas.
-      if (gpu) {
-        torch::NoGradGuard noGrad;
-        for (int i = 1; i < n; ++i) reps[i]->flatParams->flat().copy_(reps[0]->flatParams->flat());
-        for (int i = 1; i < n; ++i) synchronize(cfg, i);
-      } else {
-        for (int i = 1; i < n; ++i)
-          std::memcpy(reps[i]->flatParams->data(), reps[0]->flatParams->data(), count * sizeof(float));
-      }
-      const auto c4 = clock_type::now();
-      for (int i = 0; i < n; ++i) lossSum += losses[i];
-      s.computeS += std::chrono::duration<double>((c1 - c0) + (c3 - c2)).count();
-      s.commS += std::chrono::duration<double>((c2 - c1) + (c4 - c3)).count();
-      s.samples += end - begin;
-      ++s.steps;
-      ++totalSteps;
-      faultPoint(0);
+    } else {
+      float* g0 = grads[0]->data();
+      for (int i = 1; i < n; ++i) reduceSum(g0, grads[i]->data(), count);
     }
-    s.wallS = std::chrono::duration<double>(clock_type::now() - t0).count();
-    s.trainLoss = lossSum;
-    closeEpoch(nullptr, s, reps[0]->model, data, cfg, onEpoch, result);
-    if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-  }
+    const auto c2 = clock_type::now();
+    reps[0]->step(grads[0]->flat());
+    synchronize(cfg, 0);
+    const auto c3 = clock_type::now();
+    // Copy the new weights out to the other replicas.
+    if (gpu) {
+      torch::NoGradGuard noGrad;
+      for (int i = 1; i < n; ++i) reps[i]->flatParams->flat().copy_(reps[0]->flatParams->flat());
+      for (int i = 1; i < n; ++i) synchronize(cfg, i);
+    } else {
+      for (int i = 1; i < n; ++i)
+        std::memcpy(reps[i]->flatParams->data(), reps[0]->flatParams->data(), count * sizeof(float));
+    }
+    const auto c4 = clock_type::now();
+    double loss = 0;
+    for (int i = 0; i < n; ++i) loss += losses[i];
+    st.lossSum.add_(loss);
+    st.stats.computeS += std::chrono::duration<double>((c1 - c0) + (c3 - c2)).count();
+    st.stats.commS += std::chrono::duration<double>((c2 - c1) + (c4 - c3)).count();
+  }, onEpoch);
   result.params = reps[0]->hostParams();
   return result;
 }

@@ -45,55 +45,38 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
   const bool gpu = cfg.device == Device::Cuda;
   // The server builds the same sampler as worker 1 only to know how many steps an epoch has.
   DistributedSampler sampler(data.train.size(), workers, rank == 0 ? 0 : rank - 1, true, cfg.seed);
-  const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
   std::vector<std::unique_ptr<Request>> sends;
-  TrainResult result;
-  long totalSteps = 0;
-  for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-    sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), device);
-    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
-    torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    synchronize(cfg);
-    t.barrier();
-    EpochStats s;
-    s.epoch = epoch + 1;
-    const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < nIdx; begin += batch) {
-      if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + batch, nIdx);
-      if (rank == 0) {
-        // Transports order their device work after the kernels already queued (the zeroing
-        // here, the optimizer step below), and a wait returns only once the data is there.
-        grads.zero();
-        for (int src = 1; src < n; ++src) t.irecvReduce(src, g, count)->wait();
-        scaleInPlace(grads.flat(), 1.0f / static_cast<float>(workers));
-        rep.step(grads.flat());
-        sends.clear();
-        for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
-        for (auto& q : sends) q->wait();
-      } else {
-        const auto c0 = clock_type::now();
-        grads.zero();
-        lossSum.add_(rep.forwardBackward(data.train, idx, begin, end, 1.0));
-        if (gpu) synchronize(cfg);  // compute ends here, not when the send finds it done
-        const auto c1 = clock_type::now();
-        t.send(0, g, bytes);
-        t.recv(0, w, bytes);
-        s.computeS += std::chrono::duration<double>(c1 - c0).count();
-        s.commS += secondsSince(c1);
-        s.samples += end - begin;
-        ++s.steps;
-      }
-      ++totalSteps;
-      faultPoint(rank);
-    }
-    s.trainLoss = lossSum.item<double>();
-    s.wallS = secondsSince(t0);
-    closeEpoch(&t, s, rep.model, data, cfg, onEpoch, result);
-    if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-  }
-  t.barrier();
+  EpochLoop loop;
+  loop.transport = &t;
+  loop.rank = rank;
+  loop.rowsPerStep = static_cast<std::size_t>(cfg.batchSize);
+  loop.device = device;
+  loop.countsSamples = rank != 0;
+  loop.synchronize = [&cfg] { synchronize(cfg); };
+  auto serve = [&](Step&) {
+    // Transports order their device work after the kernels already queued (the zeroing here,
+    // the optimizer step below), and a wait returns only once the data is there.
+    grads.zero();
+    for (int src = 1; src < n; ++src) t.irecvReduce(src, g, count)->wait();
+    scaleInPlace(grads.flat(), 1.0f / static_cast<float>(workers));
+    rep.step(grads.flat());
+    sends.clear();
+    for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
+    for (auto& q : sends) q->wait();
+  };
+  auto work = [&](Step& st) {
+    const auto c0 = clock_type::now();
+    grads.zero();
+    st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
+    if (gpu) synchronize(cfg);  // compute ends here, not when the send finds it done
+    const auto c1 = clock_type::now();
+    t.send(0, g, bytes);
+    t.recv(0, w, bytes);
+    st.stats.computeS += std::chrono::duration<double>(c1 - c0).count();
+    st.stats.commS += secondsSince(c1);
+  };
+  TrainResult result = rank == 0 ? runEpochs(cfg, loop, sampler, data, rep.model, serve, onEpoch)
+                                 : runEpochs(cfg, loop, sampler, data, rep.model, work, onEpoch);
   result.params = rep.hostParams();
   return result;
 }

@@ -213,6 +213,43 @@ void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data
   result.epochs.push_back(agg);
 }
 
+TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, DistributedSampler& sampler,
+                      const DataSplit& data, Mlp& evalModel, const std::function<void(Step&)>& step,
+                      const EpochCallback& onEpoch) {
+  TPB_CHECK(loop.rowsPerStep > 0, "a step must consume at least one sample");
+  Transport* t = loop.transport;
+  TrainResult result;
+  long totalSteps = 0;
+  const auto stepsLeft = [&] { return cfg.maxSteps < 0 || totalSteps < cfg.maxSteps; };
+  for (int epoch = 0; epoch < cfg.epochs && stepsLeft(); ++epoch) {
+    sampler.setEpoch(static_cast<std::uint64_t>(epoch));
+    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), loop.device);
+    const std::size_t n = static_cast<std::size_t>(idx.numel());
+    torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(loop.device));
+    if (loop.synchronize) loop.synchronize();
+    if (t) t->barrier();
+    EpochStats s;
+    s.epoch = epoch + 1;
+    const auto t0 = clock_type::now();
+    for (std::size_t begin = 0; begin < n && stepsLeft(); begin += loop.rowsPerStep) {
+      Step st{idx, begin, std::min(begin + loop.rowsPerStep, n), s, lossSum};
+      step(st);
+      if (loop.countsSamples) {
+        ++s.steps;
+        s.samples += st.end - st.begin;
+      }
+      ++totalSteps;
+      faultPoint(loop.rank);
+    }
+    s.trainLoss = lossSum.item<double>();  // on a GPU this waits for the epoch's last step
+    s.wallS = since(t0);
+    if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
+    closeEpoch(t, s, evalModel, data, cfg, onEpoch, result);
+  }
+  if (t) t->barrier();
+  return result;
+}
+
 TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync,
                             const EpochCallback& onEpoch) {
   const int world = t ? t->size() : 1, rank = t ? t->rank() : 0;
@@ -221,49 +258,29 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
   Replica rep(cfg, device);
   sync.attach(rep);
   DistributedSampler sampler(data.train.size(), world, rank, /*shuffle=*/true, cfg.seed);
-  const std::size_t batch = static_cast<std::size_t>(cfg.batchSize);
   // On a GPU with several ranks, each step waits for its kernels before the gradient exchange
   // starts, so that compute_s and comm_s split the step honestly (the exchange itself ends in a
   // host wait). One rank exchanges nothing: its steps queue back to back, never waiting.
-  const bool syncBeforeComm = cfg.device == Device::Cuda && world > 1;
-  TrainResult result;
-  long totalSteps = 0;
-  for (int epoch = 0; epoch < cfg.epochs; ++epoch) {
-    sampler.setEpoch(static_cast<std::uint64_t>(epoch));
-    const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), device);
-    const std::size_t nIdx = static_cast<std::size_t>(idx.numel());
-    torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    synchronize(cfg);
-    if (t) t->barrier();
-    EpochStats s;
-    s.epoch = epoch + 1;
-    const auto t0 = clock_type::now();
-    for (std::size_t begin = 0; begin < nIdx; begin += batch) {
-      if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-      const std::size_t end = std::min(begin + batch, nIdx);
-      const auto c0 = clock_type::now();
-      sync.beforeBackward();
-      lossSum.add_(rep.forwardBackward(data.train, idx, begin, end, 1.0));
-      if (syncBeforeComm) synchronize(cfg);
-      const auto c1 = clock_type::now();
-      sync.finish();
-      const auto c2 = clock_type::now();
-      rep.step(sync.grads());
-      s.computeS += std::chrono::duration<double>(c1 - c0).count() + since(c2);
-      s.commS += std::chrono::duration<double>(c2 - c1).count();
-      ++s.steps;
-      s.samples += end - begin;
-      ++totalSteps;
-      faultPoint(rank);
-    }
-    s.trainLoss = lossSum.item<double>();  // waits for the epoch's last step
-    s.wallS = since(t0);
-    // One GPU rank never waited inside the loop: its queued work ends at the read above.
-    if (cfg.device == Device::Cuda && !syncBeforeComm) s.computeS = s.wallS - s.commS;
-    closeEpoch(t, s, rep.model, data, cfg, onEpoch, result);
-    if (cfg.maxSteps >= 0 && totalSteps >= cfg.maxSteps) break;
-  }
-  if (t) t->barrier();
+  const bool gpu = cfg.device == Device::Cuda, waitBeforeComm = gpu && world > 1;
+  EpochLoop loop;
+  loop.transport = t;
+  loop.rank = rank;
+  loop.rowsPerStep = static_cast<std::size_t>(cfg.batchSize);
+  loop.device = device;
+  loop.computeIsWall = gpu && !waitBeforeComm;
+  loop.synchronize = [&cfg] { synchronize(cfg); };
+  TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model, [&](Step& st) {
+    const auto c0 = clock_type::now();
+    sync.beforeBackward();
+    st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
+    if (waitBeforeComm) synchronize(cfg);
+    const auto c1 = clock_type::now();
+    sync.finish();
+    const auto c2 = clock_type::now();
+    rep.step(sync.grads());
+    st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() + since(c2);
+    st.stats.commS += std::chrono::duration<double>(c2 - c1).count();
+  }, onEpoch);
   result.params = rep.hostParams();
   return result;
 }

@@ -148,6 +148,39 @@ class FlatGradSync : public GradSync {
 // flat *= factor in place (a loop on the CPU, rounded as written; a tensor op on a GPU).
 void scaleInPlace(torch::Tensor flat, float factor);
 
+class DistributedSampler;
+
+// What one training step sees: its slice of the epoch's sample order, and where it adds its
+// figures.
+struct Step {
+  const torch::Tensor& indices;  // the epoch's sample order, on EpochLoop::device
+  std::size_t begin, end;        // this step's rows [begin, end) of `indices`
+  EpochStats& stats;             // the step adds its computeS and commS
+  torch::Tensor& lossSum;        // and its mean loss (a 0-dim float64 tensor on EpochLoop::device)
+};
+
+// The epoch skeleton every training loop shares; only the step differs between strategies.
+struct EpochLoop {
+  Transport* transport = nullptr;  // barrier before each epoch and at the end, statistics to its
+                                   // rank 0; null: one process
+  int rank = 0;                    // this rank, for TPB_FAULT
+  std::size_t rowsPerStep = 1;     // rows of the epoch's order one step consumes
+  torch::Device device = torch::Device(torch::kCPU);  // where the order and the loss sum live
+  bool countsSamples = true;       // false: this rank trains on nothing (the parameter server)
+  // True when steps never wait for the GPU (one rank, nothing to exchange): their compute time
+  // is only launch time, so the epoch's compute_s becomes its wall time minus comm_s.
+  bool computeIsWall = false;
+  std::function<void()> synchronize;  // waits for this rank's devices; called before clocks start
+};
+
+// Runs cfg.epochs epochs, stopping after cfg.maxSteps steps in all: per epoch the sampler's
+// order is uploaded to loop.device once, the ranks meet, `step` runs on each slice of
+// loop.rowsPerStep rows, and closeEpoch() aggregates the figures on rank 0, which evaluates
+// `evalModel` and calls onEpoch. The caller fills in TrainResult::params.
+TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, DistributedSampler& sampler,
+                      const DataSplit& data, Mlp& evalModel, const std::function<void(Step&)>& step,
+                      const EpochCallback& onEpoch);
+
 // The replicated loop. `t` is null on one rank. `dataRank`/`dataWorld` pick the shard.
 // Rank 0 of `t` evaluates, aggregates statistics and calls `onEpoch`.
 TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync,
