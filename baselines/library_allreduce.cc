@@ -97,11 +97,7 @@ TrainStrategy allreduceStrategy() {
   s.processes = [](int n) { return n; };
   s.unsupported = [](Device d, int) { return libraryUnsupported(d); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    std::unique_ptr<Allreduce> ar;
-    FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {
-      if (!ar) ar = makeLibrary(ctx, buf, count);
-      ar->run();
-    });
+    FlatGradSync sync = flatGradSyncOver(ctx, makeLibrary);
     return trainReplicated(&ctx.transport, cfg, sync, onEpoch);
   };
   return s;

@@ -19,14 +19,18 @@ TrainStrategy ringAllReduceStrategy() {
   s.processes = [](int n) { return n; };
   s.unsupported = [](Device, int) { return std::string(); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    std::unique_ptr<Allreduce> ring;  // built on first use: the gradient buffer is stable
-    FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {
-      if (!ring) ring = makeRingAllreduce(ctx, buf, count, RingAllreduce::defaultChunkBytes());
-      ring->run();
-    });
+    FlatGradSync sync = flatGradSyncOver(ctx, ringAllreduceAlgo().make);
     return trainReplicated(ctx.size() > 1 ? &ctx.transport : nullptr, cfg, sync, onEpoch);
   };
   return s;
+}
+
+FlatGradSync flatGradSyncOver(CommContext& ctx, AllreduceFactory make) {
+  auto built = std::make_shared<std::unique_ptr<Allreduce>>();
+  return FlatGradSync(ctx.size(), [&ctx, make = std::move(make), built](float* buf, std::size_t count) {
+    if (!*built) *built = make(ctx, buf, count);
+    (*built)->run();
+  });
 }
 
 }  // namespace tpb

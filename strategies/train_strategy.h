@@ -27,6 +27,11 @@ struct TrainStrategy {
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;
 };
 
+// A FlatGradSync that sums the flat gradient buffer with the allreduce `make` builds. The
+// allreduce is built on the first step, when the buffer exists, and reused after (the buffer
+// never moves).
+FlatGradSync flatGradSyncOver(CommContext& ctx, AllreduceFactory make);
+
 TrainStrategy singleStrategy();
 TrainStrategy ringAllReduceStrategy();
 TrainStrategy paramServerStrategy();
