@@ -56,6 +56,10 @@ TEST(Cli, HelpAndVersionAndList) {
   EXPECT_EQ(l.exitCode, 0);
   for (const char* name : {"ring", "param_server", "library", "shm", "gloo"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
+  // Every training strategy, with its aliases.
+  for (const char* name : {"single", "ring_all_reduce", "allreduce", "ddp", "data_parallel",
+                           "ring_all_reduce_builtin", "param_server_builtin"})
+    EXPECT_NE(l.out.find(name), std::string::npos) << name;
 }
 
 TEST(Cli, AllreduceWritesTablesAndConsistentJson) {

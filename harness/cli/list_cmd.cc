@@ -8,28 +8,49 @@
 namespace tpb::cli {
 
 namespace {
+
+std::string column(const std::string& name) {
+  return "  " + name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ');
+}
+
+// "" when `why(device)` is empty on both devices, else the devices it cannot run on and why.
+template <typename Why>
+std::string limits(const Why& why) {
+  std::string out;
+  for (Device d : {Device::Cpu, Device::Cuda}) {
+    if (const std::string w = why(d); !w.empty()) out += std::string("  (") + deviceName(d) + ": " + w + ")";
+  }
+  return out;
+}
+
 int list() {
   std::cout << "allreduce algorithms (tpbench allreduce --algos):\n";
-  for (const auto& a : allreduceAlgos()) {
-    const std::string why = a.unsupported(Device::Cpu);
-    std::cout << "  " << a.name << std::string(a.name.size() < 14 ? 14 - a.name.size() : 1, ' ') << "["
-              << a.origin << "] " << a.description << (why.empty() ? "" : "  (cpu: " + why + ")") << "\n";
+  for (const auto& a : allreduceAlgos())
+    std::cout << column(a.name) << "[" << a.origin << "] " << a.description << limits(a.unsupported) << "\n";
+  std::cout << "\ntraining strategies (tpbench run --strategy, sweep --strategies):\n";
+  for (const auto& s : trainStrategies()) {
+    std::cout << column(s.name) << "[" << s.origin << "] " << s.description
+              << limits([&s](Device d) { return s.unsupported(d, 1); });
+    if (!s.aliases.empty()) {
+      std::cout << "  (also:";
+      for (const auto& a : s.aliases) std::cout << " " << a;
+      std::cout << ")";
+    }
+    std::cout << "\n";
   }
   std::cout << "\ntransports (--transport):\n";
-  for (const auto& t : transports())
-    std::cout << "  " << t.name << std::string(t.name.size() < 14 ? 14 - t.name.size() : 1, ' ')
-              << t.description << "\n";
-  std::cout << "\ndevices (--device):\n  cpu\n";
+  for (const auto& t : transports()) std::cout << column(t.name) << t.description << "\n";
+  std::cout << "\ndevices (--device):\n" << column("cpu") << "every algorithm and strategy\n";
   if (!ncclCompiled()) {
-    std::cout << "  cuda          not in this build ("
+    std::cout << column("cuda") << "not in this build ("
               << (cudaCompiled() ? "CUDA found, NCCL not" : cudaUnavailableReason()) << ")\n";
   } else if (const int gpus = visibleCudaDevices(); gpus == 0) {
-    std::cout << "  cuda          compiled, but no GPU is visible here (" << cudaUnavailableReason() << ")\n";
+    std::cout << column("cuda") << "compiled, but no GPU is visible here (" << cudaUnavailableReason() << ")\n";
   } else {
     const auto names = cudaDeviceNames();
-    std::cout << "  cuda          " << gpus << " GPU" << (gpus == 1 ? "" : "s") << ":";
+    std::cout << column("cuda") << gpus << " GPU" << (gpus == 1 ? "" : "s") << ":";
     for (std::size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : " ") << names[i];
-    std::cout << " (allreduce only; training runs on cpu)\n";
+    std::cout << "\n";
   }
   return 0;
 }
