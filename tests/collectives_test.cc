@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <ostream>
 #include <sstream>
 
 #include "harness/registry.h"
@@ -19,6 +20,9 @@ struct Case {
   std::string algo, transport;
   int n;
 };
+
+// How gtest (and so ctest's test list) shows a case, instead of a dump of its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.algo << " over " << c.transport << ", N=" << c.n; }
 
 std::string caseName(const testing::TestParamInfo<Case>& info) {
   return info.param.algo + "_" + info.param.transport + "_N" + std::to_string(info.param.n);
