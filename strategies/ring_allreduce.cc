@@ -25,12 +25,16 @@ namespace {
 constexpr std::size_t kAlignFloats = 16;  // segment boundaries on 64-byte lines
 }
 
-std::size_t RingAllreduce::defaultChunkBytes() {
+std::size_t RingAllreduce::defaultChunkBytes(Device device) {
   if (const char* v = std::getenv("TPB_RING_CHUNK_KB")) {
     const long kb = std::atol(v);
     if (kb > 0) return static_cast<std::size_t>(kb) << 10;
   }
-  return 512u << 10;
+  // CPU: 512 KiB, which fits the caches the shm copies and sums stream through. GPU: every chunk
+  // is an NCCL group launch plus a host wait (tens of microseconds), while NCCL pipelines inside
+  // a message itself, so chunks are larger there. 4 MiB is a starting point, not yet tuned on a
+  // GPU; TPB_RING_CHUNK_KB overrides both.
+  return device == Device::Cuda ? std::size_t{4} << 20 : std::size_t{512} << 10;
 }
 
 RingAllreduce::RingAllreduce(CommContext& ctx, float* buf, std::size_t count,
@@ -96,7 +100,7 @@ AllreduceAlgo ringAllreduceAlgo() {
           "ring allreduce: reduce-scatter + all-gather, 2(N-1) steps, chunked and pipelined",
           [](Device) { return std::string(); },
           [](CommContext& ctx, float* buf, std::size_t count) -> std::unique_ptr<Allreduce> {
-            return makeRingAllreduce(ctx, buf, count, RingAllreduce::defaultChunkBytes());
+            return makeRingAllreduce(ctx, buf, count, RingAllreduce::defaultChunkBytes(ctx.device()));
           }};
 }
 

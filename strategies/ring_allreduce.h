@@ -11,7 +11,8 @@ class RingAllreduce final : public Allreduce {
   RingAllreduce(CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes);
   void run() override;
 
-  static std::size_t defaultChunkBytes();
+  // TPB_RING_CHUNK_KB when set, else the device's default (512 KiB on CPU, 4 MiB on GPU).
+  static std::size_t defaultChunkBytes(Device device);
 
  private:
   struct Piece {
