@@ -30,10 +30,11 @@ std::size_t RingAllreduce::defaultChunkBytes(Device device) {
     const long kb = std::atol(v);
     if (kb > 0) return static_cast<std::size_t>(kb) << 10;
   }
-  // CPU: 512 KiB, which fits the caches the shm copies and sums stream through. GPU: every chunk
-  // is an NCCL group launch plus a host wait (tens of microseconds), while NCCL pipelines inside
-  // a message itself, so chunks are larger there. 4 MiB is a starting point, not yet tuned on a
-  // GPU; TPB_RING_CHUNK_KB overrides both.
+  // CPU: 512 KiB, which fits the caches the shm copies and sums stream through. GPU: the nccl
+  // transport launches each step's posts as one group, so chunks do not overlap steps there;
+  // each chunk is one more ncclSend/ncclRecv pair and sum kernel in the group, while NCCL
+  // pipelines inside a message itself, so chunks are larger. 4 MiB is a starting point, not yet
+  // tuned on a GPU; TPB_RING_CHUNK_KB overrides both.
   return device == Device::Cuda ? std::size_t{4} << 20 : std::size_t{512} << 10;
 }
 
