@@ -17,6 +17,7 @@
 #include "tests/cli_util.h"
 #include "tests/gpu_util.h"
 #include "tests/train_util.h"
+#include "workload/sampler.h"
 
 namespace tpb {
 namespace {

@@ -82,19 +82,32 @@ std::vector<std::int64_t> DistributedSampler::indices() const {
   return mine;
 }
 
+torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
+                               torch::Device device) {
+  const auto n = static_cast<std::int64_t>(datasetSize);
+  for (std::int64_t i : indices)
+    TPB_CHECK(i >= 0 && i < n, "sample index " << i << " outside dataset of " << n);
+  auto t = torch::from_blob(const_cast<std::int64_t*>(indices.data()),
+                            {static_cast<std::int64_t>(indices.size())}, torch::kInt64);
+  // from_blob does not own the memory: a CPU result must be a copy, a device one is.
+  return device.is_cpu() ? t.clone() : t.to(device);
+}
+
+Batch gatherBatch(const Dataset& data, const torch::Tensor& order, std::size_t begin, std::size_t end) {
+  TPB_CHECK(begin <= end && end <= static_cast<std::size_t>(order.numel()),
+            "batch range [" << begin << ", " << end << ") outside " << order.numel() << " indices");
+  const auto rows = order.narrow(0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin))
+                        .to(data.images.device());
+  return Batch{data.images.index_select(0, rows), data.labels.index_select(0, rows)};
+}
+
 Batch gatherBatch(const Dataset& data, const std::vector<std::int64_t>& indices,
                   std::size_t begin, std::size_t end) {
   TPB_CHECK(begin <= end && end <= indices.size(),
             "batch range [" << begin << ", " << end << ") outside " << indices.size() << " indices");
-  const auto n = static_cast<std::int64_t>(data.size());
-  for (std::size_t i = begin; i < end; ++i) {
-    TPB_CHECK(indices[i] >= 0 && indices[i] < n,
-              "sample index " << indices[i] << " outside dataset of " << n);
-  }
-  auto idx = torch::from_blob(const_cast<std::int64_t*>(indices.data() + begin),
-                              {static_cast<std::int64_t>(end - begin)}, torch::kInt64)
-                 .to(data.images.device());
-  return Batch{data.images.index_select(0, idx), data.labels.index_select(0, idx)};
+  const std::vector<std::int64_t> slice(indices.begin() + static_cast<std::ptrdiff_t>(begin),
+                                        indices.begin() + static_cast<std::ptrdiff_t>(end));
+  return gatherBatch(data, epochIndexTensor(slice, data.size(), data.images.device()), 0, slice.size());
 }
 
 }  // namespace tpb

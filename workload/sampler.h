@@ -76,8 +76,17 @@ struct Batch {
   torch::Tensor labels;  // [end-begin] int64
 };
 
-// Gathers samples indices[begin, end) of `data` (index_select). Throws tpb::Error if the range
-// or an index is out of bounds.
+// `indices` (an epoch's sample order) as an int64 tensor on `device`, so that a training loop
+// uploads it once per epoch and gathers every batch where the data is (no host round trip per
+// step). Checks every index is within a dataset of `datasetSize` samples (tpb::Error).
+torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
+                               torch::Device device);
+
+// Gathers samples order[begin, end) of `data` (index_select, on the data's device). `order` may
+// live on another device; its values are trusted (epochIndexTensor checked them). Throws
+// tpb::Error if the range is out of bounds.
+Batch gatherBatch(const Dataset& data, const torch::Tensor& order, std::size_t begin, std::size_t end);
+// The same from a host vector; also checks the gathered indices.
 Batch gatherBatch(const Dataset& data, const std::vector<std::int64_t>& indices,
                   std::size_t begin, std::size_t end);
 

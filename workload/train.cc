@@ -84,14 +84,9 @@ Replica::Replica(const TrainConfig& cfg, torch::Device dev)
 
 torch::Tensor Replica::forwardBackward(const Dataset& data, const torch::Tensor& epochIndices,
                                        std::size_t begin, std::size_t end, double lossScale) {
-  TPB_CHECK(begin <= end && end <= static_cast<std::size_t>(epochIndices.numel()),
-            "batch range [" << begin << ", " << end << ") outside " << epochIndices.numel() << " indices");
-  auto rows = epochIndices.narrow(0, static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end - begin))
-                  .to(data.images.device());
-  torch::Tensor x = data.images.index_select(0, rows).to(device);
-  torch::Tensor y = data.labels.index_select(0, rows).to(device);
-  torch::Tensor logits = model->forward(x);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+  const Batch b = gatherBatch(data, epochIndices, begin, end);
+  torch::Tensor logits = model->forward(b.images.to(device));
+  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, b.labels.to(device));
   if (lossScale == 1.0) {
     loss.backward();
   } else {
@@ -104,17 +99,6 @@ std::vector<float> Replica::hostParams() {
   torch::Tensor cpu = flatParams->flat().to(torch::kCPU).contiguous();
   const float* p = cpu.data_ptr<float>();
   return std::vector<float>(p, p + cpu.numel());
-}
-
-torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
-                               torch::Device device) {
-  const auto n = static_cast<std::int64_t>(datasetSize);
-  for (std::int64_t i : indices)
-    TPB_CHECK(i >= 0 && i < n, "sample index " << i << " outside dataset of " << n);
-  auto t = torch::from_blob(const_cast<std::int64_t*>(indices.data()),
-                            {static_cast<std::int64_t>(indices.size())}, torch::kInt64);
-  // from_blob does not own the memory: a CPU result must be a copy, a device one is.
-  return device.is_cpu() ? t.clone() : t.to(device);
 }
 
 FlatGradSync::FlatGradSync(int worldSize, ReduceFn reduce) : world_(worldSize), reduce_(std::move(reduce)) {}

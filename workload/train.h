@@ -107,12 +107,6 @@ struct Replica {
   std::vector<float> hostParams();
 };
 
-// The epoch's sample order as an index tensor on `device`, uploaded once per epoch so that
-// per-step batch gathers stay on the device (no host round trip per step). Checks every index
-// is within a dataset of `datasetSize` samples.
-torch::Tensor epochIndexTensor(const std::vector<std::int64_t>& indices, std::size_t datasetSize,
-                               torch::Device device);
-
 // How a replicated strategy turns local gradients into the global mean gradient.
 class GradSync {
  public:
