@@ -51,6 +51,15 @@ NVCC="${CUDACXX:-}"
 [ -n "$NVCC" ] || { [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc; } || true
 [ -n "$NVCC" ] && [ -x "$NVCC" ] || die "nvcc not found (looked at \$CUDACXX, PATH and /usr/local/cuda/bin)"
 
+# The CUDA runtime tpbench links comes with that nvcc; the driver must support its version, or
+# every CUDA call fails at run time (cudaErrorInsufficientDriver) although the build succeeds.
+NVCC_CUDA="$("$NVCC" --version | sed -n 's/.*release \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)"
+DRIVER_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)"
+if [ -n "$NVCC_CUDA" ] && [ -n "$DRIVER_CUDA" ] &&
+   [ "$(printf '%s\n%s\n' "$NVCC_CUDA" "$DRIVER_CUDA" | sort -V | tail -1)" != "$DRIVER_CUDA" ]; then
+  die "nvcc $NVCC is CUDA $NVCC_CUDA, but the driver supports CUDA $DRIVER_CUDA at most: point CUDACXX at a toolkit no newer than the driver"
+fi
+
 TORCH_PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 TORCH_VERSION="$(python3 -c 'import torch; print(torch.__version__)')"
 TORCH_CUDA="$(python3 -c 'import torch; print(torch.version.cuda or "")')"
