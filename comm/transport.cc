@@ -76,6 +76,14 @@ std::unique_ptr<Request> Transport::irecvReduce(int peer, float* dst, std::size_
       [this](std::vector<float> v) { giveScratch(std::move(v)); });
 }
 
+std::unique_ptr<Request> Transport::irecvReduceSend(int, const float*, float*, std::size_t, int) {
+  TPB_THROW(Error, name() << " transport does not forward (fusedForwardLimit() is 0)");
+}
+
+std::unique_ptr<Request> Transport::irecvCopySend(int, float*, std::size_t, int) {
+  TPB_THROW(Error, name() << " transport does not forward (fusedForwardLimit() is 0)");
+}
+
 void Transport::send(int peer, const void* buf, std::size_t bytes) { isend(peer, buf, bytes)->wait(); }
 
 void Transport::recv(int peer, void* buf, std::size_t bytes) { irecv(peer, buf, bytes)->wait(); }

@@ -52,6 +52,21 @@ class Transport {
   // as NCCL's recvReduce primitive.
   virtual std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count);
 
+  // Forwarding, as NCCL's recvReduceSend / recvCopySend primitives: the incoming message is
+  // passed on to `to` as it streams in, without a separate send of a stored copy, which saves
+  // a pass over memory per ring step. A transport that can do this returns how large one such
+  // message may be (fusedForwardLimit() > 0; a larger one could deadlock a ring of them) and
+  // implements the two posts; the others return 0 and throw from the posts.
+  //
+  // irecvReduceSend: receives `count` floats from `from`, adds `local` to them and sends the
+  // sums to `to`; also stores them in `keep` when it is not null (keep may equal local).
+  // irecvCopySend: receives `count` floats from `from` into `dst` and sends them on to `to`.
+  // Either one counts as a receive from `from` and a send to `to` in their pairs' FIFO order.
+  virtual std::size_t fusedForwardLimit() const { return 0; }
+  virtual std::unique_ptr<Request> irecvReduceSend(int from, const float* local, float* keep,
+                                                   std::size_t count, int to);
+  virtual std::unique_ptr<Request> irecvCopySend(int from, float* dst, std::size_t count, int to);
+
   // Blocking conveniences built on the posts above.
   void send(int peer, const void* buf, std::size_t bytes);
   void recv(int peer, void* buf, std::size_t bytes);

@@ -40,8 +40,10 @@ std::size_t RingAllreduce::defaultChunkBytes(Device device) {
 
 RingAllreduce::RingAllreduce(CommContext& ctx, float* buf, std::size_t count,
                              std::size_t chunkBytes)
-    : t_(ctx.transport), buf_(buf) {
+    : t_(ctx.transport), buf_(buf), fused_(t_.fusedForwardLimit() > 0) {
   const std::size_t n = static_cast<std::size_t>(t_.size());
+  // A forwarding transport bounds how large one forwarded message may be.
+  if (fused_) chunkBytes = std::min(chunkBytes, t_.fusedForwardLimit());
   const std::size_t chunkFloats =
       std::max(kAlignFloats, chunkBytes / sizeof(float) / kAlignFloats * kAlignFloats);
   const std::size_t perSeg = (count + n - 1) / n;
@@ -64,9 +66,44 @@ RingAllreduce::RingAllreduce(CommContext& ctx, float* buf, std::size_t count,
   sends_.reserve(2 * (n - 1) * nChunks);
 }
 
+void RingAllreduce::runForwarding() {
+  // The same 2(N-1) steps, but what a rank receives in step t is what it sends in step t+1, so
+  // each such pair is one forwarding op: reduce-scatter steps 1..N-2 are recvReduceSend (the
+  // partial sum is never stored), the last reduce-scatter receive is recvReduceSend that also
+  // keeps the finished segment (it is the first all-gather send), all-gather steps forward with
+  // recvCopySend, and only the last receive is plain. Everything is posted up front, chunk by
+  // chunk in step order, which is both neighbours' FIFO order and lets chunk c+1 start while c
+  // is still travelling round the ring.
+  const int n = t_.size(), r = t_.rank();
+  const int next = (r + 1) % n, prev = (r - 1 + n) % n;
+  auto seg = [n](int i) { return ((i % n) + n) % n; };
+  reqs_.clear();
+  for (std::size_t c = 0; c < chunks_[0].size(); ++c) {
+    auto at = [&](int segment) -> const Piece& { return chunks_[seg(segment)][c]; };
+    reqs_.push_back(t_.isend(next, buf_ + at(r).offset, at(r).count * sizeof(float)));
+    for (int t = 1; t <= n - 2; ++t) {
+      const Piece& p = at(r - t);
+      reqs_.push_back(t_.irecvReduceSend(prev, buf_ + p.offset, nullptr, p.count, next));
+    }
+    const Piece& mine = at(r + 1);  // complete here after the last reduce-scatter step
+    reqs_.push_back(t_.irecvReduceSend(prev, buf_ + mine.offset, buf_ + mine.offset, mine.count, next));
+    for (int s = 0; s <= n - 3; ++s) {
+      const Piece& p = at(r - s);
+      reqs_.push_back(t_.irecvCopySend(prev, buf_ + p.offset, p.count, next));
+    }
+    const Piece& last = at(r - (n - 2));
+    reqs_.push_back(t_.irecv(prev, buf_ + last.offset, last.count * sizeof(float)));
+  }
+  for (auto& q : reqs_) q->wait();
+}
+
 void RingAllreduce::run() {
   const int n = t_.size();
   if (n == 1) return;
+  if (fused_) {
+    runForwarding();
+    return;
+  }
   const int r = t_.rank();
   const int next = (r + 1) % n, prev = (r - 1 + n) % n;
   auto seg = [n](int i) { return ((i % n) + n) % n; };

@@ -18,10 +18,13 @@ class RingAllreduce final : public Allreduce {
   struct Piece {
     std::size_t offset, count;
   };
+  void runForwarding();  // on transports that forward (fusedForwardLimit() > 0)
+
   Transport& t_;
   float* buf_;
+  bool fused_;
   std::vector<std::vector<Piece>> chunks_;  // chunks_[segment] = that segment's chunks
-  std::vector<std::unique_ptr<Request>> recvs_, sends_;
+  std::vector<std::unique_ptr<Request>> recvs_, sends_, reqs_;
 };
 
 }  // namespace tpb

@@ -2,6 +2,7 @@
 // size mismatches and timeouts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include <unistd.h>
@@ -112,6 +113,84 @@ TEST(ShmTransport, SizeMismatchIsAnErrorNotCorruption) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("sent 100 bytes"), std::string::npos) << e.what();
   }
+}
+
+// Forwarding: rank 0 sends, rank 1 forwards (adding its own values, or copying) to rank 2.
+// Sizes straddle the ring capacity and its wrap-around; rank 1 also keeps what it forwarded.
+TEST(ShmTransport, ForwardingReducesOrCopiesWhileItSendsOn) {
+  const std::vector<std::size_t> counts = {1, 15, 16, 17, 300001, (3u << 20) / 4 + 5};
+  auto value = [](int rank, std::size_t i) { return static_cast<float>((i * 7 + rank * 13) % 1000); };
+  for (bool reduce : {true, false}) {
+    SCOPED_TRACE(reduce ? "irecvReduceSend" : "irecvCopySend");
+    test::runThreads("shm", 3, [&](CommContext& ctx) {
+      Transport& t = ctx.transport;
+      ASSERT_GT(t.fusedForwardLimit(), 0u);
+      for (std::size_t count : counts) {
+        std::vector<float> mine(count), got(count, -1.0f);
+        for (std::size_t i = 0; i < count; ++i) mine[i] = value(t.rank(), i);
+        auto expect = [&](std::size_t i) { return value(0, i) + (reduce ? value(1, i) : 0.0f); };
+        if (t.rank() == 0) {
+          t.send(1, mine.data(), count * sizeof(float));
+        } else if (t.rank() == 1) {
+          auto q = reduce ? t.irecvReduceSend(0, mine.data(), got.data(), count, 2)
+                          : t.irecvCopySend(0, got.data(), count, 2);
+          q->wait();
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < count; ++i) wrong += got[i] != expect(i);
+          EXPECT_EQ(wrong, 0u) << "kept values, count " << count;
+          if (reduce) {
+            for (std::size_t i = 0; i < count; ++i) wrong += mine[i] != value(1, i);
+            EXPECT_EQ(wrong, 0u) << "the addend changed, count " << count;
+          }
+        } else {
+          t.recv(1, got.data(), count * sizeof(float));
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < count; ++i) wrong += got[i] != expect(i);
+          EXPECT_EQ(wrong, 0u) << "forwarded values, count " << count;
+        }
+      }
+    });
+  }
+}
+
+// Two ranks forwarding to each other at once (from == to), keeping in place (keep == local):
+// the ring allreduce's N=2 pattern, at the largest message fusedForwardLimit() allows (a larger
+// first send could not finish before the peer's forward, queued behind its own, drains it).
+TEST(ShmTransport, ForwardingBothWaysInPlace) {
+  test::runThreads("shm", 2, [&](CommContext& ctx) {
+    Transport& t = ctx.transport;
+    const int peer = 1 - t.rank();
+    const std::size_t count = t.fusedForwardLimit() / sizeof(float) - 3;
+    ASSERT_GT(count, 200000u);
+    std::vector<float> first(count, static_cast<float>(t.rank() + 1)), acc(count, 10.0f), last(count);
+    auto s = t.isend(peer, first.data(), count * sizeof(float));
+    auto f = t.irecvReduceSend(peer, acc.data(), acc.data(), count, peer);
+    auto r = t.irecv(peer, last.data(), count * sizeof(float));
+    s->wait();
+    f->wait();
+    r->wait();
+    const float kept = 10.0f + static_cast<float>(peer + 1), theirs = 10.0f + static_cast<float>(t.rank() + 1);
+    EXPECT_EQ(std::count(acc.begin(), acc.end(), kept), static_cast<std::ptrdiff_t>(count));
+    EXPECT_EQ(std::count(last.begin(), last.end(), theirs), static_cast<std::ptrdiff_t>(count));
+  });
+}
+
+TEST(ShmTransport, ForwardingSizeMismatchIsAnError) {
+  EXPECT_THROW(test::runThreads("shm", 3, [&](CommContext& ctx) {
+    Transport& t = ctx.transport;
+    std::vector<float> v(64, 1.0f);
+    if (t.rank() == 0) t.send(1, v.data(), 64 * sizeof(float));
+    if (t.rank() == 1) t.irecvCopySend(0, v.data(), 32, 2)->wait();
+  }, std::chrono::seconds(5)), Error);
+}
+
+TEST(GlooTransport, DoesNotForward) {
+  test::runThreads("gloo", 2, [&](CommContext& ctx) {
+    Transport& t = ctx.transport;
+    EXPECT_EQ(t.fusedForwardLimit(), 0u);
+    float x = 0;
+    EXPECT_THROW(t.irecvCopySend(1 - t.rank(), &x, 1, 1 - t.rank()), Error);
+  });
 }
 
 TEST(ShmTransport, NoSegmentNameSurvivesSetup) {

@@ -78,16 +78,21 @@ namespace {
 constexpr std::size_t kSegHeader = roundUp(sizeof(ShmTransport::Segment), 4096);
 }
 
-enum OpKind { kSend = 0, kRecv = 1, kRecvReduce = 2 };
+enum OpKind { kSend = 0, kRecv = 1, kRecvReduce = 2, kRecvReduceSend = 3, kRecvCopySend = 4 };
 
 struct ShmTransport::Op {
   int kind;
-  int peer;
-  char* buf;
+  int peer;  // sends: the receiver; everything else: the sender
+  char* buf;  // send: source; recv, recvReduce: destination; forwarding: keep/dst (may be null)
   std::size_t bytes;
   std::size_t done = 0;
   bool headerDone = false;
   bool complete = false;
+  // Forwarding only.
+  int to = -1;                    // where the message goes on to
+  const float* local = nullptr;   // recvReduceSend: this rank's addend
+  bool outHeaderDone = false;
+  bool forwards() const { return kind == kRecvReduceSend || kind == kRecvCopySend; }
 };
 
 namespace {
@@ -237,6 +242,47 @@ std::unique_ptr<Request> ShmTransport::irecvReduce(int peer, float* dst, std::si
   return std::make_unique<ShmRequest>(*this, post(peer, kRecvReduce, dst, count * sizeof(float)));
 }
 
+std::size_t ShmTransport::fusedForwardLimit() const {
+  // A ring of forwarding ops stalls if a rank's outgoing ring cannot take the message it is
+  // forwarding while the one before it still sits there unread: keep two, plus headers, in it.
+  return (opt_.channelBytes / 2 - 2 * kLine) / kLine * kLine;
+}
+
+std::shared_ptr<ShmTransport::Op> ShmTransport::postForward(int kind, int from, int to, const float* local,
+                                                            char* keep, std::size_t bytes) {
+  auto op = std::make_shared<Op>();
+  op->kind = kind;
+  op->peer = from;
+  op->to = to;
+  op->local = local;
+  op->buf = keep;
+  op->bytes = bytes;
+  if (bytes == 0) {
+    op->complete = true;
+    return op;
+  }
+  recvQ_[from].push_back(op);
+  sendQ_[to].push_back(op);
+  pending_ += 2;
+  return op;
+}
+
+std::unique_ptr<Request> ShmTransport::irecvReduceSend(int from, const float* local, float* keep,
+                                                       std::size_t count, int to) {
+  checkPeer(from, "irecvReduceSend");
+  checkPeer(to, "irecvReduceSend");
+  TPB_CHECK(local != nullptr || count == 0, "irecvReduceSend needs this rank's addend");
+  return std::make_unique<ShmRequest>(
+      *this, postForward(kRecvReduceSend, from, to, local, reinterpret_cast<char*>(keep), count * sizeof(float)));
+}
+
+std::unique_ptr<Request> ShmTransport::irecvCopySend(int from, float* dst, std::size_t count, int to) {
+  checkPeer(from, "irecvCopySend");
+  checkPeer(to, "irecvCopySend");
+  return std::make_unique<ShmRequest>(
+      *this, postForward(kRecvCopySend, from, to, nullptr, reinterpret_cast<char*>(dst), count * sizeof(float)));
+}
+
 void ShmTransport::ring(int peer) {
   Segment* s = segs_[peer];
   s->doorbell.v.fetch_add(1, std::memory_order_seq_cst);
@@ -341,28 +387,105 @@ bool ShmTransport::progressRecv(Op& op) {
   return moved;
 }
 
+bool ShmTransport::progressForward(Op& op) {
+  // Only at the head of both its queues: every earlier message on either pair goes first.
+  if (recvQ_[op.peer].empty() || recvQ_[op.peer].front().get() != &op || sendQ_[op.to].empty() ||
+      sendQ_[op.to].front().get() != &op)
+    return false;
+  const std::size_t cap = opt_.channelBytes;
+  ChannelHeader* in = channel(segs_[rank()], cap, op.peer);
+  ChannelHeader* out = channel(segs_[op.to], cap, rank());
+  const char* inData = ringData(in);
+  char* outData = ringData(out);
+  std::uint64_t tail = recvTail_[op.peer], head = sendHead_[op.to];
+  std::size_t avail = static_cast<std::size_t>(in->head.v.load(std::memory_order_acquire) - tail);
+  std::size_t space = cap - static_cast<std::size_t>(head - out->tail.v.load(std::memory_order_acquire));
+  bool readIn = false, wroteOut = false;
+  if (!op.headerDone && avail >= kLine) {
+    MsgHeader h;
+    std::memcpy(&h, inData + tail % cap, sizeof h);
+    if (h.magic != kMsgMagic) TPB_THROW(Error, "shm: corrupt message header from rank " << op.peer);
+    if (h.bytes != op.bytes)
+      TPB_THROW(Error, "shm: rank " << op.peer << " sent " << h.bytes << " bytes but rank " << rank()
+                                    << " posted a forwarding receive of " << op.bytes);
+    tail += kLine;
+    avail -= kLine;
+    op.headerDone = readIn = true;
+  }
+  if (!op.outHeaderDone && space >= kLine) {
+    MsgHeader h{kMsgMagic, op.bytes};
+    std::memcpy(outData + head % cap, &h, sizeof h);
+    head += kLine;
+    space -= kLine;
+    op.outHeaderDone = wroteOut = true;
+  }
+  if (op.headerDone && op.outHeaderDone) {
+    // Both rings stay 64-byte aligned: partial pieces are whole lines, and only the message's
+    // last piece is padded (its sender padded it too, so the padding is there to skip).
+    const std::size_t remaining = op.bytes - op.done;
+    std::size_t n = std::min({remaining, opt_.sliceBytes, avail, space});
+    if (n < remaining || roundUp(n, kLine) > space) n = std::min(n, space) / kLine * kLine;
+    const std::size_t advance = n == remaining ? roundUp(n, kLine) : n;
+    for (std::size_t m = 0; m < n;) {
+      const std::size_t inPos = (tail + m) % cap, outPos = (head + m) % cap;
+      const std::size_t len = std::min({n - m, cap - inPos, cap - outPos});
+      const float* src = reinterpret_cast<const float*>(inData + inPos);
+      float* dst = reinterpret_cast<float*>(outData + outPos);
+      const std::size_t k = len / sizeof(float), at = (op.done + m) / sizeof(float);
+      if (op.kind == kRecvReduceSend) {
+        addInto(dst, src, op.local + at, k);
+      } else {
+        std::memcpy(dst, src, len);
+      }
+      if (op.buf) std::memcpy(op.buf + op.done + m, dst, len);
+      m += len;
+    }
+    if (n > 0) {
+      op.done += n;
+      tail += advance;
+      head += advance;
+      readIn = wroteOut = true;
+    }
+    if (op.done == op.bytes) op.complete = true;
+  }
+  if (readIn) {
+    recvTail_[op.peer] = tail;
+    in->tail.v.store(tail, std::memory_order_release);
+    ring(op.peer);
+  }
+  if (wroteOut) {
+    sendHead_[op.to] = head;
+    out->head.v.store(head, std::memory_order_release);
+    ring(op.to);
+  }
+  return readIn || wroteOut;
+}
+
 bool ShmTransport::progress() {
   bool moved = false;
   for (int p = 0; p < size(); ++p) {
-    // Alternate sends and receives slice by slice, so a sendRecv streams both ways at once.
+    // Alternate sends and receives slice by slice, so a sendRecv streams both ways at once. A
+    // forwarding op is driven from whichever of its two queues reaches it; once complete it is
+    // popped from each as that queue comes round.
     auto& sq = sendQ_[p];
     while (!sq.empty()) {
-      moved |= progressSend(*sq.front());
-      if (!sq.front()->complete) break;
+      Op& op = *sq.front();
+      if (!op.complete) moved |= op.forwards() ? progressForward(op) : progressSend(op);
+      if (!op.complete) break;
       sq.pop_front();
       --pending_;
     }
     auto& rq = recvQ_[p];
     while (!rq.empty()) {
-      moved |= progressRecv(*rq.front());
-      if (!rq.front()->complete) break;
+      Op& op = *rq.front();
+      if (!op.complete) moved |= op.forwards() ? progressForward(op) : progressRecv(op);
+      if (!op.complete) break;
       rq.pop_front();
       --pending_;
     }
   }
   return moved;
 }
-
 void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
   using clock = std::chrono::steady_clock;
   // Spin before sleeping when every rank has a core: a futex wake-up costs tens to hundreds of
@@ -391,9 +514,12 @@ void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
     if (moved) {
       lastMove = clock::now();
     } else if (clock::now() - lastMove > timeout()) {
-      TPB_THROW(TimeoutError, "shm " << (op->kind == kSend ? "send to" : "recv from") << " rank "
-                                     << op->peer << " made no progress for " << timeout().count()
-                                     << " ms (" << op->done << " of " << op->bytes
+      const std::string what = op->kind == kSend ? "send to rank " + std::to_string(op->peer)
+                               : op->forwards()  ? "forward from rank " + std::to_string(op->peer) +
+                                                      " to rank " + std::to_string(op->to)
+                                                 : "recv from rank " + std::to_string(op->peer);
+      TPB_THROW(TimeoutError, "shm " << what << " made no progress for " << timeout().count() << " ms ("
+                                     << op->done << " of " << op->bytes
                                      << " bytes done); is that rank alive?");
     }
   }

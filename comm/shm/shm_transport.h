@@ -9,6 +9,10 @@
 // aligned. Large messages stream through the ring in slices, so a receiver starts consuming
 // (and reducing) while the sender is still copying in.
 //
+// Forwarding ops (irecvReduceSend, irecvCopySend) sit in two queues at once, the receive queue
+// of `from` and the send queue of `to`, and move data only when they head both, so each pair's
+// FIFO order holds for them as for plain sends and receives.
+//
 // Waiting: a rank first spins briefly (only when ranks <= cores), then sleeps on a futex
 // "doorbell" in its own segment; a peer that adds data or frees space rings it. One doorbell
 // per rank lets one thread wait on all its channels at once, which is what makes concurrent
@@ -48,6 +52,12 @@ class ShmTransport final : public Transport {
   std::unique_ptr<Request> isend(int peer, const void* buf, std::size_t bytes) override;
   std::unique_ptr<Request> irecv(int peer, void* buf, std::size_t bytes) override;
   std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
+  // Forwarding streams slice by slice from one ring straight into the next: the sum (or copy)
+  // of each slice is written once, into the outgoing ring (and into keep/dst when asked).
+  std::size_t fusedForwardLimit() const override;
+  std::unique_ptr<Request> irecvReduceSend(int from, const float* local, float* keep, std::size_t count,
+                                           int to) override;
+  std::unique_ptr<Request> irecvCopySend(int from, float* dst, std::size_t count, int to) override;
 
   // Name of rank `rank`'s segment for a run (as shm_open takes it, with the leading '/').
   static std::string segmentName(const std::string& runId, int rank);
@@ -64,6 +74,9 @@ class ShmTransport final : public Transport {
   bool progress();
   bool progressSend(Op& op);
   bool progressRecv(Op& op);
+  bool progressForward(Op& op);
+  std::shared_ptr<Op> postForward(int kind, int from, int to, const float* local, char* keep,
+                                  std::size_t bytes);
   void ring(int peer);
 
   ShmOptions opt_;
