@@ -14,6 +14,12 @@
 // (and been reduced), while chunk c+1 is still in flight: sending, receiving and reducing
 // overlap, and the ring never waits for a whole segment. Both neighbours post in the same
 // (step, chunk) order, which is what the transport's per-pair FIFO matching needs.
+//
+// Forwarding (transports with fusedForwardLimit() > 0, i.e. shm): what a rank receives in step t
+// is what it sends in step t+1, so the pair becomes one recvReduceSend / recvCopySend that
+// streams each slice from the incoming channel straight into the outgoing one, as NCCL's ring
+// primitives do. A reduce-scatter partial sum is then written once (into the next rank's ring)
+// instead of stored, re-read and copied; see runForwarding().
 #include "strategies/ring_allreduce.h"
 
 #include <algorithm>
