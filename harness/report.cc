@@ -591,12 +591,27 @@ double valueAt(const std::vector<Point>& pts, double x) {
   return kNaN;
 }
 
-bool anyOk(const std::vector<Run>& runs) {
-  return std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.ok(); });
+// True (and c.reason set) when `runs` holds no ok run, so there is nothing to chart.
+bool noOkRuns(Chart& c, const std::vector<Run>& runs) {
+  if (std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.ok(); })) return false;
+  c.reason = runs.empty() ? "no training runs in the input" : "no training run with status ok";
+  return true;
 }
 
-std::string noRunsReason(const std::vector<Run>& runs) {
-  return runs.empty() ? "no training runs in the input" : "no training run with status ok";
+// The slice of `runs` with the most (strategy, N) points where only strategy and n_gpus vary.
+Slice sliceOverStrategyAndN(const std::vector<Run>& runs, const std::function<bool(const Run&)>& relevant,
+                            const std::vector<std::string>& required = {}) {
+  return pickSlice(runs, {"strategy", "n_gpus"}, relevant,
+                   [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); }, required);
+}
+
+// The first of `names` with no run in `s`; null when all are there.
+const std::string* firstMissing(const Slice& s, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (!std::any_of(s.runs.begin(), s.runs.end(), [&](const Run* r) { return r->strategy == name; }))
+      return &name;
+  }
+  return nullptr;
 }
 
 // 1. Accuracy per epoch: the from-scratch parameter server against DataParallel's algorithm.
@@ -604,27 +619,18 @@ Chart chartPsAccuracy(const std::vector<Run>& runs) {
   Chart c;
   c.id = "ps_accuracy";
   c.title = "Parameter server: from scratch vs builtin";
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
-    return c;
-  }
+  if (noOkRuns(c, runs)) return c;
   const std::vector<std::string> pair = {"param_server", "data_parallel"};
   auto relevant = [&](const Run& r) {
     return std::find(pair.begin(), pair.end(), r.strategy) != pair.end() &&
            std::any_of(r.accuracy.begin(), r.accuracy.end(),
                        [](double a) { return std::isfinite(a); });
   };
-  const Slice s = pickSlice(
-      runs, {"strategy", "n_gpus"}, relevant,
-      [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); }, pair);
-  for (const auto& name : pair) {
-    const bool have = std::any_of(s.runs.begin(), s.runs.end(),
-                                  [&](const Run* r) { return r->strategy == name; });
-    if (!have) {
-      c.reason = "no ok " + name + " run with test accuracy" +
-                 (s.empty() ? std::string() : " at the settings of the other strategy's runs");
-      return c;
-    }
+  const Slice s = sliceOverStrategyAndN(runs, relevant, pair);
+  if (const std::string* missing = firstMissing(s, pair)) {
+    c.reason = "no ok " + *missing + " run with test accuracy" +
+               (s.empty() ? std::string() : " at the settings of the other strategy's runs");
+    return c;
   }
   c.subtitle = "test accuracy after each epoch, median over repeats; " + describeSlice(s, runs);
   // strategy -> N -> epoch -> accuracies
@@ -705,25 +711,17 @@ Chart chartRingEpochTime(const std::vector<Run>& runs) {
   Chart c;
   c.id = "ring_epoch_time";
   c.title = "Ring all-reduce: from scratch vs builtin";
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
-    return c;
-  }
+  if (noOkRuns(c, runs)) return c;
   const std::vector<std::string> group = {"ring_all_reduce", "ddp", "allreduce"};
   auto relevant = [&](const Run& r) {
     return std::find(group.begin(), group.end(), r.strategy) != group.end() &&
            std::isfinite(r.meanWall());
   };
-  const Slice s = pickSlice(runs, {"strategy", "n_gpus"}, relevant,
-                            [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); },
-                            {"ring_all_reduce", "ddp"});
-  for (const std::string name : {"ring_all_reduce", "ddp"}) {
-    if (!std::any_of(s.runs.begin(), s.runs.end(),
-                     [&](const Run* r) { return r->strategy == name; })) {
-      c.reason = "no ok " + name + " run" +
-                 (s.empty() ? std::string() : " at the settings of the other runs");
-      return c;
-    }
+  const std::vector<std::string> required = {"ring_all_reduce", "ddp"};
+  const Slice s = sliceOverStrategyAndN(runs, relevant, required);
+  if (const std::string* missing = firstMissing(s, required)) {
+    c.reason = "no ok " + *missing + " run" + (s.empty() ? std::string() : " at the settings of the other runs");
+    return c;
   }
   c.subtitle = "mean epoch wall time, median over repeats; " + describeSlice(s, runs);
   const auto data = collect(
@@ -825,10 +823,7 @@ struct StrategyLines {
 bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
                    const std::string& what, const std::function<long long(const Run&)>& setting,
                    const std::function<double(const Run&)>& value, StrategyLines& out) {
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
-    return false;
-  }
+  if (noOkRuns(c, runs)) return false;
   auto relevant = [&](const Run& r) { return setting(r) > 0 && std::isfinite(value(r)); };
   out.slice = pickSlice(runs, varying, relevant,
                         [&](const Run& r) { return r.strategy + "|" + std::to_string(setting(r)); });
@@ -892,13 +887,9 @@ Chart chartThroughputScaling(const std::vector<Run>& runs) {
   Chart c;
   c.id = "throughput_scaling";
   c.title = "Throughput scaling with the number of ranks";
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
-    return c;
-  }
+  if (noOkRuns(c, runs)) return c;
   auto relevant = [](const Run& r) { return std::isfinite(r.samplesPerS); };
-  const Slice s = pickSlice(runs, {"strategy", "n_gpus"}, relevant,
-                            [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); });
+  const Slice s = sliceOverStrategyAndN(runs, relevant);
   const auto data = collect(
       s.runs, [](const Run& r) { return r.strategy; }, [](const Run& r) { return double(r.n); },
       [](const Run& r) { return r.samplesPerS; });
@@ -984,16 +975,12 @@ Chart chartTimeBreakdown(const std::vector<Run>& runs) {
   Chart c;
   c.id = "time_breakdown";
   c.title = "Where does the time go";
-  if (!anyOk(runs)) {
-    c.reason = noRunsReason(runs);
-    return c;
-  }
+  if (noOkRuns(c, runs)) return c;
   auto relevant = [](const Run& r) {
     return std::isfinite(r.meanWall()) &&
            (std::isfinite(meanOf(r.compute)) || std::isfinite(meanOf(r.comm)));
   };
-  const Slice s = pickSlice(runs, {"strategy", "n_gpus"}, relevant,
-                            [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); });
+  const Slice s = sliceOverStrategyAndN(runs, relevant);
   if (s.empty()) {
     c.reason = "no ok run records compute_s/comm_s per epoch";
     return c;
