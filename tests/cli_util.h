@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/file_util.h"
+
 namespace tpb::test {
 
 struct CliResult {
@@ -98,13 +100,12 @@ inline std::vector<int> workerPids() {
   while (dirent* e = readdir(d)) {
     const int pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string proc = "/proc/" + std::string(e->d_name);
+    const std::string cmd = readText(proc + "/cmdline");
     if (cmd.find(std::string("tpbench") + '\0' + "worker") == std::string::npos &&
         cmd.find(std::string(TPB_BINARY) + '\0' + "worker") == std::string::npos)
       continue;
-    std::ifstream envIn("/proc/" + std::string(e->d_name) + "/environ");
-    const std::string env((std::istreambuf_iterator<char>(envIn)), std::istreambuf_iterator<char>());
+    const std::string env = readText(proc + "/environ");
     if (('\0' + env + '\0').find('\0' + tag + '\0') != std::string::npos) pids.push_back(pid);
   }
   closedir(d);

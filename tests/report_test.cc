@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "tests/file_util.h"
 
 #ifndef TPB_SOURCE_DIR
 #error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
@@ -48,16 +49,9 @@ const std::map<std::string, std::string> kTitles = {
     {"allreduce_busbw", "Allreduce bus bandwidth vs message size"},
     {"batch_throughput", "Effect of batch size on throughput"}};
 
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using test::readText;
+using test::usageErrorOf;
+using test::writeText;
 
 bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
 
@@ -93,20 +87,6 @@ class ReportTest : public ::testing::Test {
     doc[key] = json::array();
     writeText(path(name), doc.dump());
     return path(name).string();
-  }
-
-  template <typename F>
-  static std::string usageErrorOf(F&& f) {
-    try {
-      f();
-    } catch (const UsageError& e) {
-      return e.what();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "expected tpb::UsageError, got: " << e.what();
-      return "";
-    }
-    ADD_FAILURE() << "expected tpb::UsageError, nothing was thrown";
-    return "";
   }
 
   fs::path dir_;

@@ -15,12 +15,16 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/file_util.h"
 
 namespace tpb {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::readText;
+using test::usageErrorOf;
+using test::writeText;
 
 class ResultsTest : public ::testing::Test {
  protected:
@@ -38,29 +42,6 @@ class ResultsTest : public ::testing::Test {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
     return names;
-  }
-  static void writeText(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-  }
-  static std::string readText(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  // Runs f, expects tpb::UsageError, returns its message.
-  template <typename F>
-  static std::string usageErrorOf(F&& f) {
-    try {
-      f();
-    } catch (const UsageError& e) {
-      return e.what();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "expected tpb::UsageError, got: " << e.what();
-      return "";
-    }
-    ADD_FAILURE() << "expected tpb::UsageError, nothing was thrown";
-    return "";
   }
   std::string dir_;
 };

@@ -51,8 +51,7 @@ TEST(TrainCli, EveryStrategyLearnsTheSyntheticTask) {
 // Rank `rank` of a running launch, found through /proc (its environment says RANK=...).
 int findWorker(int rank) {
   for (int pid : test::workerPids()) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string env = test::readText("/proc/" + std::to_string(pid) + "/environ");
     if (env.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos) return pid;
   }
   return -1;
