@@ -97,8 +97,7 @@ TrainStrategy allreduceStrategy() {
   s.processes = [](int n) { return n; };
   s.unsupported = [](Device d, int) { return libraryUnsupported(d); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    FlatGradSync sync = flatGradSyncOver(ctx, makeLibrary);
-    return trainReplicated(&ctx.transport, cfg, sync, onEpoch);
+    return trainWithAllreduce(ctx, cfg, makeLibrary, onEpoch);
   };
   return s;
 }

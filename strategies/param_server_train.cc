@@ -30,10 +30,7 @@ double secondsSince(clock_type::time_point t) {
 TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
   Transport& t = ctx.transport;
   const int n = t.size(), rank = t.rank();
-  if (n == 1) {
-    FlatGradSync alone(1, nullptr);
-    return trainReplicated(nullptr, cfg, alone, onEpoch);
-  }
+  if (n == 1) return trainAlone(cfg, onEpoch);
   const torch::Device device = torchDevice(cfg);
   const DataSplit data = loadTrainData(cfg, device);
   Replica rep(cfg, device);

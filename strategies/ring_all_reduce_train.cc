@@ -19,18 +19,19 @@ TrainStrategy ringAllReduceStrategy() {
   s.processes = [](int n) { return n; };
   s.unsupported = [](Device, int) { return std::string(); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    FlatGradSync sync = flatGradSyncOver(ctx, ringAllreduceAlgo().make);
-    return trainReplicated(ctx.size() > 1 ? &ctx.transport : nullptr, cfg, sync, onEpoch);
+    return trainWithAllreduce(ctx, cfg, ringAllreduceAlgo().make, onEpoch);
   };
   return s;
 }
 
-FlatGradSync flatGradSyncOver(CommContext& ctx, AllreduceFactory make) {
-  auto built = std::make_shared<std::unique_ptr<Allreduce>>();
-  return FlatGradSync(ctx.size(), [&ctx, make = std::move(make), built](float* buf, std::size_t count) {
-    if (!*built) *built = make(ctx, buf, count);
-    (*built)->run();
+TrainResult trainWithAllreduce(CommContext& ctx, const TrainConfig& cfg, const AllreduceFactory& make,
+                               const EpochCallback& onEpoch) {
+  std::unique_ptr<Allreduce> built;
+  FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {
+    if (!built) built = make(ctx, buf, count);
+    built->run();
   });
+  return trainReplicated(&ctx.transport, cfg, sync, onEpoch);
 }
 
 }  // namespace tpb

@@ -14,10 +14,14 @@ TrainStrategy singleStrategy() {
     return n == 1 ? std::string() : std::string("single trains on one device (n_gpus 1 only)");
   };
   s.run = [](CommContext&, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    FlatGradSync sync(1, nullptr);
-    return trainReplicated(nullptr, cfg, sync, onEpoch);
+    return trainAlone(cfg, onEpoch);
   };
   return s;
+}
+
+TrainResult trainAlone(const TrainConfig& cfg, const EpochCallback& onEpoch) {
+  FlatGradSync sync(1, nullptr);
+  return trainReplicated(nullptr, cfg, sync, onEpoch);
 }
 
 }  // namespace tpb

@@ -27,10 +27,12 @@ struct TrainStrategy {
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;
 };
 
-// A FlatGradSync that sums the flat gradient buffer with the allreduce `make` builds. The
-// allreduce is built on the first step, when the buffer exists, and reused after (the buffer
-// never moves).
-FlatGradSync flatGradSyncOver(CommContext& ctx, AllreduceFactory make);
+// The replicated loop with the flat gradient buffer summed by the allreduce `make` builds (on
+// the first step, when the buffer exists; it never moves, so the allreduce is reused).
+TrainResult trainWithAllreduce(CommContext& ctx, const TrainConfig& cfg, const AllreduceFactory& make,
+                               const EpochCallback& onEpoch);
+// The replicated loop on one rank with nothing to synchronise: `single`'s loop.
+TrainResult trainAlone(const TrainConfig& cfg, const EpochCallback& onEpoch);
 
 TrainStrategy singleStrategy();
 TrainStrategy ringAllReduceStrategy();
