@@ -85,6 +85,21 @@ bool higherIsBetter(const std::string& metric) {
   return metric == "samples_per_s" || metric == "busbw_gbps";
 }
 
+// A row for `metric` of point `label`, measured on both sides: medians and sample counts; the
+// verdict is the caller's.
+Comparison measured(const std::string& label, const std::string& metric, const char* kind,
+                    const std::vector<double>& base, const std::vector<double>& now) {
+  Comparison c;
+  c.point = label;
+  c.metric = metric;
+  c.kind = kind;
+  c.base = summarize(base).median;
+  c.now = summarize(now).median;
+  c.nBase = static_cast<int>(base.size());
+  c.nNew = static_cast<int>(now.size());
+  return c;
+}
+
 }  // namespace
 
 CompareResult compareResults(const CompareOptions& opt) {
@@ -113,14 +128,7 @@ CompareResult compareResults(const CompareOptions& opt) {
     for (const auto& [metric, bv] : bp.timing) {
       const auto nv = np.timing.find(metric);
       if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
-      Comparison c;
-      c.point = bp.label;
-      c.metric = metric;
-      c.kind = "timing";
-      c.base = summarize(bv).median;
-      c.now = summarize(nv->second).median;
-      c.nBase = static_cast<int>(bv.size());
-      c.nNew = static_cast<int>(nv->second.size());
+      Comparison c = measured(bp.label, metric, "timing", bv, nv->second);
       c.change = c.base != 0 ? c.now / c.base - 1 : 0;
       if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
       const bool slower = c.slowdown > opt.threshold;
@@ -137,14 +145,7 @@ CompareResult compareResults(const CompareOptions& opt) {
     for (const auto& [metric, bv] : bp.accuracy) {
       const auto nv = np.accuracy.find(metric);
       if (nv == np.accuracy.end() || bv.empty() || nv->second.empty()) continue;
-      Comparison c;
-      c.point = bp.label;
-      c.metric = metric;
-      c.kind = "accuracy";
-      c.base = summarize(bv).median;
-      c.now = summarize(nv->second).median;
-      c.nBase = static_cast<int>(bv.size());
-      c.nNew = static_cast<int>(nv->second.size());
+      Comparison c = measured(bp.label, metric, "accuracy", bv, nv->second);
       const bool isAccuracy = metric == "final_test_accuracy";
       c.change = isAccuracy ? c.now - c.base : (c.base != 0 ? c.now / c.base - 1 : c.now - c.base);
       c.regression = std::abs(c.change) > opt.accTolerance;
