@@ -71,15 +71,11 @@ class GlooBucketComm final : public BucketComm {
 // hooks' copies into it have run, while the host goes on with backward.
 class NcclBucketComm final : public BucketComm {
  public:
-  explicit NcclBucketComm(CommContext& ctx) : nccl_(dynamic_cast<NcclTransport*>(&ctx.transport)) {
-    if (!nccl_)
-      TPB_THROW(Error, "ddp on cuda runs on the nccl transport's communicator, but this run's transport is "
-                           << ctx.transport.name());
-  }
+  explicit NcclBucketComm(CommContext& ctx) : nccl_(ncclTransportOf(ctx.transport, "ddp")) {}
   void broadcastFromRoot(torch::Tensor flat) override {
     float* p = flat.data_ptr<float>();
     const auto n = static_cast<std::size_t>(flat.numel());
-    nccl_->runCollective("ddp initial broadcast (ncclBroadcast)", [p, n](ncclComm_t c, cudaStream_t s) {
+    nccl_.runCollective("ddp initial broadcast (ncclBroadcast)", [p, n](ncclComm_t c, cudaStream_t s) {
       return ncclBroadcast(p, p, n, ncclFloat, 0, c, s);
     });
   }
@@ -87,7 +83,7 @@ class NcclBucketComm final : public BucketComm {
     if (reqs_.size() <= bucket) reqs_.resize(bucket + 1);
     float* p = slice.data_ptr<float>();
     const auto n = static_cast<std::size_t>(slice.numel());
-    reqs_[bucket] = nccl_->startCollective("ddp bucket allreduce (ncclAllReduce)",
+    reqs_[bucket] = nccl_.startCollective("ddp bucket allreduce (ncclAllReduce)",
                                            [p, n](ncclComm_t c, cudaStream_t s) {
                                              return ncclAllReduce(p, p, n, ncclFloat, ncclSum, c, s);
                                            });
@@ -98,7 +94,7 @@ class NcclBucketComm final : public BucketComm {
   }
 
  private:
-  NcclTransport* nccl_;
+  NcclTransport& nccl_;
   std::vector<std::unique_ptr<Request>> reqs_;
 };
 #endif

@@ -40,22 +40,18 @@ class GlooLibraryAllreduce final : public Allreduce {
 // collective's event under its timeout), like every other Allreduce.
 class NcclLibraryAllreduce final : public Allreduce {
  public:
-  NcclLibraryAllreduce(CommContext& ctx, float* buf, std::size_t count) : buf_(buf), count_(count) {
-    nccl_ = dynamic_cast<NcclTransport*>(&ctx.transport);
-    if (!nccl_)
-      TPB_THROW(Error, "library allreduce on cuda runs on the nccl transport's communicator, but this "
-                       "run's transport is " << ctx.transport.name());
-  }
+  NcclLibraryAllreduce(CommContext& ctx, float* buf, std::size_t count)
+      : nccl_(ncclTransportOf(ctx.transport, "library allreduce")), buf_(buf), count_(count) {}
 
   void run() override {
     if (count_ == 0) return;
-    nccl_->runCollective("ncclAllReduce", [this](ncclComm_t comm, cudaStream_t stream) {
+    nccl_.runCollective("ncclAllReduce", [this](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllReduce(buf_, buf_, count_, ncclFloat, ncclSum, comm, stream);
     });
   }
 
  private:
-  NcclTransport* nccl_ = nullptr;
+  NcclTransport& nccl_;
   float* buf_;
   std::size_t count_;
 };

@@ -389,4 +389,12 @@ void NcclTransport::barrier() {
   });
 }
 
+NcclTransport& ncclTransportOf(Transport& t, const char* who) {
+  auto* nccl = dynamic_cast<NcclTransport*>(&t);
+  if (!nccl)
+    TPB_THROW(Error, who << " on cuda runs on the nccl transport's communicator, but this run's transport is "
+                         << t.name());
+  return *nccl;
+}
+
 }  // namespace tpb

@@ -121,4 +121,8 @@ class NcclTransport final : public Transport {
   void* hostStage(std::size_t bytes);
 };
 
+// `t` as the nccl transport, for library collectives that run on its communicator and stream;
+// throws tpb::Error naming `who` when the run uses another transport.
+NcclTransport& ncclTransportOf(Transport& t, const char* who);
+
 }  // namespace tpb
