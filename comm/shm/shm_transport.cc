@@ -49,6 +49,23 @@ static_assert(sizeof(MsgHeader) == kLine, "message header is one cache line");
 
 constexpr std::size_t roundUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
+// Message headers sit at 64-aligned ring offsets, so one never wraps.
+void writeHeader(char* ring, std::size_t pos, std::size_t bytes) {
+  const MsgHeader h{kMsgMagic, bytes};
+  std::memcpy(ring + pos, &h, sizeof h);
+}
+
+// Reads the header at `pos` and checks it against the `posted` byte count of rank `me`'s
+// `what` ("receive", "forwarding receive") from rank `from`.
+void checkHeader(const char* ring, std::size_t pos, int from, int me, std::size_t posted, const char* what) {
+  MsgHeader h;
+  std::memcpy(&h, ring + pos, sizeof h);
+  if (h.magic != kMsgMagic) TPB_THROW(Error, "shm: corrupt message header from rank " << from);
+  if (h.bytes != posted)
+    TPB_THROW(Error, "shm: rank " << from << " sent " << h.bytes << " bytes but rank " << me << " posted a "
+                                  << what << " of " << posted);
+}
+
 long futexWait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
                std::chrono::nanoseconds ns) {
   timespec ts{static_cast<time_t>(ns.count() / 1000000000), static_cast<long>(ns.count() % 1000000000)};
@@ -299,8 +316,7 @@ bool ShmTransport::progressSend(Op& op) {
   bool moved = false;
   if (!op.headerDone) {
     if (space < kLine) return false;
-    MsgHeader h{kMsgMagic, op.bytes};
-    std::memcpy(data + head % cap, &h, sizeof h);  // head is 64-aligned: never wraps
+    writeHeader(data, head % cap, op.bytes);
     head += kLine;
     space -= kLine;
     op.headerDone = true;
@@ -344,13 +360,7 @@ bool ShmTransport::progressRecv(Op& op) {
   bool moved = false;
   if (!op.headerDone) {
     if (avail < kLine) return false;
-    MsgHeader h;
-    std::memcpy(&h, data + tail % cap, sizeof h);
-    if (h.magic != kMsgMagic)
-      TPB_THROW(Error, "shm: corrupt message header from rank " << op.peer);
-    if (h.bytes != op.bytes)
-      TPB_THROW(Error, "shm: rank " << op.peer << " sent " << h.bytes << " bytes but rank "
-                                    << rank() << " posted a receive of " << op.bytes);
+    checkHeader(data, tail % cap, op.peer, rank(), op.bytes, "receive");
     tail += kLine;
     avail -= kLine;
     op.headerDone = true;
@@ -402,19 +412,13 @@ bool ShmTransport::progressForward(Op& op) {
   std::size_t space = cap - static_cast<std::size_t>(head - out->tail.v.load(std::memory_order_acquire));
   bool readIn = false, wroteOut = false;
   if (!op.headerDone && avail >= kLine) {
-    MsgHeader h;
-    std::memcpy(&h, inData + tail % cap, sizeof h);
-    if (h.magic != kMsgMagic) TPB_THROW(Error, "shm: corrupt message header from rank " << op.peer);
-    if (h.bytes != op.bytes)
-      TPB_THROW(Error, "shm: rank " << op.peer << " sent " << h.bytes << " bytes but rank " << rank()
-                                    << " posted a forwarding receive of " << op.bytes);
+    checkHeader(inData, tail % cap, op.peer, rank(), op.bytes, "forwarding receive");
     tail += kLine;
     avail -= kLine;
     op.headerDone = readIn = true;
   }
   if (!op.outHeaderDone && space >= kLine) {
-    MsgHeader h{kMsgMagic, op.bytes};
-    std::memcpy(outData + head % cap, &h, sizeof h);
+    writeHeader(outData, head % cap, op.bytes);
     head += kLine;
     space -= kLine;
     op.outHeaderDone = wroteOut = true;
