@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <dirent.h>
@@ -29,6 +30,16 @@ struct CliResult {
   std::string out, err;
   double seconds = 0;
 };
+
+// Expects `r` to be bad input refused before anything ran: exit 2, one line on stderr naming
+// `mustMention`, no progress line ("[1/...") and nothing on stdout.
+inline void expectRefusedUpFront(const CliResult& r, const std::string& mustMention) {
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find(mustMention), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.find("[1/"), std::string::npos) << "a point was started: " << r.err;
+  EXPECT_EQ(r.out, "");
+}
 
 // The variable runCli puts in every child's environment (and so in the workers it launches):
 // it tells this test process's workers from those of tests running beside it.
