@@ -132,62 +132,57 @@ bool aliases(const torch::Tensor& t, const float* where, const torch::Tensor& p)
 
 }  // namespace
 
-FlatGrads::FlatGrads(const std::vector<torch::Tensor>& params)
-    : params_(params), offsets_(layOut(params, "FlatGrads")), count_(offsets_.back()) {
-  flat_ = torch::zeros({static_cast<std::int64_t>(count_)}, params[0].options().requires_grad(false));
-  for (std::size_t i = 0; i < params_.size(); ++i) attach(i);
+FlatLayout::FlatLayout(const std::vector<torch::Tensor>& params, const char* what)
+    : params_(params), offsets_(layOut(params, what)), count_(offsets_.back()) {}
+
+float* FlatLayout::data() { return flat_.data_ptr<float>(); }
+
+std::size_t FlatLayout::offset(std::size_t paramIndex) const {
+  TPB_CHECK(paramIndex < params_.size(), "parameter index " << paramIndex << " of " << params_.size());
+  return offsets_[paramIndex];
 }
 
-void FlatGrads::attach(std::size_t i) { params_[i].mutable_grad() = aliasOf(flat_, offsets_[i], params_[i]); }
+torch::Tensor FlatLayout::slice(std::size_t i) const { return aliasOf(flat_, offsets_[i], params_[i]); }
 
-float* FlatGrads::data() { return flat_.data_ptr<float>(); }
+bool FlatLayout::isSlice(const torch::Tensor& t, std::size_t i) const {
+  return aliases(t, flat_.data_ptr<float>() + offsets_[i], params_[i]);
+}
+
+FlatGrads::FlatGrads(const std::vector<torch::Tensor>& params) : FlatLayout(params, "FlatGrads") {
+  flat_ = torch::zeros({static_cast<std::int64_t>(count_)}, params[0].options().requires_grad(false));
+  for (std::size_t i = 0; i < params_.size(); ++i) params_[i].mutable_grad() = slice(i);
+}
 
 void FlatGrads::zero() {
   torch::NoGradGuard noGrad;
   flat_.zero_();
-  const float* base = flat_.data_ptr<float>();
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (!aliases(params_[i].grad(), base + offsets_[i], params_[i])) attach(i);
+    if (!isSlice(params_[i].grad(), i)) params_[i].mutable_grad() = slice(i);
   }
 }
 
-std::size_t FlatGrads::offset(std::size_t paramIndex) const {
-  TPB_CHECK(paramIndex < params_.size(), "parameter index " << paramIndex << " of " << params_.size());
-  return offsets_[paramIndex];
-}
-
 bool FlatGrads::attached() const {
-  const float* base = flat_.data_ptr<float>();
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (!aliases(params_[i].grad(), base + offsets_[i], params_[i])) return false;
+    if (!isSlice(params_[i].grad(), i)) return false;
   }
   return true;
 }
 
-FlatParams::FlatParams(const std::vector<torch::Tensor>& params)
-    : params_(params), offsets_(layOut(params, "FlatParams")), count_(offsets_.back()) {
+FlatParams::FlatParams(const std::vector<torch::Tensor>& params) : FlatLayout(params, "FlatParams") {
   torch::NoGradGuard noGrad;
   flat_ = torch::empty({static_cast<std::int64_t>(count_)}, params[0].options().requires_grad(false));
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    auto slice = aliasOf(flat_, offsets_[i], params_[i]);
-    slice.copy_(params_[i].detach());
+    auto mine = slice(i);
+    mine.copy_(params_[i].detach());
     // set_data keeps the parameter's TensorImpl (and autograd identity), so modules and
     // optimizers that hold it see the new storage.
-    params_[i].set_data(slice);
+    params_[i].set_data(mine);
   }
 }
 
-float* FlatParams::data() { return flat_.data_ptr<float>(); }
-
-std::size_t FlatParams::offset(std::size_t paramIndex) const {
-  TPB_CHECK(paramIndex < params_.size(), "parameter index " << paramIndex << " of " << params_.size());
-  return offsets_[paramIndex];
-}
-
 bool FlatParams::attached() const {
-  const float* base = flat_.data_ptr<float>();
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    if (!aliases(params_[i], base + offsets_[i], params_[i])) return false;
+    if (!isSlice(params_[i], i)) return false;
   }
   return true;
 }

@@ -65,32 +65,23 @@ std::vector<torch::Tensor> orderedParameters(Mlp& model);
 std::size_t parameterCount(const std::vector<torch::Tensor>& params);
 std::size_t parameterCount(Mlp& model);
 
-// One contiguous float32 buffer holding the gradients of `params` in order; afterwards each
-// p.grad() aliases its slice, so backward() accumulates into the buffer in place (autograd adds
-// into an existing grad in place when not building a double-backward graph).
-//
-// The slices are plain tensors sharing the buffer's storage, not autograd views: optimizers call
-// grad.detach_() in zero_grad(), which LibTorch refuses on views (the error DDP users see with
-// gradient_as_bucket_view). Do not let anything set the grads to undefined
-// (Optimizer::zero_grad() does in LibTorch 2.x by default): use zero() instead, which also
-// re-attaches any grad that was replaced or reset. Requires float32, contiguous parameters on one
-// device; build it after moving the model to its device.
-class FlatGrads {
+// One contiguous float32 buffer laid out as `params` in order (parameter i's slice starts at
+// offset(i)): what FlatGrads and FlatParams share. Requires float32, contiguous parameters on
+// one device; build it after moving the model to its device.
+class FlatLayout {
  public:
-  explicit FlatGrads(const std::vector<torch::Tensor>& params);
-
   float* data();  // the buffer (device memory when the parameters are on a GPU)
   std::size_t count() const { return count_; }
   torch::Tensor flat() { return flat_; }  // 1-D, count() elements
-  // Zeroes the buffer in place and re-points any parameter's grad that no longer aliases it.
-  void zero();
   // Element offset of parameter `paramIndex`'s slice in the buffer.
   std::size_t offset(std::size_t paramIndex) const;
-  // True if every parameter's grad still aliases its slice of the buffer.
-  bool attached() const;
 
- private:
-  void attach(std::size_t i);
+ protected:
+  FlatLayout(const std::vector<torch::Tensor>& params, const char* what);
+  // A tensor shaped like parameter i that shares the buffer's storage at its slice.
+  torch::Tensor slice(std::size_t i) const;
+  // True if `t` is parameter i's slice of the buffer (same data pointer, sizes and strides).
+  bool isSlice(const torch::Tensor& t, std::size_t i) const;
 
   std::vector<torch::Tensor> params_;
   std::vector<std::size_t> offsets_;  // params_.size() + 1 entries
@@ -98,26 +89,32 @@ class FlatGrads {
   torch::Tensor flat_;
 };
 
-// One contiguous float32 buffer holding the parameter values in order; afterwards each parameter
-// (same TensorImpl, so modules and optimizers keep working) aliases its slice via set_data(), and
-// in-place updates such as optimizer steps write straight into the buffer. The current values are
-// copied in. Same requirements as FlatGrads.
-class FlatParams {
+// The gradients of `params` in one buffer; afterwards each p.grad() aliases its slice, so
+// backward() accumulates into the buffer in place (autograd adds into an existing grad in place
+// when not building a double-backward graph).
+//
+// The slices are plain tensors sharing the buffer's storage, not autograd views: optimizers call
+// grad.detach_() in zero_grad(), which LibTorch refuses on views (the error DDP users see with
+// gradient_as_bucket_view). Do not let anything set the grads to undefined
+// (Optimizer::zero_grad() does in LibTorch 2.x by default): use zero() instead, which also
+// re-attaches any grad that was replaced or reset.
+class FlatGrads : public FlatLayout {
+ public:
+  explicit FlatGrads(const std::vector<torch::Tensor>& params);
+  // Zeroes the buffer in place and re-points any parameter's grad that no longer aliases it.
+  void zero();
+  // True if every parameter's grad still aliases its slice of the buffer.
+  bool attached() const;
+};
+
+// The parameter values in one buffer; afterwards each parameter (same TensorImpl, so modules
+// and optimizers keep working) aliases its slice via set_data(), and in-place updates such as
+// optimizer steps write straight into the buffer. The current values are copied in.
+class FlatParams : public FlatLayout {
  public:
   explicit FlatParams(const std::vector<torch::Tensor>& params);
-
-  float* data();  // the buffer (device memory when the parameters are on a GPU)
-  std::size_t count() const { return count_; }
-  torch::Tensor flat() { return flat_; }  // 1-D, count() elements
-  std::size_t offset(std::size_t paramIndex) const;
   // True if every parameter still aliases its slice of the buffer.
   bool attached() const;
-
- private:
-  std::vector<torch::Tensor> params_;
-  std::vector<std::size_t> offsets_;
-  std::size_t count_ = 0;
-  torch::Tensor flat_;
 };
 
 }  // namespace tpb
