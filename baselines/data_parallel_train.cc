@@ -12,7 +12,7 @@
 #include "comm/reduce.h"
 #include "common/error.h"
 #include "common/fault.h"
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
 #include "workload/sampler.h"
 
 namespace tpb {
@@ -111,20 +111,23 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
   return result;
 }
 
-}  // namespace
-
 TrainStrategy dataParallelStrategy() {
   TrainStrategy s;
   s.name = "data_parallel";
   s.aliases = {"param_server_builtin"};
-  s.origin = "builtin-equivalent";
+  s.origin = Origin::BuiltinEquivalent;
   s.description =
       "DataParallel's algorithm in one process: N replicas (threads; GPUs cuda:0..N-1), scatter N*B, reduce grads to replica 0, copy weights out";
-  s.processes = [](int) { return 1; };
+  s.order = 5;
+  s.color = "#ff7f0e";
   // On GPUs replica i runs on cuda:i of this one process (the launcher checks there are N).
-  s.unsupported = [](Device, int) { return std::string(); };
+  s.processes = [](int) { return 1; };
   s.run = trainDataParallel;
   return s;
 }
+
+}  // namespace
+
+TPB_REGISTER_STRATEGY(dataParallelStrategy);
 
 }  // namespace tpb

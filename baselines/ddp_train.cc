@@ -20,7 +20,7 @@
 #include "baselines/gloo_group.h"
 #include "comm/cuda/devices.h"
 #include "common/error.h"
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
 
 #ifdef TPB_HAVE_NCCL
 #include "comm/nccl/nccl_transport.h"
@@ -192,16 +192,15 @@ class DdpSync final : public GradSync {
   std::unique_ptr<BucketComm> comm_;
 };
 
-}  // namespace
-
 TrainStrategy ddpStrategy() {
   TrainStrategy s;
   s.name = "ddp";
   s.aliases = {"ring_all_reduce_builtin"};
-  s.origin = "builtin-equivalent";
+  s.origin = Origin::BuiltinEquivalent;
   s.description =
       "DDP's algorithm: reverse-order gradient buckets (--bucket_mb), async allreduce from autograd hooks (c10d Gloo on CPU, NCCL on GPU)";
-  s.processes = [](int n) { return n; };
+  s.order = 4;
+  s.color = "#d62728";
   s.unsupported = [](Device d, int) {
     return d == Device::Cpu || ncclCompiled() ? std::string() : std::string("this build has no NCCL");
   };
@@ -212,5 +211,9 @@ TrainStrategy ddpStrategy() {
   };
   return s;
 }
+
+}  // namespace
+
+TPB_REGISTER_STRATEGY(ddpStrategy);
 
 }  // namespace tpb

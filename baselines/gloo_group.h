@@ -4,7 +4,7 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include "strategies/allreduce.h"
+#include "core/comm_context.h"
 
 namespace tpb {
 

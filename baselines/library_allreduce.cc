@@ -6,8 +6,7 @@
 // and the from-scratch algorithms it is compared with run on that same communicator.
 #include "baselines/gloo_group.h"
 #include "common/error.h"
-#include "strategies/allreduce.h"
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
 
 #ifdef TPB_HAVE_NCCL
 #include "comm/nccl/nccl_transport.h"
@@ -75,27 +74,20 @@ std::string libraryUnsupported(Device d) {
 #endif
 }
 
+AllreduceAlgo libraryAllreduceAlgo() {
+  AllreduceAlgo a;
+  a.name = "library";
+  a.origin = Origin::Library;
+  a.description = "the library's own allreduce: c10d ProcessGroupGloo on CPU, ncclAllReduce on GPU";
+  a.order = 2;
+  a.color = "#9467bd";
+  a.unsupported = libraryUnsupported;
+  a.make = makeLibrary;
+  return a;
+}
+
 }  // namespace
 
-AllreduceAlgo libraryAllreduceAlgo() {
-  return {"library", "library",
-          "the library's own allreduce: c10d ProcessGroupGloo on CPU, ncclAllReduce on GPU",
-          libraryUnsupported, makeLibrary};
-}
-
-// `allreduce` training baseline: the same flat gradient buffer as ring_all_reduce, averaged by
-// the library's allreduce instead of the from-scratch ring.
-TrainStrategy allreduceStrategy() {
-  TrainStrategy s;
-  s.name = "allreduce";
-  s.origin = "library";
-  s.description = "flat gradient buffer averaged by the library allreduce (c10d Gloo on CPU, ncclAllReduce on GPU)";
-  s.processes = [](int n) { return n; };
-  s.unsupported = [](Device d, int) { return libraryUnsupported(d); };
-  s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    return trainWithAllreduce(ctx, cfg, makeLibrary, onEpoch);
-  };
-  return s;
-}
+TPB_REGISTER_ALLREDUCE(libraryAllreduceAlgo);
 
 }  // namespace tpb

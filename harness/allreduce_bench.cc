@@ -19,7 +19,7 @@
 #include "harness/device_choice.h"
 #include "harness/launch.h"
 #include "harness/range.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "harness/results.h"
 #include "harness/stats.h"
 #include "harness/worker.h"

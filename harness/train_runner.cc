@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "harness/device_choice.h"
 #include "harness/launch.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "harness/results.h"
 #include "harness/worker.h"
 

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "strategies/allreduce.h"
+#include "core/registry.h"
 
 namespace tpb {
 
@@ -55,21 +55,28 @@ class ParamServerAllreduce final : public Allreduce {
   std::vector<std::unique_ptr<Request>> reqs_;
 };
 
-}  // namespace
-
-std::unique_ptr<Allreduce> makeParamServerAllreduce(CommContext& ctx, float* buf,
-                                                    std::size_t count, std::size_t chunkBytes) {
+std::unique_ptr<Allreduce> makeParamServerAllreduce(CommContext& ctx, float* buf, std::size_t count,
+                                                    std::size_t chunkBytes) {
   return std::make_unique<ParamServerAllreduce>(ctx, buf, count,
                                                 std::max<std::size_t>(1, chunkBytes / sizeof(float)));
 }
 
 AllreduceAlgo paramServerAllreduceAlgo() {
-  return {"param_server", "from scratch",
-          "parameter server: rank 0 gathers, reduces in rank order and sends the sum back",
-          [](Device) { return std::string(); },
-          [](CommContext& ctx, float* buf, std::size_t count) -> std::unique_ptr<Allreduce> {
-            return makeParamServerAllreduce(ctx, buf, count, 512u << 10);
-          }};
+  AllreduceAlgo a;
+  a.name = "param_server";
+  a.origin = Origin::FromScratch;
+  a.description = "parameter server: rank 0 gathers, reduces in rank order and sends the sum back";
+  a.order = 1;
+  a.color = "#1f77b4";
+  a.makeChunked = makeParamServerAllreduce;
+  a.make = [](CommContext& ctx, float* buf, std::size_t count) {
+    return makeParamServerAllreduce(ctx, buf, count, 512u << 10);
+  };
+  return a;
 }
+
+}  // namespace
+
+TPB_REGISTER_ALLREDUCE(paramServerAllreduceAlgo);
 
 }  // namespace tpb

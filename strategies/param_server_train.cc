@@ -15,7 +15,8 @@
 #include <memory>
 
 #include "common/fault.h"
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
+#include "core/replicated.h"
 #include "workload/sampler.h"
 
 namespace tpb {
@@ -78,18 +79,21 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
   return result;
 }
 
-}  // namespace
-
 TrainStrategy paramServerStrategy() {
   TrainStrategy s;
   s.name = "param_server";
-  s.origin = "from scratch";
+  s.origin = Origin::FromScratch;
   s.description =
       "rank 0 serves weights and optimizer, ranks 1..N-1 send gradients (N=1: the server trains alone)";
-  s.processes = [](int n) { return n; };
-  s.unsupported = [](Device, int) { return std::string(); };
+  s.order = 1;
+  s.color = "#1f77b4";
+  s.dataRanks = [](int n) { return n > 1 ? n - 1 : 1; };
   s.run = trainParamServer;
   return s;
 }
+
+}  // namespace
+
+TPB_REGISTER_STRATEGY(paramServerStrategy);
 
 }  // namespace tpb

@@ -4,34 +4,28 @@
 // on all ranks because they start equal (same seed) and see the same averaged gradient. On GPUs
 // the buffer is device memory and the ring runs over the nccl transport (ncclSend/ncclRecv and
 // the transport's CUDA sum kernel).
-#include <memory>
-
-#include "strategies/ring_allreduce.h"
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
+#include "core/replicated.h"
 
 namespace tpb {
+
+namespace {
 
 TrainStrategy ringAllReduceStrategy() {
   TrainStrategy s;
   s.name = "ring_all_reduce";
-  s.origin = "from scratch";
+  s.origin = Origin::FromScratch;
   s.description = "flat gradient buffer averaged by the from-scratch ring allreduce over Transport P2P";
-  s.processes = [](int n) { return n; };
-  s.unsupported = [](Device, int) { return std::string(); };
+  s.order = 2;
+  s.color = "#2ca02c";
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
-    return trainWithAllreduce(ctx, cfg, ringAllreduceAlgo().make, onEpoch);
+    return trainWithAllreduce(ctx, cfg, findAllreduce("--algos", "ring").make, onEpoch);
   };
   return s;
 }
 
-TrainResult trainWithAllreduce(CommContext& ctx, const TrainConfig& cfg, const AllreduceFactory& make,
-                               const EpochCallback& onEpoch) {
-  std::unique_ptr<Allreduce> built;
-  FlatGradSync sync(ctx.size(), [&](float* buf, std::size_t count) {
-    if (!built) built = make(ctx, buf, count);
-    built->run();
-  });
-  return trainReplicated(&ctx.transport, cfg, sync, onEpoch);
-}
+}  // namespace
+
+TPB_REGISTER_STRATEGY(ringAllReduceStrategy);
 
 }  // namespace tpb

@@ -25,6 +25,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/registry.h"
+
 namespace tpb {
 
 namespace {
@@ -134,18 +136,26 @@ void RingAllreduce::run() {
   for (auto& q : sends_) q->wait();
 }
 
-std::unique_ptr<Allreduce> makeRingAllreduce(CommContext& ctx, float* buf, std::size_t count,
-                                             std::size_t chunkBytes) {
-  return std::make_unique<RingAllreduce>(ctx, buf, count, chunkBytes);
-}
+namespace {
 
 AllreduceAlgo ringAllreduceAlgo() {
-  return {"ring", "from scratch",
-          "ring allreduce: reduce-scatter + all-gather, 2(N-1) steps, chunked and pipelined",
-          [](Device) { return std::string(); },
-          [](CommContext& ctx, float* buf, std::size_t count) -> std::unique_ptr<Allreduce> {
-            return makeRingAllreduce(ctx, buf, count, RingAllreduce::defaultChunkBytes(ctx.device()));
-          }};
+  AllreduceAlgo a;
+  a.name = "ring";
+  a.origin = Origin::FromScratch;
+  a.description = "ring allreduce: reduce-scatter + all-gather, 2(N-1) steps, chunked and pipelined";
+  a.order = 0;
+  a.color = "#2ca02c";
+  a.makeChunked = [](CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes) {
+    return std::make_unique<RingAllreduce>(ctx, buf, count, chunkBytes);
+  };
+  a.make = [](CommContext& ctx, float* buf, std::size_t count) {
+    return std::make_unique<RingAllreduce>(ctx, buf, count, RingAllreduce::defaultChunkBytes(ctx.device()));
+  };
+  return a;
 }
+
+}  // namespace
+
+TPB_REGISTER_ALLREDUCE(ringAllreduceAlgo);
 
 }  // namespace tpb

@@ -1,7 +1,7 @@
 // strategies/ring_allreduce.h — see ring_allreduce.cc for the algorithm and its cost.
 #pragma once
 
-#include "strategies/allreduce.h"
+#include "core/allreduce.h"
 
 namespace tpb {
 

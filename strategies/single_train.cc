@@ -1,15 +1,22 @@
 // `single`: the plain one-device training loop, the reference every strategy is checked
 // against (same seed, same sample order, global batch).
-#include "strategies/train_strategy.h"
+#include "core/registry.h"
+#include "core/replicated.h"
 
 namespace tpb {
+
+namespace {
 
 TrainStrategy singleStrategy() {
   TrainStrategy s;
   s.name = "single";
-  s.origin = "reference";
+  s.origin = Origin::Reference;
   s.description = "one device, no synchronisation: the reference loop";
+  s.order = 0;
+  s.color = "#7f7f7f";
+  s.reference = true;
   s.processes = [](int) { return 1; };
+  s.dataRanks = [](int) { return 1; };
   s.unsupported = [](Device, int n) {
     return n == 1 ? std::string() : std::string("single trains on one device (n_gpus 1 only)");
   };
@@ -19,9 +26,8 @@ TrainStrategy singleStrategy() {
   return s;
 }
 
-TrainResult trainAlone(const TrainConfig& cfg, const EpochCallback& onEpoch) {
-  FlatGradSync sync(1, nullptr);
-  return trainReplicated(nullptr, cfg, sync, onEpoch);
-}
+}  // namespace
+
+TPB_REGISTER_STRATEGY(singleStrategy);
 
 }  // namespace tpb

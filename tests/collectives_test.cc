@@ -5,7 +5,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "tests/thread_world.h"
 
 namespace tpb {
@@ -72,40 +72,35 @@ TEST_P(AllreduceExact, EverySizeEveryRank) {
                   findAllreduce("--algos", c.algo).make);
 }
 
-// Chunks of 256 bytes force many pipelined chunks per segment, odd tails and empty chunks.
-TEST(AllreduceChunked, RingWithTinyChunks) {
-  for (const std::string transport : {"shm", "gloo"})
-    for (int n : {2, 3, 5}) {
-      SCOPED_TRACE(transport + " N=" + std::to_string(n));
-      expectExactSums(transport, n, {1, 7, 1000, 10007}, [](CommContext& ctx, float* b, std::size_t c) {
-        return makeRingAllreduce(ctx, b, c, 256);
-      });
-    }
+// Chunks of 256 bytes force many pipelined chunks per segment, odd tails and empty chunks, in
+// every algorithm that pipelines in chunks.
+class AllreduceChunked : public testing::TestWithParam<Case> {};
+
+TEST_P(AllreduceChunked, TinyChunks) {
+  const Case c = GetParam();
+  const auto& chunked = findAllreduce("--algos", c.algo).makeChunked;
+  expectExactSums(c.transport, c.n, {1, 7, 1000, 10007}, [&](CommContext& ctx, float* b, std::size_t k) {
+    return chunked(ctx, b, k, 256);
+  });
 }
 
-TEST(AllreduceChunked, ParamServerWithTinyChunks) {
-  for (const std::string transport : {"shm", "gloo"})
-    for (int n : {2, 4}) {
-      SCOPED_TRACE(transport + " N=" + std::to_string(n));
-      expectExactSums(transport, n, {1, 7, 1000, 10007}, [](CommContext& ctx, float* b, std::size_t c) {
-        return makeParamServerAllreduce(ctx, b, c, 256);
-      });
-    }
-}
-
-std::vector<Case> allCases() {
+// Every registered algorithm; a library baseline brings its own communication and ignores the
+// transport, so it runs once per N.
+std::vector<Case> casesOver(const std::vector<int>& ns, bool chunkedOnly) {
   std::vector<Case> cases;
-  for (const auto& algo : allreduceNames())
+  for (const auto& algo : allreduceAlgos()) {
+    if (chunkedOnly && !algo.makeChunked) continue;
     for (const std::string transport : {"shm", "gloo"})
-      for (int n : {1, 2, 3, 4, 5, 8}) {
-        // The library baseline ignores the transport: run it once per N.
-        if (algo == "library" && transport != "shm") continue;
-        cases.push_back({algo, transport, n});
+      for (int n : ns) {
+        if (algo.origin == Origin::Library && transport != "shm") continue;
+        cases.push_back({algo.name, transport, n});
       }
+  }
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, AllreduceExact, testing::ValuesIn(allCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(All, AllreduceExact, testing::ValuesIn(casesOver({1, 2, 3, 4, 5, 8}, false)), caseName);
+INSTANTIATE_TEST_SUITE_P(All, AllreduceChunked, testing::ValuesIn(casesOver({2, 3, 5}, true)), caseName);
 
 }  // namespace
 }  // namespace tpb

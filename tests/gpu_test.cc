@@ -17,8 +17,8 @@
 #include "comm/cuda/devices.h"
 #include "comm/store.h"
 #include "comm/transports.h"
+#include "core/registry.h"
 #include "harness/launch.h"
-#include "strategies/allreduce.h"
 #include "tests/cli_util.h"
 #include "tests/gpu_util.h"
 #include "tests/thread_world.h"
@@ -90,11 +90,11 @@ TEST(TransportTable, NcclIsRegisteredExactlyWhenCompiledAndOnlyForCuda) {
 }
 
 TEST(TransportTable, LibraryAllreduceOnCudaNeedsNccl) {
-  for (const auto& a : {ringAllreduceAlgo(), paramServerAllreduceAlgo(), libraryAllreduceAlgo()}) {
+  for (const auto& a : allreduceAlgos()) {
     SCOPED_TRACE(a.name);
     EXPECT_TRUE(a.unsupported(Device::Cpu).empty());
     const bool cudaOk = a.unsupported(Device::Cuda).empty();
-    EXPECT_EQ(cudaOk, a.name == "library" ? ncclCompiled() : true);
+    EXPECT_EQ(cudaOk, a.origin == Origin::Library ? ncclCompiled() : true);
   }
 }
 
@@ -182,14 +182,18 @@ void checkAllreduceExact(int n) {
   const std::vector<std::size_t> counts = {0, 1, 7, 1000, (1u << 18) + 3};
   struct Algo {
     std::string name;
-    std::function<std::unique_ptr<Allreduce>(CommContext&, float*, std::size_t)> make;
+    AllreduceFactory make;
   };
-  const std::vector<Algo> algos = {
-      {"ring", [](CommContext& c, float* b, std::size_t k) { return makeRingAllreduce(c, b, k, 64u << 10); }},
-      {"param_server",
-       [](CommContext& c, float* b, std::size_t k) { return makeParamServerAllreduce(c, b, k, 64u << 10); }},
-      {"library", libraryAllreduceAlgo().make},
-  };
+  std::vector<Algo> algos;
+  for (const auto& a : allreduceAlgos()) {
+    if (!a.makeChunked) {
+      algos.push_back({a.name, a.make});
+      continue;
+    }
+    algos.push_back({a.name, [chunked = a.makeChunked](CommContext& c, float* b, std::size_t k) {
+                       return chunked(c, b, k, 64u << 10);
+                     }});
+  }
   for (const auto& algo : algos) {
     for (std::size_t count : counts) {
       SCOPED_TRACE(algo.name + " N=" + std::to_string(n) + " count=" + std::to_string(count));

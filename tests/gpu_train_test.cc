@@ -28,8 +28,6 @@ using test::runCli;
 using test::smallTrainConfig;
 using test::trainAll;
 
-const std::vector<std::string> kStrategies = {"ring_all_reduce", "allreduce", "ddp", "data_parallel",
-                                              "param_server"};
 
 // ---- everywhere --------------------------------------------------------------------------------
 
@@ -130,13 +128,10 @@ TEST(GpuTrain, SingleOnCudaMatchesSingleOnCpu) {
 // Every strategy on `n` GPUs ends where single on cuda:0 ends at the global batch, on every rank.
 void checkStrategiesOnGpus(int n) {
   const int batch = 16;
-  for (const auto& strategy : kStrategies) {
+  for (const auto& strategy : test::synchronisingStrategies()) {
     SCOPED_TRACE(strategy + " N=" + std::to_string(n));
-    TrainConfig cfg = smallTrainConfig(strategy, n, batch, Device::Cuda);
-    if (strategy == "ddp") cfg.bucketMb = 0.25;  // several buckets: several async collectives
-    const int dataRanks = strategy == "param_server" && n > 1 ? n - 1 : n;
-    const auto ref = trainAll(smallTrainConfig("single", 1, batch * dataRanks, Device::Cuda));
-    const auto got = trainAll(cfg);
+    const auto ref = trainAll(test::referenceConfigFor(strategy, n, batch, Device::Cuda));
+    const auto got = trainAll(smallTrainConfig(strategy, n, batch, Device::Cuda));
     for (std::size_t r = 0; r < got.size(); ++r) EXPECT_LE(maxRelDiff(got[r], ref[0]), 1e-4) << "rank " << r;
   }
 }

@@ -14,7 +14,7 @@
 #include "comm/store.h"
 #include "comm/transports.h"
 #include "harness/launch.h"
-#include "strategies/allreduce.h"
+#include "core/allreduce.h"
 
 namespace tpb::test {
 

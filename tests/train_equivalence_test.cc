@@ -27,13 +27,10 @@ class Equivalence : public testing::TestWithParam<std::tuple<std::string, int>> 
 TEST_P(Equivalence, MatchesSingleAtTheGlobalBatch) {
   const auto [strategy, n] = GetParam();
   const int batch = 16;
-  TrainConfig cfg = smallConfig(strategy, n, batch);
-  if (strategy == "ddp") cfg.bucketMb = 0.25;  // several buckets: 4 for the default MLP
-  const auto got = trainAll(cfg);
-  const int dataRanks = strategy == "param_server" ? n - 1 : n;
-  const auto ref = trainAll(smallConfig("single", 1, batch * dataRanks));
+  const auto got = trainAll(smallConfig(strategy, n, batch));
+  const auto ref = trainAll(test::referenceConfigFor(strategy, n, batch));
   const auto untrained = [&] {
-    TrainConfig c = smallConfig("single", 1, batch);
+    TrainConfig c = test::referenceConfigFor(strategy, 1, batch);
     c.maxSteps = 0;
     return trainAll(c)[0];
   }();
@@ -49,15 +46,14 @@ std::string name(const testing::TestParamInfo<std::tuple<std::string, int>>& inf
 
 INSTANTIATE_TEST_SUITE_P(
     Cpu, Equivalence,
-    testing::Combine(testing::Values("ring_all_reduce", "allreduce", "ddp", "data_parallel", "param_server"),
-                     testing::Values(2, 3, 4)),
+    testing::Combine(testing::ValuesIn(test::synchronisingStrategies()), testing::Values(2, 3, 4)),
     name);
 
 // A wrong reference must be told apart: N ranks at batch B do NOT match single at batch B.
 TEST(EquivalenceSanity, DifferentGlobalBatchIsDetected) {
   at::set_num_threads(1);
   const auto got = trainAll(smallConfig("ring_all_reduce", 2, 16));
-  const auto wrong = trainAll(smallConfig("single", 1, 16));
+  const auto wrong = trainAll(test::referenceConfigFor("ring_all_reduce", 1, 16));
   EXPECT_GT(maxRelDiff(got[0], wrong[0]), 1e-4);
 }
 

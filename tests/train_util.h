@@ -6,10 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "tests/thread_world.h"
 
 namespace tpb::test {
@@ -29,8 +30,32 @@ inline TrainConfig smallTrainConfig(const std::string& strategy, int n, int batc
   c.lr = 0.05;
   c.momentum = 0.5;
   c.seed = 7;
+  c.bucketMb = 0.25;  // several buckets (4 for the default MLP) where a strategy buckets
   c.device = device;
   return c;
+}
+
+// Every registered strategy that synchronises, i.e. all but the reference loop.
+inline std::vector<std::string> synchronisingStrategies() {
+  std::vector<std::string> names;
+  for (const auto& s : trainStrategies())
+    if (!s.reference) names.push_back(s.name);
+  return names;
+}
+
+// The reference loop every strategy is compared with.
+inline const TrainStrategy& referenceStrategy() {
+  for (const auto& s : trainStrategies())
+    if (s.reference) return s;
+  throw std::logic_error("no reference strategy is registered");
+}
+
+// The reference run that `strategy` on n devices at `batch` per device must match: one device
+// at the global batch, dataRanks(n) x batch.
+inline TrainConfig referenceConfigFor(const std::string& strategy, int n, int batch,
+                                      Device device = Device::Cpu) {
+  const int dataRanks = findStrategy("--strategy", strategy).dataRanks(n);
+  return smallTrainConfig(referenceStrategy().name, 1, batch * dataRanks, device);
 }
 
 // Runs cfg.strategy on its own world (as many ranks as the strategy has processes) and returns

@@ -5,7 +5,7 @@
 #include "harness/allreduce_bench.h"
 #include "harness/cli/commands.h"
 #include "harness/range.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 
 namespace tpb::cli {
 

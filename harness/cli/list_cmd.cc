@@ -3,7 +3,7 @@
 #include "comm/cuda/devices.h"
 #include "comm/transports.h"
 #include "harness/cli/commands.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 
 namespace tpb::cli {
 
@@ -26,10 +26,10 @@ std::string limits(const Why& why) {
 int list() {
   std::cout << "allreduce algorithms (tpbench allreduce --algos):\n";
   for (const auto& a : allreduceAlgos())
-    std::cout << column(a.name) << "[" << a.origin << "] " << a.description << limits(a.unsupported) << "\n";
+    std::cout << column(a.name) << "[" << originName(a.origin) << "] " << a.description << limits(a.unsupported) << "\n";
   std::cout << "\ntraining strategies (tpbench run --strategy, sweep --strategies):\n";
   for (const auto& s : trainStrategies()) {
-    std::cout << column(s.name) << "[" << s.origin << "] " << s.description
+    std::cout << column(s.name) << "[" << originName(s.origin) << "] " << s.description
               << limits([&s](Device d) { return s.unsupported(d, 1); });
     if (!s.aliases.empty()) {
       std::cout << "  (also:";

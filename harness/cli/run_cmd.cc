@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "workload/dataset_check.h"
 
 namespace tpb::cli {

@@ -4,7 +4,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
 #include "harness/range.h"
-#include "harness/registry.h"
+#include "core/registry.h"
 #include "workload/dataset_check.h"
 
 namespace tpb::cli {

@@ -1,0 +1,39 @@
+// core/allreduce.h — the interface every allreduce algorithm implements, from-scratch
+// (strategies/) and library-backed (baselines/) alike, and the entry that registers one.
+//
+// As in gloo, the constructor does all setup (buffers, process groups, handshakes) and is not
+// timed; run() is the hot loop that benchmarks time and training steps call.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/comm_context.h"
+#include "core/entry.h"
+
+namespace tpb {
+
+class Allreduce {
+ public:
+  virtual ~Allreduce() = default;
+  // In place: afterwards buf[i] on every rank holds the sum of buf[i] over all ranks.
+  virtual void run() = 0;
+};
+
+using AllreduceFactory =
+    std::function<std::unique_ptr<Allreduce>(CommContext& ctx, float* buf, std::size_t count)>;
+using ChunkedAllreduceFactory = std::function<std::unique_ptr<Allreduce>(
+    CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes)>;
+
+struct AllreduceAlgo : EntryInfo {
+  // Empty string when the algorithm can run on this device in this build, else the reason.
+  std::function<std::string(Device)> unsupported = [](Device) { return std::string(); };
+  AllreduceFactory make;
+  // For algorithms that pipeline in chunks: the same algorithm with an explicit chunk size, so
+  // the tests reach the multi-chunk paths on small buffers. Empty for the others.
+  ChunkedAllreduceFactory makeChunked;
+};
+
+}  // namespace tpb

@@ -1,0 +1,32 @@
+// core/train_strategy.h — the interface of a training strategy and the entry that registers
+// one. From-scratch strategies live in strategies/, library-backed ones in baselines/; each
+// file registers itself (core/registry.h).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/allreduce.h"
+#include "workload/train.h"
+
+namespace tpb {
+
+struct TrainStrategy : EntryInfo {
+  std::vector<std::string> aliases;  // other accepted names (the seed's)
+  // OS processes to launch for n devices (n, or 1 for single-process strategies).
+  std::function<int(int n)> processes = [](int n) { return n; };
+  // Ranks among the n that consume training data: the global batch is dataRanks(n) x batch.
+  // The equivalence tests compare a strategy at (n, B) with the reference at dataRanks(n) x B.
+  std::function<int(int n)> dataRanks = [](int n) { return n; };
+  // True for the reference loop that every other strategy is checked against.
+  bool reference = false;
+  // Empty when the strategy can run with n devices on `device`, else the reason (recorded as a
+  // skip by sweeps, a usage error by `run`).
+  std::function<std::string(Device device, int n)> unsupported = [](Device, int) { return std::string(); };
+  // Runs the whole training on this rank. ctx is the world of `processes(n)` ranks. Rank 0
+  // returns the epochs and calls onEpoch; every rank returns its final parameters.
+  std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;
+};
+
+}  // namespace tpb
