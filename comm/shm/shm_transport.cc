@@ -109,19 +109,33 @@ struct ShmTransport::Op {
   int to = -1;                    // where the message goes on to
   const float* local = nullptr;   // recvReduceSend: this rank's addend
   bool outHeaderDone = false;
+  int refs = 0;  // its request, plus each queue it sits in
   bool forwards() const { return kind == kRecvReduceSend || kind == kRecvCopySend; }
 };
 
+void ShmTransport::unref(Op* op) {
+  if (--op->refs > 0) return;
+  op->~Op();
+  SlotPool::give(op);
+}
+
 namespace {
 
+// Lives in a slot of its transport's request pool: `delete` through unique_ptr<Request> reaches
+// the class's operator delete (the destructor is virtual), which hands the slot back.
 class ShmRequest final : public Request {
  public:
-  ShmRequest(ShmTransport& t, std::shared_ptr<ShmTransport::Op> op) : t_(t), op_(std::move(op)) {}
-  void wait() override { t_.waitFor(op_); }
+  static void* operator new(std::size_t, SlotPool& pool) { return pool.take(); }
+  static void operator delete(void* p) { SlotPool::give(p); }
+  static void operator delete(void* p, SlotPool&) { SlotPool::give(p); }  // if the constructor throws
+
+  ShmRequest(ShmTransport& t, ShmTransport::Op* op) : t_(t), op_(op) {}
+  ~ShmRequest() override { ShmTransport::unref(op_); }
+  void wait() override { t_.waitFor(*op_); }
 
  private:
   ShmTransport& t_;
-  std::shared_ptr<ShmTransport::Op> op_;
+  ShmTransport::Op* op_;
 };
 
 ChannelHeader* channel(ShmTransport::Segment* seg, std::size_t channelBytes, int src) {
@@ -176,6 +190,8 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
       runId_(runId),
       spin_(static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())),
       segs_(size, nullptr),
+      ops_(SlotPool::create(sizeof(Op))),
+      requests_(SlotPool::create(sizeof(ShmRequest))),
       sendQ_(size),
       recvQ_(size),
       sendHead_(size, 0),
@@ -219,44 +235,60 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
     shm_unlink(mine.c_str());
     for (auto* s : segs_)
       if (s) munmap(s, segBytes_);
+    ops_->release();
+    requests_->release();
     throw;
   }
 }
 
 ShmTransport::~ShmTransport() {
+  for (auto& queues : {&sendQ_, &recvQ_})
+    for (auto& q : *queues)
+      for (; !q.empty(); q.pop()) unref(q.front());
   for (auto* s : segs_)
     if (s) munmap(s, segBytes_);
+  ops_->release();
+  requests_->release();
 }
 
-std::shared_ptr<ShmTransport::Op> ShmTransport::post(int peer, int kind, void* buf,
-                                                      std::size_t bytes) {
-  auto op = std::make_shared<Op>();
+// An op held by the request about to be made for it; zero bytes complete at once.
+ShmTransport::Op* ShmTransport::newOp(int kind, int peer, void* buf, std::size_t bytes) {
+  Op* op = new (ops_->take()) Op{};
   op->kind = kind;
   op->peer = peer;
   op->buf = static_cast<char*>(buf);
   op->bytes = bytes;
-  if (bytes == 0) {
-    op->complete = true;
-    return op;
-  }
-  (kind == kSend ? sendQ_ : recvQ_)[peer].push_back(op);
+  op->refs = 1;
+  op->complete = bytes == 0;
+  return op;
+}
+
+std::unique_ptr<Request> ShmTransport::request(Op* op) {
+  return std::unique_ptr<Request>(new (*requests_) ShmRequest(*this, op));
+}
+
+ShmTransport::Op* ShmTransport::post(int peer, int kind, void* buf, std::size_t bytes) {
+  Op* op = newOp(kind, peer, buf, bytes);
+  if (op->complete) return op;
+  (kind == kSend ? sendQ_ : recvQ_)[peer].push(op);
+  ++op->refs;
   ++pending_;
   return op;
 }
 
 std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::size_t bytes) {
   checkPeer(peer, "isend");
-  return std::make_unique<ShmRequest>(*this, post(peer, kSend, const_cast<void*>(buf), bytes));
+  return request(post(peer, kSend, const_cast<void*>(buf), bytes));
 }
 
 std::unique_ptr<Request> ShmTransport::irecv(int peer, void* buf, std::size_t bytes) {
   checkPeer(peer, "irecv");
-  return std::make_unique<ShmRequest>(*this, post(peer, kRecv, buf, bytes));
+  return request(post(peer, kRecv, buf, bytes));
 }
 
 std::unique_ptr<Request> ShmTransport::irecvReduce(int peer, float* dst, std::size_t count) {
   checkPeer(peer, "irecvReduce");
-  return std::make_unique<ShmRequest>(*this, post(peer, kRecvReduce, dst, count * sizeof(float)));
+  return request(post(peer, kRecvReduce, dst, count * sizeof(float)));
 }
 
 std::size_t ShmTransport::fusedForwardLimit() const {
@@ -265,21 +297,15 @@ std::size_t ShmTransport::fusedForwardLimit() const {
   return (opt_.channelBytes / 2 - 2 * kLine) / kLine * kLine;
 }
 
-std::shared_ptr<ShmTransport::Op> ShmTransport::postForward(int kind, int from, int to, const float* local,
-                                                            char* keep, std::size_t bytes) {
-  auto op = std::make_shared<Op>();
-  op->kind = kind;
-  op->peer = from;
+ShmTransport::Op* ShmTransport::postForward(int kind, int from, int to, const float* local, char* keep,
+                                            std::size_t bytes) {
+  Op* op = newOp(kind, from, keep, bytes);
   op->to = to;
   op->local = local;
-  op->buf = keep;
-  op->bytes = bytes;
-  if (bytes == 0) {
-    op->complete = true;
-    return op;
-  }
-  recvQ_[from].push_back(op);
-  sendQ_[to].push_back(op);
+  if (op->complete) return op;
+  recvQ_[from].push(op);
+  sendQ_[to].push(op);
+  op->refs += 2;
   pending_ += 2;
   return op;
 }
@@ -289,15 +315,13 @@ std::unique_ptr<Request> ShmTransport::irecvReduceSend(int from, const float* lo
   checkPeer(from, "irecvReduceSend");
   checkPeer(to, "irecvReduceSend");
   TPB_CHECK(local != nullptr || count == 0, "irecvReduceSend needs this rank's addend");
-  return std::make_unique<ShmRequest>(
-      *this, postForward(kRecvReduceSend, from, to, local, reinterpret_cast<char*>(keep), count * sizeof(float)));
+  return request(postForward(kRecvReduceSend, from, to, local, reinterpret_cast<char*>(keep), count * sizeof(float)));
 }
 
 std::unique_ptr<Request> ShmTransport::irecvCopySend(int from, float* dst, std::size_t count, int to) {
   checkPeer(from, "irecvCopySend");
   checkPeer(to, "irecvCopySend");
-  return std::make_unique<ShmRequest>(
-      *this, postForward(kRecvCopySend, from, to, nullptr, reinterpret_cast<char*>(dst), count * sizeof(float)));
+  return request(postForward(kRecvCopySend, from, to, nullptr, reinterpret_cast<char*>(dst), count * sizeof(float)));
 }
 
 void ShmTransport::ring(int peer) {
@@ -399,8 +423,8 @@ bool ShmTransport::progressRecv(Op& op) {
 
 bool ShmTransport::progressForward(Op& op) {
   // Only at the head of both its queues: every earlier message on either pair goes first.
-  if (recvQ_[op.peer].empty() || recvQ_[op.peer].front().get() != &op || sendQ_[op.to].empty() ||
-      sendQ_[op.to].front().get() != &op)
+  if (recvQ_[op.peer].empty() || recvQ_[op.peer].front() != &op || sendQ_[op.to].empty() ||
+      sendQ_[op.to].front() != &op)
     return false;
   const std::size_t cap = opt_.channelBytes;
   ChannelHeader* in = channel(segs_[rank()], cap, op.peer);
@@ -476,7 +500,8 @@ bool ShmTransport::progress() {
       Op& op = *sq.front();
       if (!op.complete) moved |= op.forwards() ? progressForward(op) : progressSend(op);
       if (!op.complete) break;
-      sq.pop_front();
+      sq.pop();
+      unref(&op);
       --pending_;
     }
     auto& rq = recvQ_[p];
@@ -484,13 +509,14 @@ bool ShmTransport::progress() {
       Op& op = *rq.front();
       if (!op.complete) moved |= op.forwards() ? progressForward(op) : progressRecv(op);
       if (!op.complete) break;
-      rq.pop_front();
+      rq.pop();
+      unref(&op);
       --pending_;
     }
   }
   return moved;
 }
-void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
+void ShmTransport::waitFor(const Op& op) {
   using clock = std::chrono::steady_clock;
   // Spin before sleeping when every rank has a core: a futex wake-up costs tens to hundreds of
   // microseconds on a VM, and a rank that sleeps in a barrier starts the next timed iteration
@@ -499,7 +525,7 @@ void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
   auto lastMove = clock::now();
   Segment* me = segs_[rank()];
   unsigned polls = 0;
-  while (!op->complete) {
+  while (!op.complete) {
     if (progress()) {
       lastMove = clock::now();
       continue;
@@ -513,17 +539,17 @@ void ShmTransport::waitFor(const std::shared_ptr<Op>& op) {
     me->waiters.v.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seen = me->doorbell.v.load(std::memory_order_seq_cst);
     const bool moved = progress();
-    if (!moved && !op->complete) futexWait(&me->doorbell.v, seen, std::chrono::milliseconds(20));
+    if (!moved && !op.complete) futexWait(&me->doorbell.v, seen, std::chrono::milliseconds(20));
     me->waiters.v.fetch_sub(1, std::memory_order_seq_cst);
     if (moved) {
       lastMove = clock::now();
     } else if (clock::now() - lastMove > timeout()) {
-      const std::string what = op->kind == kSend ? "send to rank " + std::to_string(op->peer)
-                               : op->forwards()  ? "forward from rank " + std::to_string(op->peer) +
-                                                      " to rank " + std::to_string(op->to)
-                                                 : "recv from rank " + std::to_string(op->peer);
+      const std::string what = op.kind == kSend ? "send to rank " + std::to_string(op.peer)
+                               : op.forwards()  ? "forward from rank " + std::to_string(op.peer) +
+                                                      " to rank " + std::to_string(op.to)
+                                                 : "recv from rank " + std::to_string(op.peer);
       TPB_THROW(TimeoutError, "shm " << what << " made no progress for " << timeout().count() << " ms ("
-                                     << op->done << " of " << op->bytes
+                                     << op.done << " of " << op.bytes
                                      << " bytes done); is that rank alive?");
     }
   }

@@ -18,6 +18,9 @@
 // per rank lets one thread wait on all its channels at once, which is what makes concurrent
 // send+recv (the ring's sendRecv) progress without threads.
 //
+// Posting allocates nothing once warm: ops and requests come from per-transport slot pools and
+// the per-peer queues are rings of pointers that only grow to their high-water mark.
+//
 // Cleanup: segments are unlinked as soon as every rank has mapped them, so no name is left in
 // /dev/shm once setup is done, however a process dies afterwards; the launcher also removes
 // the names of a run after it ends, which covers a crash during setup.
@@ -25,11 +28,11 @@
 
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/shm/slot_pool.h"
 #include "comm/transport.h"
 
 namespace tpb {
@@ -67,16 +70,19 @@ class ShmTransport final : public Transport {
   struct Op;
   struct Segment;
   // Drives ops until `op` completes; throws TimeoutError if nothing moves for timeout().
-  void waitFor(const std::shared_ptr<Op>& op);
+  void waitFor(const Op& op);
+  // Drops one reference to `op` (its request's or a queue's); the last one returns it to its pool.
+  static void unref(Op* op);
 
  private:
-  std::shared_ptr<Op> post(int peer, int kind, void* buf, std::size_t bytes);
+  Op* newOp(int kind, int peer, void* buf, std::size_t bytes);
+  std::unique_ptr<Request> request(Op* op);
+  Op* post(int peer, int kind, void* buf, std::size_t bytes);
   bool progress();
   bool progressSend(Op& op);
   bool progressRecv(Op& op);
   bool progressForward(Op& op);
-  std::shared_ptr<Op> postForward(int kind, int from, int to, const float* local, char* keep,
-                                  std::size_t bytes);
+  Op* postForward(int kind, int from, int to, const float* local, char* keep, std::size_t bytes);
   void ring(int peer);
 
   ShmOptions opt_;
@@ -84,7 +90,9 @@ class ShmTransport final : public Transport {
   bool spin_;
   std::vector<Segment*> segs_;  // segs_[r]: rank r's segment, mapped here
   std::size_t segBytes_ = 0;
-  std::vector<std::deque<std::shared_ptr<Op>>> sendQ_, recvQ_;
+  SlotPool* ops_;       // Op slots
+  SlotPool* requests_;  // ShmRequest slots
+  std::vector<PtrQueue<Op>> sendQ_, recvQ_;
   std::vector<std::uint64_t> sendHead_, recvTail_;  // local copies of our side's counters
   std::size_t pending_ = 0;
 };
