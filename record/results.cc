@@ -1,106 +1,90 @@
-#include "harness/results.h"
+#include "record/results.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <utility>
 
-#include <torch/version.h>
-#if __has_include(<gloo/config.h>)
-#include <gloo/config.h>
-#endif
-
-#include "comm/cuda/devices.h"
 #include "common/error.h"
-#if __has_include("tpb_git_sha.h")
-#include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
-#endif
-
-#ifndef TPB_VERSION
-#define TPB_VERSION "unknown"
-#endif
-#ifndef TPB_GIT_SHA
-#define TPB_GIT_SHA "unknown"
-#endif
-#ifndef TPB_BUILD_TYPE
-#define TPB_BUILD_TYPE "unknown"
-#endif
 
 namespace tpb {
 namespace {
 
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
-  return buf;
-}
-
-// The first "model name" line of /proc/cpuinfo (x86; most ARM kernels have none: "unknown").
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::size_t b = colon + 1;
-    while (b < line.size() && (line[b] == ' ' || line[b] == '\t')) ++b;
-    if (b < line.size()) return line.substr(b);
-  }
-  return "unknown";
-}
-
-// Gloo has no runtime version query; the headers this was compiled against carry one. Debian's
-// LibTorch links the system libgloo built from those headers; a PyTorch-provided LibTorch links
-// its own copy, which these headers need not describe — hence the "(headers)" note.
-std::string glooVersion() {
-#ifdef GLOO_VERSION_MAJOR
-  return std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
-         std::to_string(GLOO_VERSION_PATCH) + " (headers)";
-#else
-  return "bundled with libtorch (version not exposed)";
-#endif
-}
+using nlohmann::json;
 
 std::string errnoText(int err) { return std::strerror(err); }
 
-std::string readWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    TPB_THROW(UsageError, "cannot read results file '" << path << "': " << errnoText(err));
-  }
+[[noreturn]] void cannotRead(const std::string& path, const std::string& why) {
+  TPB_THROW(UsageError, "cannot read results file '" << path << "': " << why);
+}
+
+// The whole file, refusing anything but a regular file of at most maxBytes. O_NONBLOCK keeps a
+// FIFO from blocking the open; it means nothing for the regular file that is then read.
+std::string readBounded(const std::string& path, std::size_t maxBytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) cannotRead(path, errnoText(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) cannotRead(path, errnoText(errno));
+  if (S_ISDIR(st.st_mode)) cannotRead(path, "it is a directory");
+  if (!S_ISREG(st.st_mode)) cannotRead(path, "not a regular file");
+  auto tooBig = [&] {
+    TPB_THROW(UsageError, "results file '" << path << "' is larger than " << (maxBytes >> 20)
+                                           << " MiB; refusing to read it");
+  };
+  if (static_cast<std::uint64_t>(st.st_size) > maxBytes) tooBig();
   std::string text;
+  text.reserve(static_cast<std::size_t>(st.st_size));
   char buf[1 << 16];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      TPB_THROW(UsageError, "cannot read results file '" << path << "': " << errnoText(err));
+      cannotRead(path, errnoText(errno));
     }
     text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > maxBytes) tooBig();  // grew while we read
   }
-  ::close(fd);
   return text;
+}
+
+// Nesting depth of brackets outside strings: the parser and the records are recursive, so a
+// file of 100000 '[' must be refused before either sees it.
+void checkDepth(const std::string& path, const std::string& text, int maxDepth) {
+  int depth = 0;
+  bool inString = false, escaped = false;
+  for (const char ch : text) {
+    if (inString) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        inString = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      inString = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > maxDepth)
+        TPB_THROW(UsageError, "results file '" << path << "' nests deeper than " << maxDepth
+                                               << " levels; refusing to parse it");
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
 }
 
 std::string parentDir(const std::string& path) {
@@ -108,56 +92,54 @@ std::string parentDir(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
+// "<dir>/.<name>.XXXXXX": the template mkostemp fills with an unpredictable suffix.
+std::string tempTemplate(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (std::filesystem::path(parentDir(path)) / ("." + p.filename().string() + ".XXXXXX")).string();
+}
+
+// Creates a fresh temp file beside `path` (O_EXCL, O_CLOEXEC); returns its fd and fills `tmp`.
+int createTempBeside(const std::string& path, std::string& tmp) {
+  tmp = tempTemplate(path);
+  return ::mkostemp(tmp.data(), O_CLOEXEC);
+}
+
+// The process umask, read without changing it (umask(2) would, for every thread at once).
+mode_t currentUmask() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+  }
+  return 022;
+}
+
 }  // namespace
 
-std::vector<std::string> visibleGpuNames() {
-  // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).
-  return cudaDeviceNames();
+json readJsonBounded(const std::string& path, std::size_t maxBytes, int maxDepth) {
+  const std::string text = readBounded(path, maxBytes);
+  checkDepth(path, text, maxDepth);
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    // nlohmann's message, minus its "[json.exception.parse_error.101] " tag: one line, our prefix.
+    std::string what = e.what();
+    if (const auto close = what.find("] "); what.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
+      what = what.substr(close + 2);
+    for (char& c : what)
+      if (c == '\n' || c == '\r') c = ' ';
+    TPB_THROW(UsageError, "results file '" << path << "' is not JSON: " << what);
+  }
 }
 
-nlohmann::json collectMeta(const std::string& command) {
-  nlohmann::json m = nlohmann::json::object();
-  m["tpbench_version"] = TPB_VERSION;
-  m["git_sha"] = TPB_GIT_SHA;
-  m["timestamp_utc"] = utcNow();
-  m["host"] = hostName();
-  m["cpu_model"] = cpuModel();
-  const unsigned cores = std::thread::hardware_concurrency();
-  m["cpu_cores"] = cores > 0 ? nlohmann::json(cores) : nlohmann::json(nullptr);
-  m["gpus"] = visibleGpuNames();
-  auto orNull = [](const std::optional<std::string>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
-  m["driver"] = orNull(cudaDriverVersion());    // null without an NVIDIA driver
-  m["cuda"] = orNull(cudaRuntimeVersion());     // null in a build without CUDA
-  m["nccl"] = orNull(ncclLibraryVersion());     // null in a build without NCCL
-  m["libtorch"] = TORCH_VERSION;
-  m["gloo"] = glooVersion();
-  m["build_type"] = TPB_BUILD_TYPE;
-  m["command"] = command;
-  return m;
-}
-
-ResultsFile::ResultsFile(std::string path, nlohmann::json doc)
-    : path_(std::move(path)), doc_(std::move(doc)) {}
-
-ResultsFile ResultsFile::create(const std::string& path, nlohmann::json meta) {
-  nlohmann::json doc = nlohmann::json::object();
-  doc["schema"] = kResultsSchema;
-  doc["meta"] = std::move(meta);
-  doc["runs"] = nlohmann::json::array();
-  doc["allreduce"] = nlohmann::json::array();
-  return ResultsFile(path, std::move(doc));
+ResultsFile ResultsFile::create(const std::string& path, Meta meta) {
+  ResultsFile f(path);
+  f.meta_ = std::move(meta);
+  return f;
 }
 
 ResultsFile ResultsFile::load(const std::string& path) {
-  const std::string text = readWholeFile(path);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    TPB_THROW(UsageError, "results file '" << path << "' is not JSON: " << e.what());
-  }
+  const json doc = readJsonBounded(path);
   if (!doc.is_object()) {
     TPB_THROW(UsageError, "'" << path << "' is not a tpbench results file (top level is "
                               << doc.type_name() << ", not an object)");
@@ -172,76 +154,125 @@ ResultsFile ResultsFile::load(const std::string& path) {
     TPB_THROW(UsageError, "'" << path << "' has schema '" << schema->get<std::string>()
                               << "'; this tpbench reads '" << kResultsSchema << "'");
   }
-  const std::pair<const char*, bool> parts[] = {{"meta", false}, {"runs", true}, {"allreduce", true}};
-  for (const auto& [key, isArray] : parts) {
-    auto it = doc.find(key);
-    if (it == doc.end()) {
-      doc[key] = isArray ? nlohmann::json::array() : nlohmann::json::object();
-    } else if (isArray ? !it->is_array() : !it->is_object()) {
-      TPB_THROW(UsageError, "'" << path << "': \"" << key << "\" must be "
-                                << (isArray ? "an array" : "an object") << ", found "
-                                << it->type_name());
+  ResultsFile f(path);
+  try {
+    const JsonIn top(doc, path);
+    // Each part may be absent (an empty list, an empty meta); present, it must have its type.
+    if (const auto m = top.find("meta")) f.meta_ = Meta::fromJson(*m);
+    if (const auto runs = top.find("runs")) {
+      for (std::size_t i = 0; i < runs->size(); ++i) f.runs_.push_back(RunRecord::fromJson((*runs)[i]));
     }
+    if (const auto ar = top.find("allreduce")) {
+      for (std::size_t i = 0; i < ar->size(); ++i)
+        f.collectives_.push_back(CollectiveRecord::fromJson((*ar)[i]));
+    }
+    f.extra_ = top.extraExcept({"schema", "meta", "runs", "allreduce"});
+  } catch (const json::exception& e) {
+    // Every read is checked first; this is the net under that, so no raw message escapes.
+    TPB_THROW(UsageError, "'" << path << "': unreadable record (" << e.id << ")");
   }
-  return ResultsFile(path, std::move(doc));
+  return f;
 }
 
-void ResultsFile::addRun(nlohmann::json run) { doc_["runs"].push_back(std::move(run)); }
-
-void ResultsFile::addAllreduce(nlohmann::json rec) {
-  doc_["allreduce"].push_back(std::move(rec));
+json ResultsFile::doc() const {
+  json d = extra_;
+  d["schema"] = kResultsSchema;
+  d["meta"] = meta_.toJson();
+  d["runs"] = json::array();
+  for (const auto& r : runs_) d["runs"].push_back(r.toJson());
+  d["allreduce"] = json::array();
+  for (const auto& c : collectives_) d["allreduce"].push_back(c.toJson());
+  return d;
 }
 
 void ResultsFile::save() const {
   // Error messages recorded in runs may carry bytes that are not UTF-8: replace, don't throw.
-  writeFileAtomic(path_, doc_.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  writeFileAtomic(path_, doc().dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 void writeFileAtomic(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tmp;
+  const int fd = createTempBeside(path, tmp);
   if (fd < 0) {
     const int err = errno;
-    TPB_THROW(Error, "cannot create '" << tmp << "' to write '" << path << "': " << errnoText(err));
+    TPB_THROW(Error, "cannot create a temp file in '" << parentDir(path) << "' to write '" << path
+                                                      << "': " << errnoText(err));
   }
-  auto fail = [&](const char* what) {
+  auto fail = [&](const char* what, bool open) {
     const int err = errno;
-    ::close(fd);
+    if (open) ::close(fd);
     ::unlink(tmp.c_str());
     TPB_THROW(Error, "writing '" << path << "' failed at " << what << ": " << errnoText(err));
   };
+  // mkostemp made it 0600: give it the old file's bits, or what open(0666) would have given.
   struct stat old {};
-  if (::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
-    if (::fchmod(fd, old.st_mode & 07777) != 0) fail("fchmod");
-  }
+  const mode_t mode = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? (old.st_mode & 07777)
+                                                                              : (0666 & ~currentUmask());
+  if (::fchmod(fd, mode) != 0) fail("fchmod", true);
   const char* p = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("write");
+      fail("write", true);
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    TPB_THROW(Error, "writing '" << path << "' failed at close: " << errnoText(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    TPB_THROW(Error, "cannot rename '" << tmp << "' to '" << path << "': " << errnoText(err));
-  }
+  if (::fsync(fd) != 0) fail("fsync", true);
+  if (::close(fd) != 0) fail("close", false);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", false);
   // Make the rename itself durable. Best effort: some file systems refuse fsync on directories.
   const int dfd = ::open(parentDir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     (void)::fsync(dfd);
     ::close(dfd);
   }
+}
+
+OutLock::OutLock(const std::string& flag, const std::string& path) : lockPath_(lockPath(path)) {
+  auto fail = [&](const std::string& reason) {
+    TPB_THROW(UsageError, flag << ": cannot lock '" << path << "': " << reason);
+  };
+  // Retry when the file we locked was removed (or replaced) by its previous owner's release in
+  // between our open and our flock: that lock guards nothing.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(lockPath_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+    if (fd < 0) fail("'" + lockPath_ + "': " + errnoText(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      char buf[32] = {};
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      if (err != EWOULDBLOCK) fail("flock: " + errnoText(err));
+      const long pid = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
+      TPB_THROW(UsageError, flag << ": " << path << " is being written by another tpbench (pid "
+                                 << (pid > 0 ? std::to_string(pid) : std::string("unknown")) << ")");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::lstat(lockPath_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      const std::string pid = std::to_string(::getpid()) + "\n";
+      if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+        const int err = errno;
+        ::close(fd);
+        ::unlink(lockPath_.c_str());
+        fail("writing '" + lockPath_ + "': " + errnoText(err));
+      }
+      fd_ = fd;
+      return;
+    }
+    ::close(fd);
+  }
+  fail("'" + lockPath_ + "' keeps changing");
+}
+
+OutLock::~OutLock() {
+  if (fd_ < 0) return;
+  // Unlink while still holding the lock, so no one can lock the name we are removing.
+  ::unlink(lockPath_.c_str());
+  ::close(fd_);
 }
 
 void checkWritable(const std::string& flag, const std::string& path) {
@@ -275,9 +306,9 @@ void checkWritable(const std::string& flag, const std::string& path) {
     fail(errnoText(errno));
   }
 
-  // save() creates path + ".tmp.<pid>" next to the target: try exactly that, then remove it.
-  const std::string probe = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // save() creates a temp file next to the target: create one the same way, then remove it.
+  std::string probe;
+  const int fd = createTempBeside(path, probe);
   if (fd < 0) fail("cannot create a file in '" + parent + "': " + errnoText(errno));
   ::close(fd);
   ::unlink(probe.c_str());
