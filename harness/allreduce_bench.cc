@@ -18,10 +18,11 @@
 #include "common/fault.h"
 #include "harness/device_choice.h"
 #include "harness/launch.h"
+#include "harness/meta.h"
 #include "harness/range.h"
 #include "core/registry.h"
-#include "harness/results.h"
-#include "harness/stats.h"
+#include "record/results.h"
+#include "record/stats.h"
 #include "harness/worker.h"
 
 #ifdef TPB_HAVE_CUDA
@@ -210,12 +211,22 @@ void allreduceJob(Worker& w, const json& job) {
   const bool check = job.at("check").get<bool>();
   const std::string resultPath = job.at("result_path").get<std::string>();
   const int n = t.size(), rank = t.rank();
+  // Every point's record but its size and measurements: what the launcher records as it is.
+  CollectiveRecord proto;
+  proto.algo = job.at("algo").get<std::string>();  // as the user named it, as before
+  proto.transport = job.at("transport").get<std::string>();
+  proto.device = job.at("device").get<std::string>();
+  proto.nGpus = n;
+  proto.iters = iters;
+  proto.warmup = warmup;
+
 
   std::size_t maxCount = 0;
   for (auto b : sizes) maxCount = std::max(maxCount, b / sizeof(float));
   const Device device = t.device();
   BenchBuffer buf(device, w.env.localRank, maxCount);
   IterationTimer timer(t);
+  proto.timer = timer.method();
 
   json points = json::array();
   for (std::size_t k = 0; k < sizes.size(); ++k) {
@@ -270,15 +281,17 @@ void allreduceJob(Worker& w, const json& job) {
     }
     const Summary s = summarize(slowest);
     const double algbw = s.median > 0 ? static_cast<double>(bytes) / (s.median * 1e-6) / 1e9 : 0.0;
-    json p = {{"bytes", bytes},
-              {"count", count},
-              {"time_us", {{"median", s.median}, {"min", s.min}, {"max", s.max}}},
-              {"algbw_gbps", algbw},
-              {"busbw_gbps", algbw * busBandwidthFactor(n)},
-              {"wrong", check ? json(static_cast<long long>(wrongTotal)) : json(nullptr)},
-              {"timer", timer.method()},
-              {"status", "ok"}};
-    points.push_back(p);
+    CollectiveRecord p = proto;
+    p.bytes = bytes;
+    p.count = count;
+    p.measured = true;
+    p.timeMedianUs = s.median;
+    p.timeMinUs = s.min;
+    p.timeMaxUs = s.max;
+    p.algbwGbps = algbw;
+    p.busbwGbps = algbw * busBandwidthFactor(n);
+    if (check) p.wrong = static_cast<long long>(wrongTotal);
+    points.push_back(p.toJson());
     writeFileAtomic(resultPath, json{{"points", points}}.dump());
     std::fprintf(stderr, "%s N=%d: %s done (%zu/%zu)\n", algo.name.c_str(), n,
                  formatBytes(bytes).c_str(), k + 1, sizes.size());
@@ -302,14 +315,12 @@ void printHeader(std::ostream& os, const std::string& algo, int n, const std::st
   os << line;
 }
 
-void printRow(std::ostream& os, const json& p) {
+void printRow(std::ostream& os, const CollectiveRecord& p) {
   char line[256];
-  const auto& tu = p.at("time_us");
-  const std::string wrong = p.at("wrong").is_null() ? "n/a" : std::to_string(p.at("wrong").get<long long>());
-  std::snprintf(line, sizeof line, "  %10s %11zu %11.1f %11.1f %11.1f %11.3f %11.3f %7s\n",
-                formatBytes(p.at("bytes").get<std::size_t>()).c_str(), p.at("count").get<std::size_t>(),
-                tu.at("median").get<double>(), tu.at("min").get<double>(), tu.at("max").get<double>(),
-                p.at("algbw_gbps").get<double>(), p.at("busbw_gbps").get<double>(), wrong.c_str());
+  const std::string wrong = p.wrong ? std::to_string(*p.wrong) : "n/a";
+  std::snprintf(line, sizeof line, "  %10s %11llu %11.1f %11.1f %11.1f %11.3f %11.3f %7s\n",
+                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.timeMedianUs,
+                p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str());
   os << line;
 }
 
@@ -342,8 +353,10 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     if (std::string why = findAllreduce("--algos", a).unsupported(device); !why.empty())
       TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << devName << ": " << why);
   std::unique_ptr<ResultsFile> results;
+  std::unique_ptr<OutLock> outLock;  // held until the last save
   if (!opt.out.empty()) {
     checkWritable("--out", opt.out);
+    outLock = std::make_unique<OutLock>("--out", opt.out);
     results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, collectMeta(opt.command)));
   }
 
@@ -382,31 +395,36 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
 
       json got = json::object();
       if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
-      const json points = got.value("points", json::array());
+      const JsonIn in(got, resultPath);
+      const auto points = in.find("points");
+      const std::size_t measured = points ? points->size() : 0;
 
       printHeader(std::cout, algo, n, transport, devName);
       for (std::size_t k = 0; k < opt.bytes.size(); ++k) {
-        json rec = {{"algo", algo},        {"transport", transport}, {"device", devName},
-                    {"n_gpus", n},         {"iters", opt.iters},     {"warmup", opt.warmup}};
-        if (k < points.size()) {
-          rec.update(points[k]);
+        CollectiveRecord rec;
+        if (k < measured) {
+          rec = CollectiveRecord::fromJson((*points)[k]);
           printRow(std::cout, rec);
-          if (!rec.at("wrong").is_null() && rec.at("wrong").get<long long>() != 0) {
-            rec["status"] = "failed";
-            rec["error"] = "verification found " + std::to_string(rec.at("wrong").get<long long>()) +
-                           " wrong elements";
+          if (rec.wrong && *rec.wrong != 0) {
+            rec.status = "failed";
+            rec.error = "verification found " + std::to_string(*rec.wrong) + " wrong elements";
             rc = 1;
           }
         } else {
-          const std::size_t bytes = opt.bytes[k] / sizeof(float) * sizeof(float);
-          rec.update({{"bytes", bytes},
-                      {"count", bytes / sizeof(float)},
-                      {"status", "failed"},
-                      {"error", lr.ok ? std::string("worker wrote no result") : lr.error}});
-          std::cout << "  " << formatBytes(bytes) << "  FAILED: " << rec["error"].get<std::string>() << "\n";
+          rec.algo = algo;
+          rec.transport = transport;
+          rec.device = devName;
+          rec.nGpus = n;
+          rec.iters = opt.iters;
+          rec.warmup = opt.warmup;
+          rec.bytes = opt.bytes[k] / sizeof(float) * sizeof(float);
+          rec.count = rec.bytes / sizeof(float);
+          rec.status = "failed";
+          rec.error = lr.ok ? std::string("worker wrote no result") : lr.error;
+          std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
           rc = 1;
         }
-        if (results) results->addAllreduce(rec);
+        if (results) results->addCollective(rec);
       }
       std::cout.flush();
       if (!lr.ok) {
@@ -431,7 +449,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       std::cout << line;
     }
     if (results) {
-      results->doc()["reference"]["memcpy"] = ref;
+      results->extra()["reference"]["memcpy"] = ref;
       results->save();
     }
   }

@@ -285,17 +285,4 @@ std::vector<std::size_t> parseByteRange(const std::string& flag, const std::stri
   return parseList(flag, g, text, minValue, maxValue);
 }
 
-std::string formatBytes(std::size_t bytes) {
-  if (bytes == 0) return "0";
-  static const struct {
-    unsigned shift;
-    char unit;
-  } kUnits[] = {{30, 'G'}, {20, 'M'}, {10, 'K'}};
-  for (const auto& u : kUnits) {
-    const std::size_t scale = std::size_t{1} << u.shift;
-    if (bytes % scale == 0) return std::to_string(bytes / scale) + u.unit;
-  }
-  return std::to_string(bytes);
-}
-
 }  // namespace tpb

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/format_bytes.h"
+
 namespace tpb {
 
 // Integers: "4", "1..8", "1,2,4,8", "1..3,8", "2..8:x2", "1..9:+2".
@@ -31,9 +33,6 @@ std::vector<long long> parseIntRange(const std::string& flag, const std::string&
 std::vector<std::size_t> parseByteRange(const std::string& flag, const std::string& text,
                                         std::size_t minValue, std::size_t maxValue);
 
-// Short form for tables: the largest of G, M, K that divides the value exactly, else bytes:
-// 0 -> "0", 4 -> "4", 1024 -> "1K", 1536 -> "1536", 64 MiB -> "64M", 1 GiB -> "1G".
-// parseByteRange(formatBytes(x)) == {x} for every x.
-std::string formatBytes(std::size_t bytes);
+// formatBytes (common/format_bytes.h) writes sizes this parser reads back.
 
 }  // namespace tpb

@@ -30,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "harness/results.h"
+#include "record/results.h"
 
 namespace tpb {
 

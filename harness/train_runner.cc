@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +15,8 @@
 #include "harness/device_choice.h"
 #include "harness/launch.h"
 #include "core/registry.h"
-#include "harness/results.h"
+#include "harness/meta.h"
+#include "record/results.h"
 #include "harness/worker.h"
 
 namespace tpb {
@@ -30,31 +32,59 @@ std::string hiddenString(const std::vector<int>& h) {
   return s;
 }
 
-TrainConfig configFromJob(const json& j) {
+// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig.
+TrainConfig configFromJob(const json& j, const std::string& jobPath) {
+  const RunConfig r = RunConfig::fromJson(JsonIn(j, jobPath, "config"));
   TrainConfig c;
-  c.strategy = j.at("strategy");
-  c.nGpus = j.at("n_gpus");
-  c.batchSize = j.at("batch_size");
-  c.epochs = j.at("epochs");
-  c.dataset = j.at("dataset");
-  c.trainSize = j.at("train_size");
-  c.testSize = j.value("test_size", 0);
-  c.model.hidden = parseHidden("--hidden", j.at("hidden").get<std::string>());
-  c.lr = j.at("lr");
-  c.momentum = j.at("momentum");
-  c.seed = j.at("seed");
-  c.bucketMb = j.at("bucket_mb");
-  c.maxSteps = j.value("max_steps", -1L);
+  c.strategy = r.strategy;
+  c.nGpus = r.nGpus;
+  c.batchSize = r.batchSize;
+  c.epochs = r.epochs;
+  c.dataset = r.dataset;
+  c.trainSize = r.trainSize;
+  c.testSize = r.testSize.value_or(0);
+  c.model.hidden = parseHidden("--hidden", r.hidden);
+  c.lr = r.lr;
+  c.momentum = r.momentum.value_or(0.0);
+  c.seed = r.seed;
+  c.bucketMb = r.bucketMb.value_or(25.0);
+  c.maxSteps = r.maxSteps;
   return c;
 }
 
-json epochJson(const EpochStats& e) {
-  return {{"epoch", e.epoch},           {"wall_s", e.wallS},
-          {"compute_s", e.computeS},    {"comm_s", e.commS},
-          {"samples_per_s", e.samplesPerS}, {"train_loss", e.trainLoss},
-          {"test_accuracy", e.testAccuracy < 0 ? json(nullptr) : json(e.testAccuracy)},
-          {"eval_s", e.evalS},          {"steps", e.steps},
-          {"samples", e.samples}};
+EpochRecord epochRecordOf(const EpochStats& e) {
+  EpochRecord r;
+  r.epoch = e.epoch;
+  r.wallS = e.wallS;
+  r.computeS = e.computeS;
+  r.commS = e.commS;
+  r.samplesPerS = e.samplesPerS;
+  r.trainLoss = e.trainLoss;
+  r.testAccuracy = e.testAccuracy < 0 ? NAN : e.testAccuracy;  // < 0: not evaluated
+  r.evalS = e.evalS;
+  r.steps = e.steps;
+  r.samples = e.samples;
+  return r;
+}
+
+json epochsJson(const std::vector<EpochRecord>& epochs) {
+  json a = json::array();
+  for (const auto& e : epochs) a.push_back(e.toJson());
+  return a;
+}
+
+// What rank 0 of a point wrote: its epochs so far and whether it finished.
+std::vector<EpochRecord> readEpochs(const std::string& resultPath, bool& complete) {
+  complete = false;
+  std::vector<EpochRecord> epochs;
+  if (access(resultPath.c_str(), R_OK) != 0) return epochs;
+  const json got = readJsonFile(resultPath);
+  const JsonIn in(got, resultPath);
+  if (const auto e = in.find("epochs")) {
+    for (std::size_t i = 0; i < e->size(); ++i) epochs.push_back(EpochRecord::fromJson((*e)[i]));
+  }
+  if (const auto d = in.find("done")) complete = d->boolean();
+  return epochs;
 }
 
 std::string makeTempDir() {
@@ -64,55 +94,52 @@ std::string makeTempDir() {
   return tmpl;
 }
 
-json summaryJson(const json& epochs) {
-  double total = 0, samples = 0;
-  for (const auto& e : epochs) {
-    total += e.at("wall_s").get<double>();
-    samples += e.at("samples").get<double>();
-  }
-  json s = {{"total_s", total},
-            {"samples_per_s", total > 0 ? samples / total : 0.0},
-            {"final_test_accuracy", epochs.empty() ? json(nullptr) : epochs.back().at("test_accuracy")},
-            {"final_train_loss", epochs.empty() ? json(nullptr) : epochs.back().at("train_loss")},
-            {"scaling_efficiency", nullptr}};
-  return s;
-}
-
 }  // namespace
 
-json trainConfigJson(const TrainConfig& c, const std::string& device, const std::string& transport,
-                     int repeat) {
-  return {{"strategy", c.strategy},   {"n_gpus", c.nGpus},     {"batch_size", c.batchSize},
-          {"epochs", c.epochs},       {"device", device},      {"transport", transport},
-          {"dataset", c.dataset},     {"train_size", c.trainSize}, {"test_size", c.testSize},
-          {"hidden", hiddenString(c.model.hidden)}, {"lr", c.lr},  {"momentum", c.momentum},
-          {"seed", c.seed},           {"bucket_mb", c.bucketMb}, {"repeat_index", repeat}};
+RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std::string& transport,
+                      int repeat) {
+  RunConfig r;
+  r.strategy = c.strategy;
+  r.nGpus = c.nGpus;
+  r.batchSize = c.batchSize;
+  r.epochs = c.epochs;
+  r.device = device;
+  r.transport = transport;
+  r.dataset = c.dataset;
+  r.trainSize = c.trainSize;
+  r.testSize = c.testSize;
+  r.hidden = hiddenString(c.model.hidden);
+  r.lr = c.lr;
+  r.momentum = c.momentum;
+  r.bucketMb = c.bucketMb;
+  r.seed = c.seed;
+  r.repeatIndex = repeat;
+  r.maxSteps = c.maxSteps;
+  return r;
 }
 
-void updateScalingEfficiency(json& runs) {
+void updateScalingEfficiency(std::vector<RunRecord>& runs) {
+  // The N = 1 point of the same work: the config with N, the repeat and the transport (which a
+  // strategy picks by its rank count) set aside.
+  auto baseKey = [](RunConfig c) {
+    c.nGpus = 1;
+    c.repeatIndex = 0;
+    c.transport.clear();
+    return c;
+  };
   for (auto& r : runs) {
-    if (r.value("status", "") != "ok") continue;
-    json key = r.at("config");
-    const int n = key.at("n_gpus");
-    key.erase("n_gpus");
-    key.erase("repeat_index");
-    key.erase("transport");
+    if (!r.ok()) continue;
+    const RunConfig key = baseKey(r.config);
     std::vector<double> base;
     for (const auto& o : runs) {
-      if (o.value("status", "") != "ok" || o.at("config").at("n_gpus") != 1) continue;
-      json k2 = o.at("config");
-      k2.erase("n_gpus");
-      k2.erase("repeat_index");
-      k2.erase("transport");
-      if (k2 == key) base.push_back(o.at("summary").at("samples_per_s").get<double>());
+      if (o.ok() && o.config.nGpus == 1 && baseKey(o.config) == key) base.push_back(o.summary.samplesPerS);
     }
-    auto& s = r["summary"];
     if (base.empty()) {
-      s["scaling_efficiency"] = nullptr;
+      r.summary.scalingEfficiency = NAN;
     } else {
       std::sort(base.begin(), base.end());
       const double b = base[base.size() / 2];
-      s["scaling_efficiency"] = b > 0 ? s.at("samples_per_s").get<double>() / (n * b) : 0.0;
+      r.summary.scalingEfficiency = b > 0 ? r.summary.samplesPerS / (r.config.nGpus * b) : 0.0;
     }
   }
 }
@@ -122,7 +149,8 @@ void updateScalingEfficiency(json& runs) {
 // ---------------------------------------------------------------------------------------------
 
 void trainJob(Worker& w, const json& job) {
-  TrainConfig cfg = configFromJob(job.at("config"));
+  const std::string jobPath = job.value("job_path", std::string("job"));
+  TrainConfig cfg = configFromJob(job.at("config"), jobPath);
   // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
   // same one), the CPU otherwise.
   cfg.device = w.comm->device();
@@ -130,11 +158,11 @@ void trainJob(Worker& w, const json& job) {
   const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
   const std::string resultPath = job.at("result_path");
   const bool reporter = w.env.rank == 0;
-  json epochs = json::array();
+  std::vector<EpochRecord> epochs;
   auto onEpoch = [&](const EpochStats& e) {
     if (!reporter) return;
-    epochs.push_back(epochJson(e));
-    writeFileAtomic(resultPath, json{{"epochs", epochs}}.dump());
+    epochs.push_back(epochRecordOf(e));
+    writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}}.dump());
     const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
     std::printf("%s N=%d epoch %d/%d: %.2f s, %.0f samples/s, loss %.4f, test acc %s, comm %.0f%%\n",
                 cfg.strategy.c_str(), cfg.nGpus, e.epoch, cfg.epochs, e.wallS, e.samplesPerS,
@@ -144,7 +172,7 @@ void trainJob(Worker& w, const json& job) {
     std::fflush(stdout);
   };
   TrainResult r = strategy.run(*w.comm, cfg, onEpoch);
-  if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochs}, {"done", true}}.dump());
+  if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}, {"done", true}}.dump());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -182,8 +210,10 @@ int runTraining(const TrainRunOptions& opt) {
   }
 
   std::unique_ptr<ResultsFile> results;
+  std::unique_ptr<OutLock> outLock;  // held until every point is saved
   if (!opt.out.empty()) {
     checkWritable("--out", opt.out);
+    outLock = std::make_unique<OutLock>("--out", opt.out);
     if (opt.resume && std::filesystem::exists(opt.out)) {
       results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
     } else {
@@ -212,13 +242,14 @@ int runTraining(const TrainRunOptions& opt) {
         opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
     TrainConfig canonical = cfg;
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
-    json run = {{"config", trainConfigJson(canonical, deviceText, transport, point.repeat)}};
+    RunRecord run;
+    run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
     ++done;
 
     if (results && opt.resume) {
-      const auto& runs = results->doc().at("runs");
-      const bool have = std::any_of(runs.begin(), runs.end(), [&](const json& r) {
-        return r.at("config") == run.at("config") && r.value("status", "") != "failed";
+      const auto& runs = results->runs();
+      const bool have = std::any_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
+        return r.config == run.config && r.status != "failed";
       });
       if (have) {
         std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: already in %s, skipped (--resume)\n", done,
@@ -236,8 +267,8 @@ int runTraining(const TrainRunOptions& opt) {
         why = "transport " + transport + ": " + t;
     }
     if (!why.empty()) {
-      run["status"] = "skipped";
-      run["error"] = why;
+      run.status = "skipped";
+      run.error = why;
       std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: skipped: %s\n", done, opt.points.size(),
                    strategy.name.c_str(), cfg.nGpus, cfg.batchSize, why.c_str());
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
@@ -250,14 +281,13 @@ int runTraining(const TrainRunOptions& opt) {
       std::fprintf(stderr, "\n");
       const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
       std::remove(resultPath.c_str());
-      TrainConfig jobCfg = canonical;
       json job = {{"kind", "train"},
                   {"device", deviceText},
                   {"transport", transport},
                   {"result_path", resultPath},
+                  {"job_path", jobPath},
                   {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()},
-                  {"config", trainConfigJson(jobCfg, deviceText, transport, point.repeat)}};
-      job["config"]["max_steps"] = cfg.maxSteps;
+                  {"config", run.config.toJson()}};
       writeFileAtomic(jobPath, job.dump());
 
       LaunchSpec spec;
@@ -273,36 +303,37 @@ int runTraining(const TrainRunOptions& opt) {
       const LaunchResult lr = launch(spec);
       ++ran;
 
-      json got = json::object();
-      if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
-      run["epochs"] = got.value("epochs", json::array());
-      const bool complete = got.value("done", false);
+      bool complete = false;
+      run.epochs = readEpochs(resultPath, complete);
       if (lr.ok && (complete || opt.nodeRank != 0)) {
-        run["status"] = "ok";
+        run.status = "ok";
+        // Ranks that exit cleanly after training on nothing measured nothing: not "ok".
+        if (std::string none = run.nothingMeasured(); !none.empty() && opt.nodeRank == 0) {
+          run.status = "failed";
+          run.error = none + " (check --train_size, --batch_size, --max_steps)";
+        }
       } else {
-        run["status"] = "failed";
-        run["error"] = lr.ok ? std::string("rank 0 reported no result") : lr.error;
-        rc = 1;
-        std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus,
-                     run["error"].get<std::string>().c_str());
+        run.status = "failed";
+        run.error = lr.ok ? std::string("rank 0 reported no result") : lr.error;
       }
-      run["summary"] = summaryJson(run["epochs"]);
-      run["wall_s"] = lr.wallSeconds;
-      const auto& s = run["summary"];
-      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run["status"],
-                      s["samples_per_s"].get<double>(),
-                      s["final_test_accuracy"].is_null() ? -1.0 : s["final_test_accuracy"].get<double>(),
-                      s["total_s"].get<double>()});
+      if (!run.ok()) {
+        rc = 1;
+        std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
+      }
+      run.summary = RunSummary::of(run.epochs);
+      run.wallS = lr.wallSeconds;
+      const RunSummary& s = run.summary;
+      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
+                      std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
       if (lr.interrupted) rc = 130;
     }
     if (results && opt.nodeRank == 0) {
-      auto& runs = results->doc()["runs"];
+      auto& runs = results->runs();
       // A rerun of a failed point replaces it.
-      runs.erase(std::remove_if(runs.begin(), runs.end(),
-                                [&](const json& r) { return r.at("config") == run.at("config"); }),
+      runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.config == run.config; }),
                  runs.end());
       results->addRun(run);
-      updateScalingEfficiency(results->doc()["runs"]);
+      updateScalingEfficiency(results->runs());
       results->save();
     }
   }

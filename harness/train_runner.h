@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "record/records.h"
 #include "workload/train.h"
 
 namespace tpb {
@@ -41,12 +42,13 @@ int runTraining(const TrainRunOptions& opt);
 // Worker side of one training point.
 void trainJob(Worker& w, const nlohmann::json& job);
 
-// The "config" object of a run record (also the key --resume and `compare` match on).
-nlohmann::json trainConfigJson(const TrainConfig& cfg, const std::string& device,
-                               const std::string& transport, int repeat);
+// The "config" of a run record (also the key --resume and `compare` match on), max_steps
+// included: every setting that changes the work.
+RunConfig runConfigOf(const TrainConfig& cfg, const std::string& device, const std::string& transport,
+                      int repeat);
 
 // Recomputes every run's summary.scaling_efficiency: samples/s at N divided by N times the
-// samples/s of the same strategy and configuration at N = 1 (null when there is none).
-void updateScalingEfficiency(nlohmann::json& runs);
+// samples/s of the same strategy and configuration at N = 1 (NaN, written null, when there is none).
+void updateScalingEfficiency(std::vector<RunRecord>& runs);
 
 }  // namespace tpb

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "harness/compare.h"
+#include "record/compare.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -36,7 +36,8 @@ json run(const std::string& strategy, int n, double sps, double acc, double loss
 json allreduce(const std::string& algo, int n, std::size_t bytes, double busbw) {
   return {{"algo", algo}, {"transport", "shm"}, {"device", "cpu"}, {"n_gpus", n}, {"bytes", bytes},
           {"count", bytes / 4}, {"time_us", {{"median", 1.0}, {"min", 1.0}, {"max", 1.0}}},
-          {"algbw_gbps", busbw}, {"busbw_gbps", busbw}, {"wrong", 0}, {"status", "ok"}};
+          {"algbw_gbps", busbw}, {"busbw_gbps", busbw}, {"wrong", 0}, {"status", "ok"},
+          {"iters", 20}, {"warmup", 5}};
 }
 
 json doc(json runs, json ar = json::array()) {
@@ -167,6 +168,97 @@ TEST(Compare, CliExitCodesAndFormats) {
   EXPECT_EQ(test::runCli({"compare", base, same, "--format", "yaml"}).exitCode, 2);
   // A generous threshold lets the halved throughput through.
   EXPECT_EQ(test::runCli({"compare", base, slow, "--threshold", "1.5"}).exitCode, 0);
+}
+
+TEST(Compare, ConfigsMatchByValueNotByText) {
+  json now = run("ddp", 2, 20000, 0.9, 0.5);
+  now["config"]["n_gpus"] = 2.0;
+  now["config"]["lr"] = 1e-2;
+  now["config"]["seed"] = 1.0;
+  const auto r = compare(doc({run("ddp", 2, 20000, 0.9, 0.5)}), doc({now}));
+  EXPECT_EQ(r.matched, 1u);
+  EXPECT_FALSE(r.regressed());
+}
+
+TEST(Compare, MaxStepsDifferingMeansDifferentPoints) {
+  const json base = doc({run("ddp", 2, 20000, 0.9, 0.5)});  // no max_steps: written before it was recorded
+  json limited = run("ddp", 2, 20000, 0.9, 0.5);
+  limited["config"]["max_steps"] = 10;
+  EXPECT_THROW(compare(base, doc({limited})), UsageError);  // nothing in common
+  json unlimited = run("ddp", 2, 20000, 0.9, 0.5);
+  unlimited["config"]["max_steps"] = -1;
+  const auto r = compare(base, doc({unlimited}));
+  EXPECT_EQ(r.matched, 1u);
+  EXPECT_FALSE(r.regressed());
+}
+
+TEST(Compare, AccuracyOrLossNullInNewRegresses) {
+  const json base = doc({run("single", 1, 20000, 0.93, 0.5)});
+  for (const char* metric : {"final_test_accuracy", "final_train_loss"}) {
+    json now = run("single", 1, 20000, 0.93, 0.5);
+    now["summary"][metric] = nullptr;
+    const auto r = compare(base, doc({now}));
+    ASSERT_TRUE(r.regressed()) << metric;
+    EXPECT_EQ(r.rows.front().metric, metric);
+    EXPECT_EQ(r.rows.front().note, "null in NEW");
+  }
+  // Null on both sides is nothing to compare, not a regression.
+  json nullBase = run("single", 1, 20000, 0.93, 0.5);
+  nullBase["summary"]["final_test_accuracy"] = nullptr;
+  EXPECT_FALSE(compare(doc({nullBase}), doc({nullBase})).regressed());
+}
+
+TEST(Compare, ZeroStepsOrSamplesCountAsFailedAndCannotPass) {
+  const json base = doc({run("ddp", 2, 20000, 0.9, 0.5)});
+  json empty = run("ddp", 2, 20000, 0.9, 0.5);
+  empty["epochs"][0]["samples"] = 0;
+  auto r = compare(base, doc({empty}));
+  ASSERT_TRUE(r.regressed());
+  EXPECT_EQ(r.rows.front().note, "failed in NEW");
+  EXPECT_EQ(r.rows.back().note, "nothing measured in NEW");
+  json noSteps = run("ddp", 2, 20000, 0.9, 0.5);
+  noSteps["epochs"][0]["steps"] = 0;
+  EXPECT_TRUE(compare(base, doc({noSteps})).regressed());
+  json noEpochs = run("ddp", 2, 20000, 0.9, 0.5);
+  noEpochs["epochs"] = json::array();
+  EXPECT_TRUE(compare(base, doc({noEpochs})).regressed());
+  // A BASE point that measured nothing holds NEW to nothing: only the good point is compared.
+  const auto both = compare(doc({run("ddp", 2, 20000, 0.9, 0.5), [&] {
+                                   json e = empty;
+                                   e["config"]["n_gpus"] = 4;
+                                   return e;
+                                 }()}),
+                            doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  EXPECT_FALSE(both.regressed());
+  EXPECT_EQ(both.matched, 1u);
+}
+
+TEST(Compare, BadRecordsAreOneLineUsageErrorsNamingTheField) {
+  json bad = doc({run("ddp", 2, 20000, 0.9, 0.5)});
+  bad["runs"][0]["config"]["n_gpus"] = 1e20;
+  const std::string good = write("good.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  const std::string badPath = write("bad.json", bad);
+  const auto r = test::runCli({"compare", good, badPath});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find(badPath + ": runs[0].config.n_gpus: expected an integer in 1..65536, got 1e+20"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// `make gate` compares the committed baseline (written before max_steps was recorded) with a
+// new sweep, whose configs carry max_steps -1: every point must still match.
+TEST(Compare, CommittedBaselineMatchesANewSweepWithMaxSteps) {
+  std::ifstream in(std::string(TPB_SOURCE_DIR) + "/results/baseline-cpu.json");
+  const json base = json::parse(in);
+  json now = base;
+  for (auto& r : now["runs"]) {
+    ASSERT_FALSE(r["config"].contains("max_steps"));
+    r["config"]["max_steps"] = -1;
+  }
+  const auto result = compare(base, now);
+  EXPECT_FALSE(result.regressed());
+  EXPECT_EQ(result.matched, 42u);
 }
 
 }  // namespace

@@ -313,7 +313,8 @@ TEST_F(ReportTest, BadInputsAreUsageErrors) {
 
   writeText(path("bad_runs.json"), R"({"schema": "tpbench.results/1", "runs": [1, 2]})");
   opt.inputs = {path("bad_runs.json").string()};
-  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("runs[]"), std::string::npos);
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("bad_runs.json: runs[0]: expected an object, got 1"),
+            std::string::npos);
 
   // An output directory that cannot be created: its parent is a regular file.
   opt.inputs = {kFixture};

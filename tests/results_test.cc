@@ -1,12 +1,16 @@
-// Tests for harness/results: the results file round trip, schema checks on load, atomic saves,
-// and the up-front writability check.
-#include "harness/results.h"
+// Tests for record/results and record/records: the typed records' JSON round trip (unknown
+// fields kept), read errors naming file and field, bounded reads of untrusted files, atomic saves
+// through unpredictable temp files, the --out lock, and the up-front writability check.
+#include "record/results.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -15,6 +19,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "harness/meta.h"
+#include "tests/cli_util.h"
 #include "tests/file_util.h"
 
 namespace tpb {
@@ -73,8 +79,11 @@ json sampleAllreduce() {
           {"error", nullptr}, {"iters", 20}, {"warmup", 5}};
 }
 
+RunRecord runOf(const json& j) { return RunRecord::fromJson(JsonIn(j, "sample")); }
+CollectiveRecord collectiveOf(const json& j) { return CollectiveRecord::fromJson(JsonIn(j, "sample")); }
+
 TEST_F(ResultsTest, CreateHasSchemaAndEmptyLists) {
-  const ResultsFile rf = ResultsFile::create(file("r.json"), json::object());
+  const ResultsFile rf = ResultsFile::create(file("r.json"), Meta{});
   EXPECT_EQ(rf.doc().at("schema"), "tpbench.results/1");
   EXPECT_EQ(std::string(kResultsSchema), "tpbench.results/1");
   EXPECT_TRUE(rf.doc().at("runs").is_array());
@@ -86,7 +95,7 @@ TEST_F(ResultsTest, CreateHasSchemaAndEmptyLists) {
 }
 
 TEST_F(ResultsTest, MetaHasEveryDesignKey) {
-  const json meta = collectMeta("tpbench sweep --n_gpus 1..4");
+  const json meta = collectMeta("tpbench sweep --n_gpus 1..4").toJson();
   for (const char* key : {"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model",
                           "cpu_cores", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo",
                           "build_type", "command"}) {
@@ -97,8 +106,8 @@ TEST_F(ResultsTest, MetaHasEveryDesignKey) {
                                std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")))
       << meta.at("timestamp_utc");
   EXPECT_TRUE(meta.at("gpus").is_array());
-  EXPECT_TRUE(meta.at("cpu_cores").is_number_unsigned());
-  EXPECT_GE(meta.at("cpu_cores").get<unsigned>(), 1u);
+  EXPECT_TRUE(meta.at("cpu_cores").is_number_integer());
+  EXPECT_GE(meta.at("cpu_cores").get<long long>(), 1);
   for (const char* key : {"tpbench_version", "git_sha", "host", "cpu_model", "libtorch", "gloo",
                           "build_type"}) {
     ASSERT_TRUE(meta.at(key).is_string()) << key;
@@ -115,8 +124,8 @@ TEST_F(ResultsTest, MetaHasEveryDesignKey) {
 TEST_F(ResultsTest, SaveLoadRoundTripPreservesEverything) {
   const std::string path = file("x.json");
   ResultsFile rf = ResultsFile::create(path, collectMeta("tpbench run"));
-  rf.addRun(sampleRun());
-  rf.addAllreduce(sampleAllreduce());
+  rf.addRun(runOf(sampleRun()));
+  rf.addCollective(collectiveOf(sampleAllreduce()));
   rf.save();
 
   const ResultsFile back = ResultsFile::load(path);
@@ -124,8 +133,11 @@ TEST_F(ResultsTest, SaveLoadRoundTripPreservesEverything) {
   EXPECT_EQ(back.doc(), rf.doc());
   EXPECT_EQ(back.doc().at("schema"), kResultsSchema);
   ASSERT_EQ(back.doc().at("runs").size(), 1u);
-  const json& run = back.doc().at("runs")[0];
+  const json backDoc = back.doc();  // doc() builds the document: keep it while reading
+  const json& run = backDoc.at("runs")[0];
   EXPECT_EQ(run.at("config").at("strategy"), "ring_all_reduce");
+  EXPECT_EQ(run.at("config").at("hidden"), "512");  // a number in older files reads as its text
+  EXPECT_EQ(run.at("config").at("max_steps"), -1);  // absent: no limit
   EXPECT_EQ(run.at("config").at("n_gpus"), 4);
   EXPECT_DOUBLE_EQ(run.at("config").at("lr").get<double>(), 0.05);
   EXPECT_EQ(run.at("epochs").size(), 2u);
@@ -138,12 +150,12 @@ TEST_F(ResultsTest, SaveLoadRoundTripPreservesEverything) {
 
 TEST_F(ResultsTest, AppendAfterLoadAndSaveAgain) {
   const std::string path = file("x.json");
-  ResultsFile rf = ResultsFile::create(path, json::object());
-  rf.addRun(sampleRun());
+  ResultsFile rf = ResultsFile::create(path, Meta{});
+  rf.addRun(runOf(sampleRun()));
   rf.save();
   ResultsFile again = ResultsFile::load(path);
-  again.addRun(sampleRun());
-  again.addAllreduce(sampleAllreduce());
+  again.addRun(runOf(sampleRun()));
+  again.addCollective(collectiveOf(sampleAllreduce()));
   again.save();
   const ResultsFile third = ResultsFile::load(path);
   EXPECT_EQ(third.doc().at("runs").size(), 2u);
@@ -152,9 +164,9 @@ TEST_F(ResultsTest, AppendAfterLoadAndSaveAgain) {
 
 TEST_F(ResultsTest, SaveLeavesNoTempFilesAndKeepsMode) {
   const std::string path = file("r.json");
-  ResultsFile rf = ResultsFile::create(path, json::object());
+  ResultsFile rf = ResultsFile::create(path, Meta{});
   for (int i = 0; i < 3; ++i) {
-    rf.addAllreduce(sampleAllreduce());
+    rf.addCollective(collectiveOf(sampleAllreduce()));
     rf.save();
     EXPECT_EQ(listDir(dir_), std::vector<std::string>{"r.json"});
   }
@@ -167,28 +179,26 @@ TEST_F(ResultsTest, SaveLeavesNoTempFilesAndKeepsMode) {
 }
 
 TEST_F(ResultsTest, FailedSaveKeepsOldContentAndLeavesNoTemp) {
-  const std::string path = file("r.json");
-  ResultsFile rf = ResultsFile::create(path, json::object());
-  rf.save();
-  const std::string before = readText(path);
-  // Occupy the temp name with a directory so that creating the temp file fails.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ASSERT_TRUE(fs::create_directory(tmp));
-  rf.addRun(sampleRun());
+  // The target is a non-empty directory: the temp file is written, the rename fails, and the
+  // temp file must be gone again.
+  const std::string path = file("taken");
+  fs::create_directory(path);
+  writeText(file("taken/keep"), "keep me");
+  ResultsFile rf = ResultsFile::create(path, Meta{});
+  rf.addRun(runOf(sampleRun()));
   EXPECT_THROW(rf.save(), Error);
-  EXPECT_EQ(readText(path), before);
-  fs::remove(tmp);
-  EXPECT_EQ(listDir(dir_), std::vector<std::string>{"r.json"});
+  EXPECT_EQ(readText(file("taken/keep")), "keep me");
+  EXPECT_EQ(listDir(dir_), std::vector<std::string>{"taken"});
   // Saving into a directory that does not exist fails cleanly too.
   EXPECT_THROW(writeFileAtomic(file("missing/r.json"), "{}"), Error);
 }
 
 TEST_F(ResultsTest, SaveToleratesInvalidUtf8InRecordedErrors) {
   const std::string path = file("r.json");
-  ResultsFile rf = ResultsFile::create(path, json::object());
-  json run = sampleRun();
-  run["status"] = "failed";
-  run["error"] = std::string("rank 1 died: \xff\xfe");
+  ResultsFile rf = ResultsFile::create(path, Meta{});
+  RunRecord run = runOf(sampleRun());
+  run.status = "failed";
+  run.error = std::string("rank 1 died: \xff\xfe");
   rf.addRun(run);
   EXPECT_NO_THROW(rf.save());
   EXPECT_EQ(ResultsFile::load(path).doc().at("runs")[0].at("status"), "failed");
@@ -243,7 +253,7 @@ TEST_F(ResultsTest, LoadWithoutSchemaOrNotAnObject) {
   const std::string badRuns = file("badruns.json");
   writeText(badRuns, R"({"schema": "tpbench.results/1", "runs": {}})");
   msg = usageErrorOf([&] { ResultsFile::load(badRuns); });
-  EXPECT_NE(msg.find("\"runs\" must be an array"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(badRuns + ": runs: expected an array, got an object"), std::string::npos) << msg;
 
   const std::string dirPath = file("adir");
   fs::create_directory(dirPath);
@@ -253,7 +263,7 @@ TEST_F(ResultsTest, LoadWithoutSchemaOrNotAnObject) {
 
 TEST_F(ResultsTest, LoadFillsInMissingSections) {
   const std::string path = file("min.json");
-  writeText(path, R"({"schema": "tpbench.results/1"})");
+  writeText(path, R"({"schema": "tpbench.results/1", "runs": null})");
   const ResultsFile rf = ResultsFile::load(path);
   EXPECT_TRUE(rf.doc().at("meta").is_object());
   EXPECT_TRUE(rf.doc().at("runs").is_array());
@@ -312,6 +322,213 @@ TEST_F(ResultsTest, CheckWritableRejectsReadOnlyDirectory) {
   const std::string msg = usageErrorOf([&] { checkWritable("--out", ro + "/x.json"); });
   EXPECT_NE(msg.find("Permission denied"), std::string::npos) << msg;
   ::chmod(ro.c_str(), 0700);
+}
+
+// A document in exactly the form save() writes, with a member no reader knows at every level:
+// load + save must give it back unchanged.
+json everyRecordWithUnknownFields() {
+  json run = {{"config", {{"strategy", "ddp"}, {"n_gpus", 2}, {"batch_size", 64}, {"epochs", 1},
+                          {"device", "cpu"}, {"transport", "shm"}, {"dataset", "synthetic"},
+                          {"train_size", 8192}, {"test_size", 0}, {"hidden", "512,512"}, {"lr", 0.01},
+                          {"momentum", 0.9}, {"bucket_mb", 25.0}, {"seed", 7}, {"repeat_index", 1},
+                          {"max_steps", 100}, {"microbatches", 4}}},
+              {"status", "ok"}, {"error", nullptr},
+              {"epochs", json::array({{{"epoch", 1}, {"wall_s", 1.5}, {"compute_s", 1.0}, {"comm_s", 0.5},
+                                       {"samples_per_s", 5461.0}, {"train_loss", 0.7},
+                                       {"test_accuracy", nullptr}, {"eval_s", 0.1}, {"steps", 64},
+                                       {"samples", 8192}, {"gpu_mem_mb", 100}}})},
+              {"summary", {{"total_s", 1.5}, {"samples_per_s", 5461.0}, {"final_test_accuracy", nullptr},
+                           {"final_train_loss", 0.7}, {"scaling_efficiency", 0.5}, {"p90_s", 1.4}}},
+              {"wall_s", 3.0}, {"origin", "from scratch"}};
+  json failed = {{"op", "broadcast"}, {"algo", "ring"}, {"transport", "shm"}, {"device", "cpu"},
+                 {"n_gpus", 3}, {"bytes", 4096}, {"count", 1024}, {"status", "failed"},
+                 {"error", "rank 2 timed out"}, {"iters", 20}, {"warmup", 5}, {"traffic", {{"sent", 1}}}};
+  json ok = sampleAllreduce();
+  ok.erase("error");
+  ok["op"] = "allreduce";
+  ok["timer"] = "steady_clock";
+  ok["time_us"]["p99"] = 19.0;
+  ok["wrong"] = nullptr;
+  json meta = collectMeta("tpbench test").toJson();
+  meta["launcher"] = "torchrun";
+  return {{"schema", "tpbench.results/1"}, {"meta", meta}, {"runs", json::array({run})},
+          {"allreduce", json::array({ok, failed})}, {"reference", {{"memcpy", json::array()}}},
+          {"future_section", {1, 2, 3}}};
+}
+
+TEST_F(ResultsTest, EveryRecordTypeRoundTripsWithUnknownFields) {
+  const json original = everyRecordWithUnknownFields();
+  writeText(file("in.json"), original.dump());
+  ResultsFile rf = ResultsFile::load(file("in.json"));
+  EXPECT_EQ(rf.doc(), original);
+  ASSERT_EQ(rf.runs().size(), 1u);
+  EXPECT_EQ(rf.runs()[0].config.maxSteps, 100);
+  EXPECT_EQ(rf.runs()[0].config.extra.at("microbatches"), 4);
+  EXPECT_TRUE(std::isnan(rf.runs()[0].epochs[0].testAccuracy));
+  ASSERT_EQ(rf.collectives().size(), 2u);
+  EXPECT_TRUE(rf.collectives()[0].measured);
+  EXPECT_FALSE(rf.collectives()[1].measured);
+  EXPECT_EQ(rf.collectives()[1].op, "broadcast");
+  // Written back: what was added survives, what is known is unchanged, measured fields of the
+  // failed point stay absent.
+  ResultsFile moved = ResultsFile::create(file("out.json"), rf.meta());
+  for (const auto& r : rf.runs()) moved.addRun(r);
+  for (const auto& c : rf.collectives()) moved.addCollective(c);
+  moved.extra() = rf.extra();
+  moved.save();
+  const json back = json::parse(readText(file("out.json")));
+  EXPECT_EQ(back, original);
+  EXPECT_FALSE(back.at("allreduce")[1].contains("time_us"));
+  // Non-finite numbers are written as null.
+  rf.runs()[0].summary.totalS = std::numeric_limits<double>::infinity();
+  rf.runs()[0].epochs[0].wallS = std::nan("");
+  rf.save();
+  const json again = json::parse(readText(file("in.json")));
+  EXPECT_TRUE(again.at("runs")[0].at("summary").at("total_s").is_null());
+  EXPECT_TRUE(again.at("runs")[0].at("epochs")[0].at("wall_s").is_null());
+}
+
+TEST_F(ResultsTest, ConfigsCompareByValue) {
+  json a = everyRecordWithUnknownFields().at("runs")[0].at("config");
+  json b = a;
+  b["n_gpus"] = 2.0;
+  b["lr"] = 0.010;
+  b["microbatches"] = 4.0;
+  EXPECT_TRUE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
+  b["max_steps"] = -1;
+  EXPECT_FALSE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
+  a.erase("max_steps");  // older files: no limit
+  EXPECT_TRUE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
+}
+
+TEST_F(ResultsTest, EveryReadErrorNamesFileAndField) {
+  const std::string path = file("x.json");
+  struct Case {
+    std::function<void(json&)> spoil;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](json& d) { d["runs"][0]["config"]["n_gpus"] = 1e20; },
+       path + ": runs[0].config.n_gpus: expected an integer in 1..65536, got 1e+20"},
+      {[](json& d) { d["runs"][0]["config"]["n_gpus"] = 0; },
+       path + ": runs[0].config.n_gpus: expected an integer in 1..65536, got 0"},
+      {[](json& d) { d["runs"][0]["config"]["batch_size"] = 2.5; },
+       path + ": runs[0].config.batch_size: expected an integer in 1..2147483647, got 2.5"},
+      {[](json& d) { d["runs"][0]["config"]["strategy"] = 5; },
+       path + ": runs[0].config.strategy: expected a string, got 5"},
+      {[](json& d) { d["runs"][0]["config"].erase("epochs"); },
+       path + ": runs[0].config.epochs: missing (a required field)"},
+      {[](json& d) { d["runs"][0]["status"] = "great"; },
+       path + ": runs[0].status: expected \"ok\", \"failed\" or \"skipped\", got \"great\""},
+      {[](json& d) { d["runs"][0]["epochs"][0]["wall_s"] = "fast"; },
+       path + ": runs[0].epochs[0].wall_s: expected a number or null, got \"fast\""},
+      {[](json& d) { d["runs"][0]["summary"] = json::array(); },
+       path + ": runs[0].summary: expected an object, got an array"},
+      {[](json& d) { d["allreduce"][1]["bytes"] = -4; },
+       path + ": allreduce[1].bytes: expected an integer in 0..9007199254740992, got -4"},
+      {[](json& d) { d["allreduce"][0]["n_gpus"] = "four\nlines"; },
+       path + ": allreduce[0].n_gpus: expected an integer in 1..65536, got \"four\\nlines\""},
+      {[](json& d) { d["allreduce"][0].erase("iters"); },
+       path + ": allreduce[0].iters: missing (a required field)"},
+      {[](json& d) { d["meta"]["gpus"] = json::array({1}); },
+       path + ": meta.gpus[0]: expected a string, got 1"},
+  };
+  for (const auto& c : cases) {
+    json d = everyRecordWithUnknownFields();
+    c.spoil(d);
+    writeText(path, d.dump());
+    const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << msg << "\n  expected: " << c.expected;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(ResultsTest, DeepNestingAndOversizeFilesAreRefusedBeforeParsing) {
+  const std::string deep = file("deep.json");
+  writeText(deep, "{\"schema\": \"tpbench.results/1\", \"x\": " + std::string(100000, '[') + "\n");
+  std::string msg = usageErrorOf([&] { ResultsFile::load(deep); });
+  EXPECT_NE(msg.find(deep + "' nests deeper than 64 levels"), std::string::npos) << msg;
+
+  // Brackets inside strings do not count; 64 levels are fine.
+  const std::string inString = file("instring.json");
+  json d = everyRecordWithUnknownFields();
+  d["meta"]["command"] = std::string(1000, '[') + "\"{";
+  json nested = 1;
+  for (int i = 0; i < 60; ++i) nested = json::array({nested});
+  d["meta"]["nested"] = nested;
+  writeText(inString, d.dump());
+  EXPECT_EQ(ResultsFile::load(inString).doc(), d);
+
+  const std::string big = file("big.json");
+  writeText(big, "{}");
+  ASSERT_EQ(::truncate(big.c_str(), static_cast<off_t>(kMaxResultsBytes) + 1), 0);  // sparse
+  msg = usageErrorOf([&] { ResultsFile::load(big); });
+  EXPECT_NE(msg.find(big + "' is larger than 512 MiB"), std::string::npos) << msg;
+
+  // Through the CLI: exit 2 and one line, never a crash.
+  for (const std::string& bad : {deep, big}) {
+    const auto r = test::runCli({"compare", bad, inString});
+    EXPECT_EQ(r.exitCode, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+  }
+  const auto fifo = test::runCli({"compare", "/dev/stdin", inString});
+  EXPECT_EQ(fifo.exitCode, 2) << fifo.err;
+}
+
+TEST_F(ResultsTest, SymlinksAtOldTempNamesAreNotFollowed) {
+  const std::string path = file("r.json");
+  const std::string victim = file("victim");
+  writeText(victim, "precious");
+  // Every name the old code could have used, for this process and its neighbours.
+  std::vector<std::string> links = {path + ".tmp", path + ".tmp." + std::to_string(::getpid())};
+  for (int d = 1; d < 50; ++d) links.push_back(path + ".tmp." + std::to_string(::getpid() + d));
+  for (const auto& l : links) fs::create_symlink(victim, l);
+  ResultsFile rf = ResultsFile::create(path, Meta{});
+  rf.addRun(runOf(sampleRun()));
+  rf.save();
+  checkWritable("--out", path);
+  writeFileAtomic(path, "{}");
+  EXPECT_EQ(readText(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_EQ(readText(path), "{}");
+  EXPECT_EQ(listDir(dir_).size(), links.size() + 2) << "a temp file was left behind";
+  // The lock's sidecar is not followed either.
+  fs::create_symlink(victim, OutLock::lockPath(path));
+  const std::string msg = usageErrorOf([&] { OutLock lock("--out", path); });
+  EXPECT_NE(msg.find("--out: cannot lock"), std::string::npos) << msg;
+  EXPECT_EQ(readText(victim), "precious");
+}
+
+TEST_F(ResultsTest, TempFilesAreCreatedPrivatelyAndGetTheUsualMode) {
+  const std::string path = file("fresh.json");
+  const mode_t old = ::umask(022);
+  writeFileAtomic(path, "x");
+  ::umask(old);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST_F(ResultsTest, TheLockRefusesASecondWriter) {
+  const std::string path = file("out.json");
+  {
+    OutLock first("--out", path);
+    EXPECT_TRUE(fs::exists(OutLock::lockPath(path)));
+    const std::string msg = usageErrorOf([&] { OutLock second("--out", path); });
+    EXPECT_NE(msg.find("--out: " + path + " is being written by another tpbench (pid " +
+                       std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << msg;
+    // Another process is refused up front: exit 2, one line, nothing launched or written.
+    const auto r = test::runCli({"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--out", path});
+    test::expectRefusedUpFront(r, "--out: " + path + " is being written by another tpbench (pid " +
+                                      std::to_string(::getpid()) + ")");
+    EXPECT_FALSE(fs::exists(path));
+  }
+  EXPECT_FALSE(fs::exists(OutLock::lockPath(path))) << "the lock file is removed on release";
+  OutLock again("--out", path);  // free again
 }
 
 }  // namespace

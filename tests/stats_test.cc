@@ -1,6 +1,6 @@
 // Tests for harness/stats: summaries, and the Mann-Whitney U test against values worked out by
 // hand (the working is in the comments) and against brute-force enumeration.
-#include "harness/stats.h"
+#include "record/stats.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
-#include "harness/compare.h"
+#include "record/compare.h"
 
 namespace tpb::cli {
 

@@ -1,4 +1,4 @@
-#include "harness/stats.h"
+#include "record/stats.h"
 
 #include <algorithm>
 #include <cmath>

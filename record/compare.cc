@@ -1,15 +1,16 @@
-#include "harness/compare.h"
+#include "record/compare.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "common/error.h"
-#include "harness/range.h"
-#include "harness/results.h"
-#include "harness/stats.h"
+#include "common/format_bytes.h"
+#include "record/results.h"
+#include "record/stats.h"
 
 namespace tpb {
 
@@ -24,61 +25,102 @@ namespace {
 // All the repetitions of one point, with the values of each metric.
 struct Point {
   std::string label;
+  RunConfig run;             // runs: the config without repeat_index
+  CollectiveRecord coll;     // collectives: the key fields (op, algo, transport, device, N, bytes)
+  bool isRun = false;
   bool anyOk = false, anyFailed = false;
   std::map<std::string, std::vector<double>> timing;    // higher-is-better metrics end in _per_s/_gbps
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
+  std::set<std::string> unmeasured;  // accuracy metrics that an ok repeat left null (or NaN)
 };
 
-std::string runLabel(const json& c) {
+std::string runLabel(const RunConfig& c) {
   std::ostringstream os;
-  os << "run " << c.value("strategy", "?") << " N=" << c.value("n_gpus", 0) << " batch=" << c.value("batch_size", 0)
-     << " train_size=" << c.value("train_size", 0) << " epochs=" << c.value("epochs", 0);
-  if (c.contains("device")) os << " " << c.at("device").get<std::string>();
+  os << "run " << c.strategy << " N=" << c.nGpus << " batch=" << c.batchSize << " train_size=" << c.trainSize
+     << " epochs=" << c.epochs << " " << c.device;
+  if (c.maxSteps >= 0) os << " max_steps=" << c.maxSteps;
   return os.str();
 }
 
-std::map<std::string, Point> collect(const json& doc) {
-  std::map<std::string, Point> points;
-  for (const auto& run : doc.value("runs", json::array())) {
-    json key = run.at("config");
-    key.erase("repeat_index");
-    Point& p = points["run:" + key.dump()];
-    p.label = runLabel(key);
-    if (run.value("status", "") == "skipped") continue;
-    if (run.value("status", "") != "ok") {
-      p.anyFailed = true;
-      continue;
-    }
-    p.anyOk = true;
-    const json& s = run.at("summary");
-    const json& epochs = run.value("epochs", json::array());
-    if (s.contains("samples_per_s") && s.at("samples_per_s").is_number())
-      p.timing["samples_per_s"].push_back(s.at("samples_per_s"));
-    if (!epochs.empty()) {
-      double wall = 0;
-      for (const auto& e : epochs) wall += e.at("wall_s").get<double>();
-      p.timing["epoch_s"].push_back(wall / epochs.size());
-    }
-    if (s.contains("final_test_accuracy") && s.at("final_test_accuracy").is_number())
-      p.accuracy["final_test_accuracy"].push_back(s.at("final_test_accuracy"));
-    if (s.contains("final_train_loss") && s.at("final_train_loss").is_number())
-      p.accuracy["final_train_loss"].push_back(s.at("final_train_loss"));
+bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
+  return a.op == b.op && a.algo == b.algo && a.transport == b.transport && a.device == b.device &&
+         a.nGpus == b.nGpus && a.bytes == b.bytes;
+}
+
+// Points are matched by value (a linear search: files hold hundreds of points, not millions).
+Point& runPoint(std::vector<Point>& points, const RunConfig& key) {
+  for (auto& p : points)
+    if (p.isRun && p.run == key) return p;
+  Point p;
+  p.isRun = true;
+  p.run = key;
+  p.label = runLabel(key);
+  points.push_back(std::move(p));
+  return points.back();
+}
+
+Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) {
+  for (auto& p : points)
+    if (!p.isRun && sameCollectivePoint(p.coll, rec)) return p;
+  Point p;
+  p.coll = rec;
+  p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
+            rec.transport;
+  points.push_back(std::move(p));
+  return points.back();
+}
+
+void addAccuracy(Point& p, const char* metric, double v) {
+  if (std::isnan(v)) {
+    p.unmeasured.insert(metric);
+  } else {
+    p.accuracy[metric].push_back(v);
   }
-  for (const auto& rec : doc.value("allreduce", json::array())) {
-    json key = {{"algo", rec.value("algo", "")},     {"transport", rec.value("transport", "")},
-                {"device", rec.value("device", "")}, {"n_gpus", rec.value("n_gpus", 0)},
-                {"bytes", rec.value("bytes", 0)}};
-    Point& p = points["allreduce:" + key.dump()];
-    p.label = "allreduce " + key.at("algo").get<std::string>() + " N=" + std::to_string(key.at("n_gpus").get<int>()) +
-              " " + formatBytes(key.at("bytes").get<std::size_t>()) + " " + key.at("transport").get<std::string>();
-    if (rec.value("status", "") != "ok") {
+}
+
+std::vector<Point> collect(const ResultsFile& f) {
+  std::vector<Point> points;
+  for (const auto& run : f.runs()) {
+    RunConfig key = run.config;
+    key.repeatIndex = 0;
+    Point& p = runPoint(points, key);
+    if (run.status == "skipped") continue;
+    // A run that trained on nothing measured nothing: it counts as failed, whatever it says.
+    if (!run.ok() || !run.nothingMeasured().empty()) {
       p.anyFailed = true;
       continue;
     }
     p.anyOk = true;
-    p.timing["busbw_gbps"].push_back(rec.at("busbw_gbps"));
+    const RunSummary& s = run.summary;
+    if (std::isfinite(s.samplesPerS)) p.timing["samples_per_s"].push_back(s.samplesPerS);
+    double wall = 0;
+    for (const auto& e : run.epochs) wall += e.wallS;
+    if (std::isfinite(wall)) p.timing["epoch_s"].push_back(wall / static_cast<double>(run.epochs.size()));
+    addAccuracy(p, "final_test_accuracy", s.finalTestAccuracy);
+    addAccuracy(p, "final_train_loss", s.finalTrainLoss);
+  }
+  for (const auto& rec : f.collectives()) {
+    Point& p = collectivePoint(points, rec);
+    if (!rec.ok()) {
+      p.anyFailed = true;
+      continue;
+    }
+    p.anyOk = true;
+    if (std::isfinite(rec.busbwGbps)) p.timing["busbw_gbps"].push_back(rec.busbwGbps);
   }
   return points;
+}
+
+const Point* findPoint(const std::vector<Point>& points, const Point& like) {
+  for (const auto& p : points) {
+    if (p.isRun != like.isRun) continue;
+    if (p.isRun ? p.run == like.run : sameCollectivePoint(p.coll, like.coll)) return &p;
+  }
+  return nullptr;
+}
+
+Comparison statusRow(const std::string& label, const std::string& note) {
+  return {label, "status", "status", 0, 0, 0, 0, 0, 0, -1, true, note};
 }
 
 bool higherIsBetter(const std::string& metric) {
@@ -106,25 +148,24 @@ CompareResult compareResults(const CompareOptions& opt) {
   if (!(opt.threshold >= 0)) TPB_THROW(UsageError, "--threshold: must be >= 0, got " << opt.threshold);
   if (!(opt.alpha > 0 && opt.alpha < 1)) TPB_THROW(UsageError, "--alpha: must be in (0, 1), got " << opt.alpha);
   if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc-tolerance: must be >= 0, got " << opt.accTolerance);
-  const ResultsFile base = ResultsFile::load(opt.basePath);
-  const ResultsFile now = ResultsFile::load(opt.newPath);
-  const auto b = collect(base.doc()), n = collect(now.doc());
+  const auto b = collect(ResultsFile::load(opt.basePath)), n = collect(ResultsFile::load(opt.newPath));
 
   CompareResult out;
-  for (const auto& [key, bp] : b) {
+  std::size_t measuredInNew = 0;
+  for (const Point& bp : b) {
     if (!bp.anyOk) continue;  // nothing to hold NEW to
-    const auto it = n.find(key);
-    if (it == n.end()) {
-      out.rows.push_back({bp.label, "status", "status", 0, 0, 0, 0, 0, 0, -1, true, "missing in NEW"});
+    const Point* found = findPoint(n, bp);
+    if (!found) {
+      out.rows.push_back(statusRow(bp.label, "missing in NEW"));
       continue;
     }
-    const Point& np = it->second;
+    const Point& np = *found;
     ++out.matched;
     if (!np.anyOk) {
-      out.rows.push_back({bp.label, "status", "status", 0, 0, 0, 0, 0, 0, -1, true,
-                          np.anyFailed ? "failed in NEW" : "not run in NEW"});
+      out.rows.push_back(statusRow(bp.label, np.anyFailed ? "failed in NEW" : "not run in NEW"));
       continue;
     }
+    ++measuredInNew;
     for (const auto& [metric, bv] : bp.timing) {
       const auto nv = np.timing.find(metric);
       if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
@@ -143,6 +184,14 @@ CompareResult compareResults(const CompareOptions& opt) {
       out.rows.push_back(c);
     }
     for (const auto& [metric, bv] : bp.accuracy) {
+      // A number in BASE that NEW could not measure (null, NaN) is a change, not a pass.
+      if (np.unmeasured.count(metric)) {
+        Comparison c = statusRow(bp.label, "null in NEW");
+        c.metric = metric;
+        c.kind = "accuracy";
+        out.rows.push_back(c);
+        continue;
+      }
       const auto nv = np.accuracy.find(metric);
       if (nv == np.accuracy.end() || bv.empty() || nv->second.empty()) continue;
       Comparison c = measured(bp.label, metric, "accuracy", bv, nv->second);
@@ -156,6 +205,9 @@ CompareResult compareResults(const CompareOptions& opt) {
   if (out.matched == 0)
     TPB_THROW(UsageError, "nothing in common: no point of " << opt.basePath << " appears in " << opt.newPath
                                                             << " (compare matches runs by their whole config)");
+  // Every matched point failed in NEW: the rows above say so; this row makes sure that a NEW
+  // file which measured nothing can never pass, whatever else the rows hold.
+  if (measuredInNew == 0) out.rows.push_back(statusRow("(all points)", "nothing measured in NEW"));
   std::stable_sort(out.rows.begin(), out.rows.end(),
                    [](const Comparison& a, const Comparison& c) { return a.regression && !c.regression; });
   return out;

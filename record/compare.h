@@ -1,15 +1,20 @@
-// harness/compare.h — `tpbench compare BASE.json NEW.json`: matches points by configuration and
+// record/compare.h — `tpbench compare BASE.json NEW.json`: matches points by configuration and
 // says which regressed.
 //
 // Timings (epoch time, samples/s, allreduce busbw) regress when they are slower by more than
 // `threshold` (relative) and, where both sides hold >= 5 repetitions, a two-sided Mann-Whitney
 // U test gives p < alpha. Accuracy and loss are deterministic given the seed on one platform:
 // any change beyond `accTolerance` is a regression (accuracy: absolute difference of the
-// fraction; loss: relative difference). A point that ran in BASE but failed or is missing in
-// NEW is a regression too.
+// fraction; loss: relative difference), and so is a number in BASE that is null (or NaN) in NEW.
+// A point that ran in BASE but failed or is missing in NEW is a regression too; a run that
+// trained on zero steps or zero samples counts as failed, and a NEW file in which no matched
+// point measured anything cannot pass.
+//
+// Points are matched by value (record/records.h: RunConfig ==, numbers compared numerically, so
+// 1 and 1.0 match): every config field but repeat_index, max_steps included (a file without it
+// means -1, no limit); collectives by op, algo, transport, device, n_gpus and bytes.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

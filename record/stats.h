@@ -1,4 +1,4 @@
-// harness/stats.h — the statistics the harness reports: a five-number-ish summary of repeated
+// record/stats.h — the statistics tpbench reports: a five-number-ish summary of repeated
 // timings, and the Mann-Whitney U test that `compare` uses to tell a real change from noise
 // (google/benchmark's compare.py does the same: relative change plus a U test over repetitions).
 #pragma once

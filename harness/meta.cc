@@ -1,0 +1,101 @@
+#include "harness/meta.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include <torch/version.h>
+#if __has_include(<gloo/config.h>)
+#include <gloo/config.h>
+#endif
+
+#include "comm/cuda/devices.h"
+#include "common/error.h"
+#if __has_include("tpb_git_sha.h")
+#include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
+#endif
+
+#ifndef TPB_VERSION
+#define TPB_VERSION "unknown"
+#endif
+#ifndef TPB_GIT_SHA
+#define TPB_GIT_SHA "unknown"
+#endif
+#ifndef TPB_BUILD_TYPE
+#define TPB_BUILD_TYPE "unknown"
+#endif
+
+namespace tpb {
+namespace {
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
+  return buf;
+}
+
+// The first "model name" line of /proc/cpuinfo (x86; most ARM kernels have none: "unknown").
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::size_t b = colon + 1;
+    while (b < line.size() && (line[b] == ' ' || line[b] == '\t')) ++b;
+    if (b < line.size()) return line.substr(b);
+  }
+  return "unknown";
+}
+
+// Gloo has no runtime version query; the headers this was compiled against carry one. Debian's
+// LibTorch links the system libgloo built from those headers; a PyTorch-provided LibTorch links
+// its own copy, which these headers need not describe — hence the "(headers)" note.
+std::string glooVersion() {
+#ifdef GLOO_VERSION_MAJOR
+  return std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH) + " (headers)";
+#else
+  return "bundled with libtorch (version not exposed)";
+#endif
+}
+
+}  // namespace
+
+std::vector<std::string> visibleGpuNames() {
+  // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).
+  return cudaDeviceNames();
+}
+
+Meta collectMeta(const std::string& command) {
+  Meta m;
+  m.tpbenchVersion = TPB_VERSION;
+  m.gitSha = TPB_GIT_SHA;
+  m.timestampUtc = utcNow();
+  m.host = hostName();
+  m.cpuModel = cpuModel();
+  if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0) m.cpuCores = cores;
+  m.gpus = visibleGpuNames();
+  m.driver = cudaDriverVersion();   // null without an NVIDIA driver
+  m.cuda = cudaRuntimeVersion();    // null in a build without CUDA
+  m.nccl = ncclLibraryVersion();    // null in a build without NCCL
+  m.libtorch = TORCH_VERSION;
+  m.gloo = glooVersion();
+  m.buildType = TPB_BUILD_TYPE;
+  m.command = command;
+  return m;
+}
+
+}  // namespace tpb

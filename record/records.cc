@@ -1,0 +1,334 @@
+#include "record/records.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+
+namespace tpb {
+
+using nlohmann::json;
+
+namespace {
+
+// Non-finite numbers are written as null (JSON has no NaN), and so read back as NaN.
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+template <typename T>
+json orNull(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+template <typename T>
+void putIfSet(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+// The start of every record's JSON: what other writers added, then the known fields over it.
+json startWith(const json& extra) { return extra.is_object() ? extra : json::object(); }
+
+// Status values the schema defines.
+std::string statusOf(const JsonIn& in) {
+  const std::string s = in.str();
+  if (s != "ok" && s != "failed" && s != "skipped") in.fail("\"ok\", \"failed\" or \"skipped\"");
+  return s;
+}
+
+int intIn(const JsonIn& obj, const char* key, long long lo, long long hi) {
+  return static_cast<int>(obj.at(key).integer(lo, hi));
+}
+
+bool sameNumber(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+}  // namespace
+
+// ---- meta ----------------------------------------------------------------------------------
+
+json Meta::toJson() const {
+  json j = startWith(extra);
+  putIfSet(j, "tpbench_version", tpbenchVersion);
+  putIfSet(j, "git_sha", gitSha);
+  putIfSet(j, "timestamp_utc", timestampUtc);
+  putIfSet(j, "host", host);
+  putIfSet(j, "cpu_model", cpuModel);
+  j["cpu_cores"] = orNull(cpuCores);
+  putIfSet(j, "gpus", gpus);
+  j["driver"] = orNull(driver);
+  j["cuda"] = orNull(cuda);
+  j["nccl"] = orNull(nccl);
+  putIfSet(j, "libtorch", libtorch);
+  putIfSet(j, "gloo", gloo);
+  putIfSet(j, "build_type", buildType);
+  putIfSet(j, "command", command);
+  return j;
+}
+
+Meta Meta::fromJson(const JsonIn& in) {
+  in.object();
+  Meta m;
+  m.tpbenchVersion = optStr(in, "tpbench_version");
+  m.gitSha = optStr(in, "git_sha");
+  m.timestampUtc = optStr(in, "timestamp_utc");
+  m.host = optStr(in, "host");
+  m.cpuModel = optStr(in, "cpu_model");
+  m.cpuCores = optInteger(in, "cpu_cores", 0, 1 << 24);
+  if (const auto g = in.find("gpus")) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < g->size(); ++i) names.push_back((*g)[i].str());
+    m.gpus = std::move(names);
+  }
+  m.driver = optStr(in, "driver");
+  m.cuda = optStr(in, "cuda");
+  m.nccl = optStr(in, "nccl");
+  m.libtorch = optStr(in, "libtorch");
+  m.gloo = optStr(in, "gloo");
+  m.buildType = optStr(in, "build_type");
+  m.command = optStr(in, "command");
+  m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
+                            "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command"});
+  return m;
+}
+
+// ---- runs[].config -------------------------------------------------------------------------
+
+json RunConfig::toJson() const {
+  json j = startWith(extra);
+  j["strategy"] = strategy;
+  j["n_gpus"] = nGpus;
+  j["batch_size"] = batchSize;
+  j["epochs"] = epochs;
+  j["device"] = device;
+  j["transport"] = transport;
+  j["dataset"] = dataset;
+  j["train_size"] = trainSize;
+  putIfSet(j, "test_size", testSize);
+  j["hidden"] = hidden;
+  j["lr"] = num(lr);
+  putIfSet(j, "momentum", momentum);
+  putIfSet(j, "bucket_mb", bucketMb);
+  j["seed"] = seed;
+  j["repeat_index"] = repeatIndex;
+  j["max_steps"] = maxSteps;
+  return j;
+}
+
+RunConfig RunConfig::fromJson(const JsonIn& in) {
+  in.object();
+  RunConfig c;
+  c.strategy = in.at("strategy").str();
+  c.nGpus = intIn(in, "n_gpus", 1, kMaxRanks);
+  c.batchSize = intIn(in, "batch_size", 1, kMaxInt);
+  c.epochs = intIn(in, "epochs", 1, kMaxInt);
+  c.device = in.at("device").str();
+  c.transport = in.at("transport").str();
+  c.dataset = in.at("dataset").str();
+  c.trainSize = in.at("train_size").unsignedInteger(kMaxCount);
+  if (const auto t = in.find("test_size")) c.testSize = t->unsignedInteger(kMaxCount);
+  // Widths as text ("512,512"); a single width written as a number reads as its text.
+  const JsonIn hidden = in.at("hidden");
+  c.hidden = hidden.value().is_number() ? std::to_string(hidden.integer(0, kMaxInt)) : hidden.str();
+  c.lr = in.at("lr").number(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
+  if (const auto m = in.find("momentum")) c.momentum = m->number(0, 1e6);
+  if (const auto b = in.find("bucket_mb")) c.bucketMb = b->number(0, 1e9);
+  c.seed = in.at("seed").unsignedInteger();
+  c.repeatIndex = intIn(in, "repeat_index", 0, kMaxInt);
+  c.maxSteps = optInteger(in, "max_steps", -1, std::numeric_limits<long long>::max()).value_or(-1);
+  c.extra = in.extraExcept({"strategy", "n_gpus", "batch_size", "epochs", "device", "transport", "dataset",
+                            "train_size", "test_size", "hidden", "lr", "momentum", "bucket_mb", "seed",
+                            "repeat_index", "max_steps"});
+  return c;
+}
+
+bool RunConfig::operator==(const RunConfig& o) const {
+  // json == compares numbers by value (1 == 1.0), as the typed fields do.
+  return strategy == o.strategy && nGpus == o.nGpus && batchSize == o.batchSize && epochs == o.epochs &&
+         device == o.device && transport == o.transport && dataset == o.dataset && trainSize == o.trainSize &&
+         testSize == o.testSize && hidden == o.hidden && sameNumber(lr, o.lr) && momentum == o.momentum &&
+         bucketMb == o.bucketMb && seed == o.seed && repeatIndex == o.repeatIndex && maxSteps == o.maxSteps &&
+         extra == o.extra;
+}
+
+// ---- runs[].epochs[] -----------------------------------------------------------------------
+
+json EpochRecord::toJson() const {
+  json j = startWith(extra);
+  j["epoch"] = epoch;
+  j["wall_s"] = num(wallS);
+  j["compute_s"] = num(computeS);
+  j["comm_s"] = num(commS);
+  j["samples_per_s"] = num(samplesPerS);
+  j["train_loss"] = num(trainLoss);
+  j["test_accuracy"] = num(testAccuracy);
+  if (!std::isnan(evalS)) j["eval_s"] = num(evalS);
+  putIfSet(j, "steps", steps);
+  putIfSet(j, "samples", samples);
+  return j;
+}
+
+EpochRecord EpochRecord::fromJson(const JsonIn& in) {
+  in.object();
+  EpochRecord e;
+  e.epoch = intIn(in, "epoch", 0, kMaxInt);
+  e.wallS = in.at("wall_s").numberOrNull();
+  e.computeS = in.at("compute_s").numberOrNull();
+  e.commS = in.at("comm_s").numberOrNull();
+  e.samplesPerS = in.at("samples_per_s").numberOrNull();
+  e.trainLoss = in.at("train_loss").numberOrNull();
+  e.testAccuracy = in.at("test_accuracy").numberOrNull();
+  e.evalS = optNumber(in, "eval_s");
+  e.steps = optInteger(in, "steps", 0, kMaxCount);
+  e.samples = optInteger(in, "samples", 0, kMaxCount);
+  e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
+                            "test_accuracy", "eval_s", "steps", "samples"});
+  return e;
+}
+
+// ---- runs[].summary ------------------------------------------------------------------------
+
+RunSummary RunSummary::of(const std::vector<EpochRecord>& epochs) {
+  RunSummary s;
+  double total = 0, samples = 0;
+  for (const auto& e : epochs) {
+    if (std::isfinite(e.wallS)) total += e.wallS;
+    samples += static_cast<double>(e.samples.value_or(0));
+  }
+  s.totalS = total;
+  s.samplesPerS = total > 0 ? samples / total : 0.0;
+  if (!epochs.empty()) {
+    s.finalTestAccuracy = epochs.back().testAccuracy;
+    s.finalTrainLoss = epochs.back().trainLoss;
+  }
+  return s;
+}
+
+json RunSummary::toJson() const {
+  json j = startWith(extra);
+  j["total_s"] = num(totalS);
+  j["samples_per_s"] = num(samplesPerS);
+  j["final_test_accuracy"] = num(finalTestAccuracy);
+  j["final_train_loss"] = num(finalTrainLoss);
+  j["scaling_efficiency"] = num(scalingEfficiency);
+  return j;
+}
+
+RunSummary RunSummary::fromJson(const JsonIn& in) {
+  in.object();
+  RunSummary s;
+  s.totalS = optNumber(in, "total_s");
+  s.samplesPerS = optNumber(in, "samples_per_s");
+  s.finalTestAccuracy = optNumber(in, "final_test_accuracy");
+  s.finalTrainLoss = optNumber(in, "final_train_loss");
+  s.scalingEfficiency = optNumber(in, "scaling_efficiency");
+  s.extra = in.extraExcept({"total_s", "samples_per_s", "final_test_accuracy", "final_train_loss",
+                            "scaling_efficiency"});
+  return s;
+}
+
+// ---- runs[] --------------------------------------------------------------------------------
+
+std::string RunRecord::nothingMeasured() const {
+  if (epochs.empty()) return "no epoch completed";
+  long long steps = 0, samples = 0;
+  bool stepsKnown = false, samplesKnown = false;
+  for (const auto& e : epochs) {
+    if (e.steps) stepsKnown = true, steps += *e.steps;
+    if (e.samples) samplesKnown = true, samples += *e.samples;
+  }
+  if (stepsKnown && steps == 0) return "ran 0 optimizer steps";
+  if (samplesKnown && samples == 0) return "trained on 0 samples";
+  return "";
+}
+
+json RunRecord::toJson() const {
+  json j = startWith(extra);
+  j["config"] = config.toJson();
+  j["status"] = status;
+  j["error"] = orNull(error);
+  json e = json::array();
+  for (const auto& ep : epochs) e.push_back(ep.toJson());
+  j["epochs"] = std::move(e);
+  j["summary"] = summary.toJson();
+  if (!std::isnan(wallS)) j["wall_s"] = num(wallS);
+  return j;
+}
+
+RunRecord RunRecord::fromJson(const JsonIn& in) {
+  in.object();
+  RunRecord r;
+  r.config = RunConfig::fromJson(in.at("config"));
+  r.status = statusOf(in.at("status"));
+  r.error = optStr(in, "error");
+  // A skipped run has no epochs or summary (older writers left them out).
+  if (const auto e = in.find("epochs")) {
+    for (std::size_t i = 0; i < e->size(); ++i) r.epochs.push_back(EpochRecord::fromJson((*e)[i]));
+  }
+  if (const auto s = in.find("summary")) r.summary = RunSummary::fromJson(*s);
+  r.wallS = optNumber(in, "wall_s");
+  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s"});
+  return r;
+}
+
+// ---- allreduce[] ---------------------------------------------------------------------------
+
+json CollectiveRecord::toJson() const {
+  json j = startWith(extra);
+  j["op"] = op;
+  j["algo"] = algo;
+  j["transport"] = transport;
+  j["device"] = device;
+  j["n_gpus"] = nGpus;
+  j["bytes"] = bytes;
+  j["count"] = count;
+  if (measured) {
+    json t = startWith(timeExtra);
+    t["median"] = num(timeMedianUs);
+    t["min"] = num(timeMinUs);
+    t["max"] = num(timeMaxUs);
+    j["time_us"] = std::move(t);
+    j["algbw_gbps"] = num(algbwGbps);
+    j["busbw_gbps"] = num(busbwGbps);
+    j["wrong"] = orNull(wrong);
+  }
+  putIfSet(j, "timer", timer);
+  j["status"] = status;
+  putIfSet(j, "error", error);
+  j["iters"] = iters;
+  j["warmup"] = warmup;
+  return j;
+}
+
+CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
+  in.object();
+  CollectiveRecord c;
+  c.op = optStr(in, "op").value_or("allreduce");
+  c.algo = in.at("algo").str();
+  c.transport = in.at("transport").str();
+  c.device = in.at("device").str();
+  c.nGpus = intIn(in, "n_gpus", 1, kMaxRanks);
+  c.bytes = in.at("bytes").unsignedInteger(kMaxCount);
+  c.count = in.at("count").unsignedInteger(kMaxCount);
+  if (const auto t = in.find("time_us")) {
+    t->object();
+    c.measured = true;
+    c.timeMedianUs = optNumber(*t, "median");
+    c.timeMinUs = optNumber(*t, "min");
+    c.timeMaxUs = optNumber(*t, "max");
+    c.timeExtra = t->extraExcept({"median", "min", "max"});
+  }
+  for (const char* key : {"algbw_gbps", "busbw_gbps", "wrong"})
+    if (in.value().contains(key)) c.measured = true;
+  c.algbwGbps = optNumber(in, "algbw_gbps");
+  c.busbwGbps = optNumber(in, "busbw_gbps");
+  c.wrong = optInteger(in, "wrong", 0, kMaxCount);
+  c.timer = optStr(in, "timer");
+  c.status = statusOf(in.at("status"));
+  c.error = optStr(in, "error");
+  c.iters = intIn(in, "iters", 0, kMaxInt);
+  c.warmup = intIn(in, "warmup", 0, kMaxInt);
+  c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "bytes", "count", "time_us",
+                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
+                            "warmup"});
+  return c;
+}
+
+}  // namespace tpb

@@ -1,0 +1,136 @@
+// record/records.h — the typed results model (schema "tpbench.results/1", every field in
+// results/README.md) and its one JSON mapping: toJson() writes a record, fromJson() reads it
+// back, checking every field's type and range and naming file and field path in a UsageError.
+//
+// Numbers that could not be measured are NaN in memory and null in the file (non-finite numbers
+// are written as null). Members a reader does not know are kept in `extra` and written back, so
+// that --resume, which rewrites files other versions wrote, drops nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "record/json_in.h"
+
+namespace tpb {
+
+constexpr const char* kResultsSchema = "tpbench.results/1";
+
+// Ranges a reader accepts (a file is untrusted input).
+constexpr long long kMaxRanks = 65536;
+constexpr long long kMaxInt = 2147483647;       // batch sizes, epochs, iterations
+constexpr long long kMaxCount = 1LL << 53;      // sample counts, bytes (exact in a double)
+
+// "meta": where and how the file was produced. Every field is optional on read (files made by
+// tools or tests may carry fewer). Absent string fields stay absent when written back; the
+// "| null" fields (cpu_cores, driver, cuda, nccl) are written as null when unknown.
+struct Meta {
+  std::optional<std::string> tpbenchVersion, gitSha, timestampUtc, host, cpuModel;
+  std::optional<long long> cpuCores;
+  std::optional<std::vector<std::string>> gpus;
+  std::optional<std::string> driver, cuda, nccl;
+  std::optional<std::string> libtorch, gloo, buildType, command;
+  nlohmann::json extra = nlohmann::json::object();
+
+  nlohmann::json toJson() const;
+  static Meta fromJson(const JsonIn& in);
+};
+
+// runs[].config: everything that changes the work of a training point. Two records whose
+// configs are equal (== compares by value: 1 == 1.0) are repeats of one point when their
+// repeatIndex differs.
+struct RunConfig {
+  std::string strategy;
+  int nGpus = 1;
+  int batchSize = 1;
+  int epochs = 1;
+  std::string device, transport, dataset;
+  std::uint64_t trainSize = 0;
+  std::string hidden;                  // "512,512"
+  std::optional<std::uint64_t> testSize;  // absent in files older than the field
+  double lr = 0;
+  std::optional<double> momentum;      // absent in files older than the field
+  std::optional<double> bucketMb;      // absent in files older than the field
+  std::uint64_t seed = 0;
+  int repeatIndex = 0;
+  long long maxSteps = -1;             // -1: no limit; files older than the field read as -1
+  nlohmann::json extra = nlohmann::json::object();
+
+  nlohmann::json toJson() const;
+  static RunConfig fromJson(const JsonIn& in);
+  bool operator==(const RunConfig& o) const;
+  bool operator!=(const RunConfig& o) const { return !(*this == o); }
+};
+
+// runs[].epochs[].
+struct EpochRecord {
+  int epoch = 1;                    // 1-based
+  double wallS = NAN, computeS = NAN, commS = NAN, samplesPerS = NAN;
+  double trainLoss = NAN, testAccuracy = NAN;
+  double evalS = NAN;               // optional on read
+  std::optional<long long> steps, samples;  // absent in files older than the fields
+  nlohmann::json extra = nlohmann::json::object();
+
+  nlohmann::json toJson() const;
+  static EpochRecord fromJson(const JsonIn& in);
+};
+
+// runs[].summary.
+struct RunSummary {
+  double totalS = NAN, samplesPerS = NAN, finalTestAccuracy = NAN, finalTrainLoss = NAN;
+  double scalingEfficiency = NAN;
+  nlohmann::json extra = nlohmann::json::object();
+
+  // Totals over `epochs` (scaling efficiency is the file's business: NaN here).
+  static RunSummary of(const std::vector<EpochRecord>& epochs);
+  nlohmann::json toJson() const;
+  static RunSummary fromJson(const JsonIn& in);
+};
+
+// runs[]: one training run.
+struct RunRecord {
+  RunConfig config;
+  std::string status = "ok";  // "ok" | "failed" | "skipped"
+  std::optional<std::string> error;
+  std::vector<EpochRecord> epochs;
+  RunSummary summary;
+  double wallS = NAN;  // launcher wall time of the whole run, start to exit
+  nlohmann::json extra = nlohmann::json::object();
+
+  bool ok() const { return status == "ok"; }
+  // Why an "ok" record measured nothing ("" when it measured something): no epochs, or zero
+  // optimizer steps, or zero samples. Such a run is recorded, and compared, as failed.
+  std::string nothingMeasured() const;
+
+  nlohmann::json toJson() const;
+  static RunRecord fromJson(const JsonIn& in);
+};
+
+// allreduce[]: one collective benchmark point (op "allreduce" unless another collective).
+struct CollectiveRecord {
+  std::string op = "allreduce";
+  std::string algo, transport, device;
+  int nGpus = 1;
+  std::uint64_t bytes = 0, count = 0;
+  // Measured fields: absent when the point did not run to the end (measured == false).
+  bool measured = false;
+  double timeMedianUs = NAN, timeMinUs = NAN, timeMaxUs = NAN;
+  nlohmann::json timeExtra = nlohmann::json::object();  // time_us members besides the three
+  double algbwGbps = NAN, busbwGbps = NAN;
+  std::optional<long long> wrong;  // null when --check was off
+  std::optional<std::string> timer;
+  std::string status = "ok";
+  std::optional<std::string> error;
+  int iters = 0, warmup = 0;
+  nlohmann::json extra = nlohmann::json::object();
+
+  bool ok() const { return status == "ok"; }
+  nlohmann::json toJson() const;
+  static CollectiveRecord fromJson(const JsonIn& in);
+};
+
+}  // namespace tpb
