@@ -1,9 +1,9 @@
-// Tests for harness/report: on a hand-made but realistic results file every chart is drawn (PNG
-// + SVG + .gp + .dat) and listed in index.md/index.html; charts without data are listed as
-// skipped, not drawn empty; without gnuplot (or when it fails) tables and data are still
-// written; bad inputs are usage errors. Drawing tests need gnuplot (scripts/install-deps.sh
+// Tests for report/ (tpbench report): on a hand-made but realistic results file every chart is
+// drawn (PNG + SVG + .gp + .dat) and listed in index.md/index.html; charts without data are
+// listed as skipped, not drawn empty; without gnuplot (or when it fails) tables and data are
+// still written; bad inputs are usage errors. Drawing tests need gnuplot (scripts/install-deps.sh
 // installs gnuplot-nox) and are skipped where it is missing.
-#include "harness/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

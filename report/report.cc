@@ -1,8 +1,8 @@
-// harness/report.cc — see report.h. Flow: load and merge the inputs, normalise runs and allreduce
+// report/report.cc — see report.h. Flow: load and merge the inputs, normalise runs and allreduce
 // points into small structs (missing or null fields become NaN, only "ok" records are charted),
 // build every chart's data + gnuplot script + one-line reading, run gnuplot per chart, then write
 // the tables and index.md / index.html.
-#include "harness/report.h"
+#include "report/report.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-// harness/report.h — `tpbench report`: turns one or more results files (schema
+// report/report.h — `tpbench report`: turns one or more results files (schema
 // "tpbench.results/1", see results/README.md) into a directory a person can open: one chart per
 // experiment the data supports, each as PNG + SVG with its gnuplot script (.gp) and data (.dat)
 // beside it so it can be restyled, plus index.md / index.html with the charts, summary tables,
