@@ -194,8 +194,8 @@ std::string axesSettings(const Axes& a) {
 
 std::string chartHeader(const Chart& c) {
   std::ostringstream os;
-  os << "# tpbench report — " << c.id << ": " << c.title << "\n";
-  if (!c.subtitle.empty()) os << "# " << c.subtitle << "\n";
+  os << "# tpbench report — " << c.id << ": " << gnuplotComment(c.title) << "\n";
+  if (!c.subtitle.empty()) os << "# " << gnuplotComment(c.subtitle) << "\n";
   return os.str();
 }
 
@@ -203,7 +203,7 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
                      const std::string& key) {
   const auto sub = wrapWords(c.subtitle, 150);
   std::ostringstream os;
-  os << "# " << c.id << ".gp — tpbench report chart \"" << c.title << "\"\n"
+  os << "# " << c.id << ".gp — tpbench report chart \"" << gnuplotComment(c.title) << "\"\n"
      << "# Data: " << c.id << ".dat. Redraw from this directory: gnuplot " << c.id << ".gp\n"
      << "# (writes " << c.id << ".png and " << c.id << ".svg).\n"
      << "set encoding utf8\n"
@@ -239,7 +239,7 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     if (i) dat << "\n\n";
-    dat << "# [" << i << "] " << s.title << "\n";
+    dat << "# [" << i << "] " << gnuplotComment(s.title) << "\n";
     dat << "# " << a.xcol << " " << a.ycol << " records\n";
     for (const auto& p : s.points)
       dat << fmtDat(p.x) << " " << fmtDat(p.y) << " " << p.samples << "\n";

@@ -16,10 +16,7 @@
 #include "report/report.h"
 #include "tests/cli_util.h"
 #include "tests/file_util.h"
-
-#ifndef TPB_SOURCE_DIR
-#error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
-#endif
+#include "tests/report_util.h"
 
 namespace tpb::report {
 namespace {
@@ -27,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using test::readText;
 
-const std::string kFixture = std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+const std::string& kFixture = test::kReportFixture;
+using test::gnuplotAvailable;
 
 // What each chart does with the fixture: "" = drawn, else the reason it is skipped. A new chart
 // needs its line here.
@@ -49,8 +47,6 @@ std::vector<std::string> registeredIds() {
   return ids;
 }
 
-bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
-
 TEST(ReportChartRegistry, KeepsTheIndexOrder) {
   EXPECT_EQ(registeredIds(), kIndexOrder);
 }
@@ -63,10 +59,10 @@ TEST(ReportChartRegistry, EveryEntryHereIsRegistered) {
 
 // tpbench is linked from the same objects; its report must list every registered chart.
 TEST(ReportChartRegistry, TpbenchHasEveryChart) {
-  std::string templ = (fs::path(::testing::TempDir()) / "tpb_report_cli.XXXXXX").string();
-  ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+  const fs::path dir = test::makeTempDir("tpb_report_cli");
+  ASSERT_FALSE(dir.empty());
   const test::CliResult r =
-      test::runCli({"report", kFixture, "-o", templ + "/out", "--gnuplot", ""});
+      test::runCli({"report", kFixture, "-o", (dir / "out").string(), "--gnuplot", ""});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::vector<std::string> listed;
   std::istringstream out(r.out);
@@ -77,16 +73,15 @@ TEST(ReportChartRegistry, TpbenchHasEveryChart) {
       listed.push_back(line.substr(prefix.size(), line.find(':', prefix.size()) - prefix.size()));
   }
   EXPECT_EQ(listed, registeredIds()) << r.out;
-  fs::remove_all(templ);
+  fs::remove_all(dir);
 }
 
 // One report of the fixture, drawn once for every chart's test.
 class ReportChart : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
-    std::string templ = (fs::path(::testing::TempDir()) / "tpb_report_charts.XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
+    dir_ = test::makeTempDir("tpb_report_charts");
+    ASSERT_FALSE(dir_.empty());
     ReportOptions opt;
     opt.inputs = {kFixture};
     opt.outDir = (dir_ / "report").string();

@@ -96,7 +96,7 @@ void build(Chart& c, const Inputs& in) {
     const auto& [name, bs] = bars[i];
     if (i) at += static_cast<int>(bars[i - 1].second.size()) + 1;
     if (i) dat << "\n\n";
-    dat << "# [" << i << "] " << name
+    dat << "# [" << i << "] " << gnuplotComment(name)
         << "\n# label compute_s comm_s other_s wall_s\n";
     for (const Bar& b : bs)
       dat << "N=" << b.n << " " << fmtDat(b.compute) << " " << fmtDat(b.comm) << " "
