@@ -1,9 +1,9 @@
-// Tests for harness/report: on a hand-made but realistic results file every chart is drawn (PNG
-// + SVG + .gp + .dat) and listed in index.md/index.html; charts without data are listed as
-// skipped, not drawn empty; without gnuplot (or when it fails) tables and data are still
-// written; bad inputs are usage errors. Drawing tests need gnuplot (scripts/install-deps.sh
+// Tests for report/ (tpbench report): on a hand-made but realistic results file every chart is
+// drawn (PNG + SVG + .gp + .dat) and listed in index.md/index.html; charts without data are
+// listed as skipped, not drawn empty; without gnuplot (or when it fails) tables and data are
+// still written; bad inputs are usage errors. Drawing tests need gnuplot (scripts/install-deps.sh
 // installs gnuplot-nox) and are skipped where it is missing.
-#include "harness/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -24,10 +24,7 @@
 
 #include "common/error.h"
 #include "tests/file_util.h"
-
-#ifndef TPB_SOURCE_DIR
-#error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
-#endif
+#include "tests/report_util.h"
 
 namespace tpb {
 namespace {
@@ -35,7 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kFixture = std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+const std::string& kFixture = test::kReportFixture;
+using test::gnuplotAvailable;
 
 const std::vector<std::string> kTrainingCharts = {"ps_accuracy",    "ring_epoch_time",
                                                   "data_scaling",   "throughput_scaling",
@@ -53,8 +51,6 @@ using test::readText;
 using test::usageErrorOf;
 using test::writeText;
 
-bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
-
 bool hasPngSignature(const fs::path& p) {
   const std::string s = readText(p);
   static const std::string sig("\x89PNG\r\n\x1a\n", 8);
@@ -70,9 +66,8 @@ std::set<std::string> skippedIds(const ReportSummary& s) {
 class ReportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string templ = (fs::path(::testing::TempDir()) / "tpb_report_test.XXXXXX").string();
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ;
+    dir_ = test::makeTempDir("tpb_report_test");
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     std::error_code ec;

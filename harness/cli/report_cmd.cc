@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
-#include "harness/report.h"
+#include "report/report.h"
 
 namespace tpb::cli {
 

@@ -1,13 +1,13 @@
-// harness/report.h — `tpbench report`: turns one or more results files (schema
+// report/report.h — `tpbench report`: turns one or more results files (schema
 // "tpbench.results/1", see results/README.md) into a directory a person can open: one chart per
 // experiment the data supports, each as PNG + SVG with its gnuplot script (.gp) and data (.dat)
 // beside it so it can be restyled, plus index.md / index.html with the charts, summary tables,
 // each input's meta block and a one-line reading of every chart computed from the numbers.
 //
-// Charts (ids are file names): ps_accuracy, ring_epoch_time, data_scaling, throughput_scaling,
-// time_breakdown, allreduce_busbw, batch_throughput. A chart whose data is missing is listed in
-// the index with the reason and not drawn; without gnuplot the tables, .dat and .gp files are
-// still written and every chart is listed as skipped. Only runs/points with status "ok" count;
+// Charts (ids are file names) are registered, one file each, under report/charts/ (see
+// report/chart.h). A chart whose data is missing is listed in the index with the reason and not
+// drawn; without gnuplot the tables, .dat and .gp files are still written and every chart is
+// listed as skipped. Only runs/points with status "ok" count;
 // repeats of a point are combined by their median.
 #pragma once
 
@@ -31,7 +31,7 @@ struct ReportSummary {
 
 // Writes the report into opt.outDir and says which charts were drawn and which were skipped.
 // Throws tpb::UsageError when there is no input, an input cannot be read or is not a results
-// file (ResultsFile::load), or outDir cannot be created or written. A gnuplot failure for one
+// file (report/input.h), or outDir cannot be created or written. A gnuplot failure for one
 // chart is not an error: that chart is skipped with gnuplot's first line of stderr as reason.
 ReportSummary writeReport(const ReportOptions& opt);
 

@@ -1,0 +1,385 @@
+// report/chart.cc — see chart.h.
+#include "report/chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <sstream>
+#include <tuple>
+
+#include "common/error.h"
+#include "report/escape.h"
+#include "report/format.h"
+#include "report/style.h"
+
+namespace tpb::report {
+
+using nlohmann::json;
+
+// ------------------------------------------------------------------------------------------
+// Registry
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+// Filled by the registrars during static initialisation; a function-local static so that it
+// exists before the first registrar runs, whatever the order of the object files.
+std::vector<ChartDef>& registry() {
+  static std::vector<ChartDef> charts;
+  return charts;
+}
+
+}  // namespace
+
+ChartRegistrar::ChartRegistrar(int position, const char* id, const char* title,
+                               ChartBuilder build) {
+  registry().push_back({position, id, title, build});
+}
+
+std::vector<ChartDef> registeredCharts() {
+  std::vector<ChartDef> charts = registry();
+  std::sort(charts.begin(), charts.end(),
+            [](const ChartDef& a, const ChartDef& b) { return a.position < b.position; });
+  for (std::size_t i = 1; i < charts.size(); ++i) {
+    if (charts[i].position == charts[i - 1].position)
+      TPB_THROW(Error, "report: charts '" << charts[i - 1].id << "' and '" << charts[i].id
+                                          << "' share position " << charts[i].position);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (charts[i].id == charts[j].id)
+        TPB_THROW(Error, "report: chart id '" << charts[i].id << "' is registered twice");
+    }
+  }
+  return charts;
+}
+
+Chart buildChart(const ChartDef& def, const Inputs& in) {
+  Chart c;
+  c.id = def.id;
+  c.title = def.title;
+  def.build(c, in);
+  return c;
+}
+
+// ------------------------------------------------------------------------------------------
+// Slices
+// ------------------------------------------------------------------------------------------
+
+json sliceKey(const Run& r, const std::set<std::string>& varying) {
+  static const std::set<std::string> incidental = {"repeat_index", "transport", "max_steps"};
+  json k = r.config;
+  for (const auto& f : incidental) k.erase(f);
+  for (const auto& f : varying) k.erase(f);
+  return k;
+}
+
+Slice pickSlice(const std::vector<Run>& runs, const std::set<std::string>& varying,
+                const RunPredicate& relevant, const std::function<std::string(const Run&)>& pointId,
+                const std::vector<std::string>& required) {
+  struct Group {
+    json key;
+    std::vector<const Run*> runs;
+    std::set<std::string> points;
+    std::set<std::string> strategies;
+  };
+  std::map<std::string, Group> groups;  // ordered by the key's text: a deterministic tie-break
+  for (const auto& r : runs) {
+    if (!r.ok() || !relevant(r)) continue;
+    json k = sliceKey(r, varying);
+    Group& g = groups[k.dump()];
+    g.key = k;
+    g.runs.push_back(&r);
+    g.points.insert(pointId(r));
+    g.strategies.insert(r.strategy);
+  }
+  auto score = [&](const Group& g) {
+    const bool complete = std::all_of(required.begin(), required.end(), [&](const std::string& s) {
+      return g.strategies.count(s) > 0;
+    });
+    return std::make_tuple(complete, g.points.size(), g.runs.size());
+  };
+  Slice best;
+  const Group* bestGroup = nullptr;
+  for (const auto& [text, g] : groups) {
+    if (!bestGroup || score(g) > score(*bestGroup)) bestGroup = &g;
+  }
+  if (bestGroup) {
+    best.key = bestGroup->key;
+    best.runs = bestGroup->runs;
+    best.others = static_cast<int>(groups.size()) - 1;
+  }
+  return best;
+}
+
+Slice sliceOverStrategyAndN(const std::vector<Run>& runs, const RunPredicate& relevant,
+                            const std::vector<std::string>& required) {
+  return pickSlice(runs, {"strategy", "n_gpus"}, relevant,
+                   [](const Run& r) { return r.strategy + "|" + std::to_string(r.n); }, required);
+}
+
+std::string describeSlice(const Slice& s, const std::vector<Run>& all) {
+  std::vector<std::string> parts;
+  const json& k = s.key;
+  if (k.contains("n_gpus")) parts.push_back("N=" + valueText(k["n_gpus"]));
+  if (k.contains("batch_size")) parts.push_back("batch " + valueText(k["batch_size"]) + "/device");
+  if (k.contains("train_size")) parts.push_back(valueText(k["train_size"]) + " samples/epoch");
+  if (k.contains("epochs")) parts.push_back(valueText(k["epochs"]) + " epochs");
+  static const std::set<std::string> named = {"n_gpus", "batch_size", "train_size", "epochs"};
+  for (const auto& [field, value] : k.items()) {
+    if (named.count(field)) continue;
+    std::set<std::string> seen;
+    for (const auto& r : all) {
+      if (r.ok() && r.config.contains(field)) seen.insert(r.config[field].dump());
+    }
+    if (seen.size() > 1) parts.push_back(field + " " + valueText(value));
+  }
+  std::string text = joinList(parts, ", ");
+  if (s.others > 0)
+    text += " (" + std::to_string(s.others) + " other config" + (s.others > 1 ? "s" : "") +
+            " not shown)";
+  return text;
+}
+
+const std::string* firstMissing(const Slice& s, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (!std::any_of(s.runs.begin(), s.runs.end(),
+                     [&](const Run* r) { return r->strategy == name; }))
+      return &name;
+  }
+  return nullptr;
+}
+
+bool noOkRuns(Chart& c, const std::vector<Run>& runs) {
+  if (std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.ok(); })) return false;
+  c.reason = runs.empty() ? "no training runs in the input" : "no training run with status ok";
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------
+// gnuplot scripts and data
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kWidthPx = 1100, kHeightPx = 620;
+
+// Breaks a subtitle into lines of at most `width` characters at white space (line breaks
+// included): gnuplot does not wrap, and a long single line runs off both sides of the canvas.
+std::vector<std::string> wrapWords(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string word, line;
+  while (in >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+std::string axesSettings(const Axes& a) {
+  std::ostringstream os;
+  os << "set xlabel " << gnuplotString(a.xlabel) << "\n"
+     << "set ylabel " << gnuplotString(a.ylabel) << "\n";
+  if (a.logx) os << "set logscale x " << a.logxBase << "\n";
+  if (a.logy) os << "set logscale y 10\n";
+  if (!a.xtics.empty()) os << "set xtics " << a.xtics << "\n";
+  if (!a.logy) os << "set yrange [0:*]\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string chartHeader(const Chart& c) {
+  std::ostringstream os;
+  os << "# tpbench report — " << c.id << ": " << gnuplotComment(c.title) << "\n";
+  if (!c.subtitle.empty()) os << "# " << gnuplotComment(c.subtitle) << "\n";
+  return os.str();
+}
+
+std::string gpScript(const Chart& c, const std::string& settings, const std::string& plot,
+                     const std::string& key) {
+  const auto sub = wrapWords(c.subtitle, 150);
+  std::ostringstream os;
+  os << "# " << c.id << ".gp — tpbench report chart \"" << gnuplotComment(c.title) << "\"\n"
+     << "# Data: " << c.id << ".dat. Redraw from this directory: gnuplot " << c.id << ".gp\n"
+     << "# (writes " << c.id << ".png and " << c.id << ".svg).\n"
+     << "set encoding utf8\n"
+     // noenhanced: strategy names contain '_', which enhanced text would turn into subscripts.
+     << "set terminal pngcairo noenhanced size " << kWidthPx << "," << kHeightPx
+     << " font 'Sans,11'\n"
+     << "set output '" << c.id << ".png'\n"
+     << "set label 101 " << gnuplotString(c.title) << " at screen 0.5, screen "
+     << fmtDat(1 - 22.0 / kHeightPx) << " center font ',14'\n";
+  for (std::size_t i = 0; i < sub.size(); ++i) {
+    os << "set label " << 102 + i << " " << gnuplotString(sub[i]) << " at screen 0.5, screen "
+       << fmtDat(1 - (46.0 + 17.0 * i) / kHeightPx)
+       << " center font ',10' textcolor rgb '#444444'\n";
+  }
+  os << "set tmargin " << 4 + sub.size() << "\n"
+     << "set grid lc rgb '#dddddd'\n"
+     << key << settings << plot << "set terminal svg noenhanced size " << kWidthPx << ","
+     << kHeightPx << " dynamic font 'Sans,11' background rgb 'white'\n"
+     << "set output '" << c.id << ".svg'\n"
+     << "replot\n"
+     << "set output\n";
+  return os.str();
+}
+
+void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
+                    const std::string& extraSettings) {
+  std::ostringstream dat;
+  dat << chartHeader(c);
+  dat << "# One block per series (gnuplot: index 0, 1, ...); columns: " << a.xcol << " " << a.ycol
+      << " records (how many runs/points the median is over)\n";
+  std::ostringstream plot;
+  plot << "plot ";
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    if (i) dat << "\n\n";
+    dat << "# [" << i << "] " << gnuplotComment(s.title) << "\n";
+    dat << "# " << a.xcol << " " << a.ycol << " records\n";
+    for (const auto& p : s.points)
+      dat << fmtDat(p.x) << " " << fmtDat(p.y) << " " << p.samples << "\n";
+    if (i) plot << ", \\\n     ";
+    plot << "'" << c.id << ".dat' index " << i << " using 1:2 with "
+         << (s.pointType > 0 ? "linespoints" : "lines") << " title " << gnuplotString(s.title)
+         << " lc rgb '" << s.color << "' dt " << s.dash << " lw 2";
+    if (s.pointType > 0) plot << " pt " << s.pointType << " ps 1.2";
+  }
+  plot << "\n";
+  c.dat = dat.str();
+  c.gp = gpScript(c, axesSettings(a) + extraSettings, plot.str());
+}
+
+std::string ticsAt(const std::set<double>& xs, const std::function<std::string(double)>& label) {
+  std::vector<std::string> parts;
+  for (double x : xs) parts.push_back(gnuplotString(label(x)) + " " + fmtDat(x));
+  return "(" + joinList(parts, ", ") + ")";
+}
+
+Axes wholeXAxes(const std::set<double>& xs, const std::string& xlabel, const std::string& xcol,
+                const std::string& ylabel, const std::string& ycol) {
+  Axes a;
+  a.xlabel = xlabel;
+  a.ylabel = ylabel;
+  a.xcol = xcol;
+  a.ycol = ycol;
+  a.xtics = ticsAt(xs, intLabel);
+  return a;
+}
+
+void buildLinesOverN(Chart& c, const std::vector<Series>& series, const std::set<double>& ns,
+                     const std::string& ylabel, const std::string& ycol) {
+  buildLineChart(c, series, wholeXAxes(ns, "ranks N", "n_gpus", ylabel, ycol),
+                 "set offsets graph 0.05, graph 0.05, 0, 0\n");
+}
+
+bool spansDecade(const std::set<double>& xs) {
+  return !xs.empty() && *xs.begin() > 0 && *xs.rbegin() / *xs.begin() >= 10;
+}
+
+// ------------------------------------------------------------------------------------------
+// Per-strategy data
+// ------------------------------------------------------------------------------------------
+
+SeriesData collect(const std::vector<const Run*>& runs,
+                   const std::function<std::string(const Run&)>& seriesOf,
+                   const std::function<double(const Run&)>& xOf,
+                   const std::function<double(const Run&)>& yOf) {
+  SeriesData out;
+  for (const Run* r : runs) {
+    const double y = yOf(*r);
+    if (!std::isfinite(y)) continue;
+    out[seriesOf(*r)][xOf(*r)].push_back(y);
+  }
+  return out;
+}
+
+std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX) {
+  std::vector<Point> pts;
+  for (const auto& [x, ys] : byX) pts.push_back({x, median(ys), static_cast<int>(ys.size())});
+  return pts;
+}
+
+std::vector<std::string> sortedStrategies(const SeriesData& data) {
+  std::vector<std::string> names;
+  for (const auto& kv : data) names.push_back(kv.first);
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return seriesLess(SeriesKind::Strategy, a, b);
+  });
+  return names;
+}
+
+Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX) {
+  Series s;
+  s.title = name;
+  s.color = seriesColor(SeriesKind::Strategy, name);
+  s.points = medianPoints(byX);
+  return s;
+}
+
+bool someSeriesHasTwoX(const SeriesData& data, std::set<double>& xs) {
+  bool two = false;
+  for (const auto& [name, byX] : data) {
+    for (const auto& kv : byX) xs.insert(kv.first);
+    two = two || byX.size() >= 2;
+  }
+  return two;
+}
+
+double valueAt(const std::vector<Point>& pts, double x) {
+  for (const auto& p : pts) {
+    if (p.x == x) return p.y;
+  }
+  return kNaN;
+}
+
+std::vector<Growth> growthPerStrategy(const std::map<std::string, std::vector<Point>>& pts) {
+  std::vector<Growth> g;
+  for (const auto& [name, p] : pts) {
+    if (p.size() < 2 || !(p.front().y > 0)) continue;
+    g.push_back({name, p.front().x, p.back().x, p.back().y / p.front().y});
+  }
+  std::sort(g.begin(), g.end(), [](const Growth& a, const Growth& b) { return a.ratio < b.ratio; });
+  return g;
+}
+
+std::string growthRange(const std::vector<Growth>& g) {
+  if (g.size() == 1) return fmtRatio(g[0].ratio) + " for " + g[0].strategy;
+  return fmtRatio(g.front().ratio) + " (" + g.front().strategy + ") to " +
+         fmtRatio(g.back().ratio) + " (" + g.back().strategy + ")";
+}
+
+bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
+                   const std::string& what, const std::function<long long(const Run&)>& setting,
+                   const std::function<double(const Run&)>& value, StrategyLines& out) {
+  if (noOkRuns(c, runs)) return false;
+  auto relevant = [&](const Run& r) { return setting(r) > 0 && std::isfinite(value(r)); };
+  out.slice = pickSlice(runs, varying, relevant, [&](const Run& r) {
+    return r.strategy + "|" + std::to_string(setting(r));
+  });
+  const auto data = collect(
+      out.slice.runs, [](const Run& r) { return r.strategy; },
+      [&](const Run& r) { return double(setting(r)); }, value);
+  if (!someSeriesHasTwoX(data, out.xs)) {
+    std::set<long long> all;
+    for (const auto& r : runs) {
+      if (r.ok()) all.insert(setting(r));
+    }
+    std::vector<std::string> vals;
+    for (long long v : all) vals.push_back(std::to_string(v));
+    c.reason = "needs runs at >= 2 " + what + " with otherwise equal settings; found " +
+               (vals.empty() ? std::string("none") : joinList(vals, ", "));
+    return false;
+  }
+  for (const auto& name : sortedStrategies(data)) {
+    out.series.push_back(strategySeries(name, data.at(name)));
+    out.points[name] = out.series.back().points;
+  }
+  return true;
+}
+
+}  // namespace tpb::report

@@ -1,0 +1,205 @@
+// report/chart.h — what a chart is (Chart, Series, Axes), the pieces every chart is built from
+// (slices of the runs, the gnuplot script skeleton, the shared line-chart builders) and the
+// chart registry. Each chart is one file, report/charts/<id>.cc, that registers its builder:
+//
+//   namespace { void build(Chart& c, const Inputs& in) { ... }
+//               const ChartRegistrar kChart(10, "my_chart", "My chart", build); }
+//
+// and one entry in tests/report_charts_test.cc. The report draws charts in position order.
+// A builder either fills c.dat, c.gp, c.subtitle and c.reading, or sets c.reason (why there is
+// nothing to draw); the driver writes the files and runs gnuplot.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/input.h"
+
+namespace tpb::report {
+
+// ------------------------------------------------------------------------------------------
+// Charts and their registry
+// ------------------------------------------------------------------------------------------
+
+struct Chart {
+  std::string id, title, subtitle;
+  std::string reason;   // why there is nothing to draw; empty when there is
+  std::string reading;  // one line computed from the data
+  std::string dat, gp;  // file contents
+  bool hasData() const { return reason.empty(); }
+};
+
+using ChartBuilder = void (*)(Chart& c, const Inputs& in);
+
+struct ChartDef {
+  int position = 0;  // place in the index: charts are built and listed by increasing position
+  std::string id;    // file name stem: <id>.png, <id>.svg, <id>.gp, <id>.dat
+  std::string title;
+  ChartBuilder build = nullptr;
+};
+
+// A static ChartRegistrar in a chart's file adds it to the registry before main runs. The
+// report library is an OBJECT library, so every chart's object file is linked, registrar and all.
+class ChartRegistrar {
+ public:
+  ChartRegistrar(int position, const char* id, const char* title, ChartBuilder build);
+};
+
+// Every registered chart, by position. Throws tpb::Error when two share an id or a position.
+std::vector<ChartDef> registeredCharts();
+
+// Runs def's builder on a chart that carries def's id and title.
+Chart buildChart(const ChartDef& def, const Inputs& in);
+
+// ------------------------------------------------------------------------------------------
+// Slices. A chart varies one or two config fields (strategy, N, batch ...); every other field
+// is held fixed. The slice shown is the one with the most distinct chart points (then the most
+// runs), and its fixed values are named in the chart's subtitle.
+// ------------------------------------------------------------------------------------------
+
+struct Slice {
+  nlohmann::json key = nlohmann::json::object();
+  std::vector<const Run*> runs;
+  int others = 0;  // slices with data for this chart that are not shown
+  bool empty() const { return runs.empty(); }
+};
+
+using RunPredicate = std::function<bool(const Run&)>;
+
+// r's config without the `varying` fields and those that differ between otherwise equal runs
+// for reasons that are no part of the experiment (repeat_index, transport, max_steps).
+nlohmann::json sliceKey(const Run& r, const std::set<std::string>& varying);
+
+// Among the ok runs that are `relevant`, the slice with the most distinct pointId values (then
+// the most runs). `required`: strategies a comparison chart needs; a slice holding all of them
+// wins over one with more points but without them.
+Slice pickSlice(const std::vector<Run>& runs, const std::set<std::string>& varying,
+                const RunPredicate& relevant, const std::function<std::string(const Run&)>& pointId,
+                const std::vector<std::string>& required = {});
+
+// The slice where only strategy and n_gpus vary.
+Slice sliceOverStrategyAndN(const std::vector<Run>& runs, const RunPredicate& relevant,
+                            const std::vector<std::string>& required = {});
+
+// "N=2, batch 64/device, 8192 samples/epoch, 3 epochs" plus any other held field that takes
+// more than one value across the inputs, and how many other slices are not shown.
+std::string describeSlice(const Slice& s, const std::vector<Run>& all);
+
+// The first of `names` with no run in `s`; null when all are there.
+const std::string* firstMissing(const Slice& s, const std::vector<std::string>& names);
+
+// True (and c.reason set) when `runs` holds no ok run, so there is nothing to chart.
+bool noOkRuns(Chart& c, const std::vector<Run>& runs);
+
+// ------------------------------------------------------------------------------------------
+// gnuplot scripts and data
+// ------------------------------------------------------------------------------------------
+
+struct Point {
+  double x = 0, y = 0;
+  int samples = 0;  // records the median was taken over
+};
+
+struct Series {
+  std::string title;
+  std::string color;
+  int dash = 1;
+  int pointType = 7;          // 0: a line without points
+  std::vector<Point> points;  // sorted by x
+};
+
+struct Axes {
+  std::string xlabel, ylabel;
+  bool logx = false, logy = false;
+  int logxBase = 10;
+  std::string xtics;  // gnuplot tic list "(...)" or "" for automatic
+  std::string xcol = "x", ycol = "y";
+};
+
+// The commented header every .dat file starts with.
+std::string chartHeader(const Chart& c);
+
+// The whole script around `settings` and `plot`: PNG first, then the same plot to SVG by
+// `replot`, title and wrapped subtitle as labels in screen coordinates.
+std::string gpScript(const Chart& c, const std::string& settings, const std::string& plot,
+                     const std::string& key = "set key outside right top Left reverse\n");
+
+// Line charts keep one gnuplot data block per series (blocks separated by two blank lines,
+// selected with `index i`), so a series can be restyled or dropped without touching the others.
+// Fills c.dat and c.gp.
+void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
+                    const std::string& extraSettings = "");
+
+// Axes from columns xcol and ycol, with tics at `xs` labelled as whole numbers.
+Axes wholeXAxes(const std::set<double>& xs, const std::string& xlabel, const std::string& xcol,
+                const std::string& ylabel, const std::string& ycol);
+
+// A line chart against the number of ranks N, with tics at the Ns present.
+void buildLinesOverN(Chart& c, const std::vector<Series>& series, const std::set<double>& ns,
+                     const std::string& ylabel, const std::string& ycol);
+
+// Explicit tics at the values present: N=1,2,4 or batch 32,64,128 read better than 1.5, 2.5.
+std::string ticsAt(const std::set<double>& xs, const std::function<std::string(double)>& label);
+
+// Logarithmic axes once the values span a decade: the small end stays readable.
+bool spansDecade(const std::set<double>& xs);
+
+// ------------------------------------------------------------------------------------------
+// Per-strategy data
+// ------------------------------------------------------------------------------------------
+
+// series name -> x -> values
+using SeriesData = std::map<std::string, std::map<double, std::vector<double>>>;
+
+// A per-run value (skipped where NaN) by series name and x, over `runs`.
+SeriesData collect(const std::vector<const Run*>& runs,
+                   const std::function<std::string(const Run&)>& seriesOf,
+                   const std::function<double(const Run&)>& xOf,
+                   const std::function<double(const Run&)>& yOf);
+
+// One point per x: the median of its values.
+std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX);
+
+// The strategies of `data` in display order.
+std::vector<std::string> sortedStrategies(const SeriesData& data);
+
+// A strategy's line: its name, its colour, the medians of its values.
+Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX);
+
+// Adds every x of `data` to `xs`; true when some series has >= 2 of them.
+bool someSeriesHasTwoX(const SeriesData& data, std::set<double>& xs);
+
+// y at x, or NaN.
+double valueAt(const std::vector<Point>& pts, double x);
+
+// Per strategy, the growth of a value between the smallest and the largest x it has.
+struct Growth {
+  std::string strategy;
+  double x0, x1, ratio;
+};
+std::vector<Growth> growthPerStrategy(const std::map<std::string, std::vector<Point>>& pts);
+
+// "3.90x (ring_all_reduce) to 4.10x (ddp)", or one value when only one exists.
+std::string growthRange(const std::vector<Growth>& g);
+
+// One line per strategy: a per-run value against one numeric setting (train_size, batch_size),
+// over the slice of runs with the most such points. Both "scaling with X" charts use it.
+struct StrategyLines {
+  Slice slice;
+  std::set<double> xs;
+  std::vector<Series> series;
+  std::map<std::string, std::vector<Point>> points;
+};
+
+// Fills `out` and returns true when some strategy has runs at >= 2 values of the setting;
+// otherwise sets c.reason ("needs runs at >= 2 <what> ...; found <values>") and returns false.
+bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
+                   const std::string& what, const std::function<long long(const Run&)>& setting,
+                   const std::function<double(const Run&)>& value, StrategyLines& out);
+
+}  // namespace tpb::report

@@ -1,0 +1,87 @@
+// report/charts/throughput_scaling.cc — throughput vs N per strategy against ideal linear scaling.
+#include <algorithm>
+#include <cmath>
+
+#include "report/chart.h"
+#include "report/format.h"
+
+namespace tpb::report {
+namespace {
+
+// The reference the ideal line scales: the single-device strategy when it ran.
+const std::string kReference = "single";
+
+void build(Chart& c, const Inputs& in) {
+  const std::vector<Run>& runs = in.runs;
+  if (noOkRuns(c, runs)) return;
+  auto relevant = [](const Run& r) { return std::isfinite(r.samplesPerS); };
+  const Slice s = sliceOverStrategyAndN(runs, relevant);
+  const auto data = collect(
+      s.runs, [](const Run& r) { return r.strategy; }, [](const Run& r) { return double(r.n); },
+      [](const Run& r) { return r.samplesPerS; });
+  std::set<double> ns;
+  if (!someSeriesHasTwoX(data, ns)) {
+    c.reason = "needs one strategy at >= 2 values of N with otherwise equal settings";
+    return;
+  }
+  c.subtitle = "samples/s of all ranks together, median over repeats; " + describeSlice(s, runs);
+  std::vector<Series> series;
+  std::map<std::string, std::vector<Point>> pts;
+  for (const auto& name : sortedStrategies(data)) {
+    series.push_back(strategySeries(name, data.at(name)));
+    pts[name] = series.back().points;
+  }
+  // The ideal line starts from the single-device reference when there is one, else from the
+  // fastest strategy at N=1: linear scaling of the best one-rank throughput.
+  double base = pts.count(kReference) ? valueAt(pts[kReference], 1) : kNaN;
+  std::string baseName = kReference;
+  if (!std::isfinite(base)) {
+    for (const auto& [name, p] : pts) {
+      const double v = valueAt(p, 1);
+      if (std::isfinite(v) && !(v <= base)) base = v, baseName = name;
+    }
+  }
+  if (std::isfinite(base)) {
+    Series ideal;
+    ideal.title = "ideal: N × " + baseName + " at N=1";
+    ideal.color = "#000000";
+    ideal.dash = 2;
+    ideal.pointType = 0;
+    for (double n : ns) ideal.points.push_back({n, n * base, 1});
+    series.push_back(ideal);
+  }
+  // Efficiency at the largest N each strategy reached, against its own N=1 (as the results'
+  // summary.scaling_efficiency is defined).
+  struct Eff {
+    std::string name;
+    double n, eff, speedup;
+  };
+  std::vector<Eff> effs;
+  for (const auto& [name, p] : pts) {
+    const double one = valueAt(p, 1);
+    if (p.size() < 2 || !(one > 0) || p.back().x <= 1) continue;
+    effs.push_back({name, p.back().x, p.back().y / (p.back().x * one), p.back().y / one});
+  }
+  std::sort(effs.begin(), effs.end(), [](const Eff& a, const Eff& b) { return a.eff > b.eff; });
+  if (effs.empty()) {
+    c.reading = "No strategy has an N=1 point in this slice, so scaling efficiency is not defined.";
+  } else {
+    const Eff& hi = effs.front();
+    c.reading = "Best scaling: " + hi.name + " reaches " + fmtRatio(hi.speedup) +
+                " its N=1 throughput at N=" + intLabel(hi.n) + " (" +
+                printfStr("%.0f", 100 * hi.eff) + " % efficiency)";
+    if (effs.size() > 1) {
+      const Eff& lo = effs.back();
+      c.reading += "; worst: " + lo.name + " " + fmtRatio(lo.speedup) + " at N=" + intLabel(lo.n) +
+                   " (" + printfStr("%.0f", 100 * lo.eff) + " %)";
+    }
+    c.reading += ".";
+  }
+  buildLinesOverN(c, series, ns, "throughput (samples/s)", "samples_per_s");
+}
+
+const ChartRegistrar kChart(40, "throughput_scaling", "Throughput scaling with the number of ranks",
+                            build);
+
+}  // namespace
+}  // namespace tpb::report

@@ -1,0 +1,41 @@
+// report/escape.h — one escaper per output the report writes. Results files are untrusted input:
+// a strategy, algorithm, device or meta field may hold quotes, newlines, markup or shell text,
+// and each of these makes it plain text in its output. Ordinary names and numbers pass
+// unchanged, so a report of ordinary results reads as it always did.
+#pragma once
+
+#include <string>
+
+namespace tpb::report {
+
+// A gnuplot double-quoted string literal, quotes included. '\' and '"' are backslash-escaped, a
+// newline becomes \n, and every other control character and the backquote become octal escapes
+// (\140 for '`'): gnuplot runs back-quoted text inside double quotes as a shell command, and with
+// no backquote left in the literal there is nothing to run; gnuplot still shows a '`'. Text in
+// a string literal is never evaluated, so system(...) or @macro in it stay text.
+std::string gnuplotString(const std::string& s);
+
+// Text for a '#' comment line of a gnuplot script or data file: line breaks become spaces, so
+// the text cannot end the comment and start a command or a data row.
+std::string gnuplotComment(const std::string& s);
+
+// HTML element content or a double-quoted attribute value: & < > " become entities.
+std::string htmlText(const std::string& s);
+
+// Markdown text, in a table cell or in prose: '|' (would end a cell) is escaped, line breaks
+// (would end the row or paragraph) become spaces, '<' (raw HTML, autolinks) becomes "&lt;", and
+// "](" (the middle of a link or image) becomes "\](". Other punctuation stays as it is, so an
+// error such as "[launch.cc:212] ..." or a `flag` in backquotes reads as it always did.
+std::string markdownText(const std::string& s);
+
+// A Markdown code span, backquotes included: line breaks become spaces, and a value holding
+// backquotes is fenced with more of them than it has in a row (CommonMark), so it cannot end
+// the span early.
+std::string markdownCode(const std::string& s);
+
+// One CSV cell (RFC 4180): a value holding ',', '"' or a line break is double-quoted with '"'
+// doubled. A value that a spreadsheet would take as a formula (starting with = + - @ and not a
+// number) gets a leading "'", so opening the CSV runs nothing.
+std::string csvCell(const std::string& s);
+
+}  // namespace tpb::report

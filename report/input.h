@@ -1,0 +1,70 @@
+// report/input.h — the report's view of results files: each training run and allreduce point as
+// a small struct, with missing or null fields as NaN (0 for counts, "?" for names). This is the
+// only place in report/ that reads results JSON records (record/ is to offer typed records; this
+// file is where they would be adapted). Readers ignore unknown fields and treat absent like null
+// (results/README.md), so nothing here throws on a partial record.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tpb::report {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Median and mean of the finite values; NaN when there is none.
+double median(std::vector<double> xs);
+double meanOf(const std::vector<double>& xs);
+
+struct Run {
+  nlohmann::json config;  // the run's config object, for slicing by its fields
+  std::string strategy;
+  int n = 0;
+  long long batch = 0;
+  long long trainSize = 0;
+  long long epochsRequested = 0;
+  std::string status;
+  std::string error;
+  std::vector<double> wall, compute, comm, accuracy;  // per completed epoch; NaN where null
+  double samplesPerS = kNaN;
+  double finalAccuracy = kNaN;
+  double scalingEfficiency = kNaN;  // as recorded; NaN when null
+  bool ok() const { return status == "ok"; }
+  double meanWall() const { return meanOf(wall); }
+};
+
+struct ArPoint {
+  std::string algo, transport, device, status, error;
+  int n = 0;
+  long long bytes = 0;
+  double medianUs = kNaN, busbw = kNaN;
+  bool ok() const { return status == "ok"; }
+};
+
+struct Input {
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> meta;  // field, value as text
+  std::size_t runs = 0, allreduce = 0;
+};
+
+// Every input's records, merged in the order given.
+struct Inputs {
+  std::vector<Input> files;
+  std::vector<Run> runs;
+  std::vector<ArPoint> points;
+};
+
+// Reads and merges the results files. Throws tpb::UsageError when a file cannot be read, is not
+// a results file (ResultsFile::load) or holds a record that is not a JSON object.
+Inputs loadInputs(const std::vector<std::string>& paths);
+
+// A config or meta value as a person reads it: strings bare, arrays joined by ", " ("(none)"
+// when empty), null as "null", anything else as JSON.
+std::string valueText(const nlohmann::json& v);
+
+}  // namespace tpb::report

@@ -1,0 +1,201 @@
+// report/report.cc — see report.h. The driver: load and merge the inputs (report/input.h), build
+// every registered chart (report/chart.h, report/charts/), write its data and script and run
+// gnuplot on it (report/gnuplot.h), then lay out the index page once (report/page.h) and write
+// it as index.md and index.html, with the tables also as CSV.
+#include "report/report.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "report/chart.h"
+#include "report/gnuplot.h"
+#include "report/input.h"
+#include "report/page.h"
+#include "report/tables.h"
+
+namespace tpb {
+
+namespace fs = std::filesystem;
+using namespace report;
+
+namespace {
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) TPB_THROW(Error, "report: cannot write '" << path.string() << "'");
+}
+
+void prepareOutDir(const std::string& outDir) {
+  if (outDir.empty()) TPB_THROW(UsageError, "report: no output directory given (-o DIR)");
+  std::error_code ec;
+  const fs::path dir(outDir);
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    TPB_THROW(UsageError,
+              "report: cannot write '" << outDir << "': it exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec)
+    TPB_THROW(UsageError, "report: cannot create directory '" << outDir << "': " << ec.message());
+  // Permission bits do not say it all (read-only mounts; root ignores them): try a file.
+  const fs::path probe = dir / (".tpbench-write-test." + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    TPB_THROW(UsageError, "report: cannot write in '" << outDir << "': " << std::strerror(err));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+struct Outcome {
+  Chart chart;
+  bool drawn = false;
+  std::string reason;         // why not drawn
+  bool filesWritten = false;  // .dat/.gp exist
+};
+
+// Writes c's .dat and .gp into dir and draws them; "" when drawn, else why not.
+std::string draw(const Chart& c, const fs::path& dir, const std::string& gnuplot,
+                 const std::string& noGnuplot) {
+  writeText(dir / (c.id + ".dat"), c.dat);
+  writeText(dir / (c.id + ".gp"), c.gp);
+  if (gnuplot.empty()) return noGnuplot;
+  const std::string failed = runGnuplot(gnuplot, dir.string(), c.id + ".gp");
+  if (!failed.empty()) return failed;
+  for (const char* ext : {".png", ".svg"}) {
+    std::error_code ec;
+    const auto size = fs::file_size(dir / (c.id + ext), ec);
+    if (ec || size == 0) return std::string("gnuplot wrote no ") + c.id + ext;
+  }
+  return "";
+}
+
+// ------------------------------------------------------------------------------------------
+// The index page
+// ------------------------------------------------------------------------------------------
+
+void introduce(Page& page, const std::vector<Input>& inputs) {
+  Inlines intro = {text("From " + std::to_string(inputs.size()) + " results file" +
+                        (inputs.size() > 1 ? "s" : "") + ": ")};
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i) intro.push_back(text(", "));
+    intro.push_back(code(inputs[i].path));
+    intro.push_back(text(" (" + std::to_string(inputs[i].runs) + " runs, " +
+                         std::to_string(inputs[i].allreduce) + " allreduce points)"));
+  }
+  intro.push_back(text(". Only records with status "));
+  intro.push_back(code("ok"));
+  intro.push_back(text(" are charted; repeats are combined by their median."));
+  page.heading(1, {text("tpbench report")});
+  page.paragraph(intro, ParaStyle::Plain, true);
+}
+
+// The list of charts, drawn or skipped with the reason, and one section per chart.
+void chartSections(Page& page, const std::vector<Outcome>& outs) {
+  page.heading(2, {text("Charts")});
+  Table list;
+  list.header = {"chart", "id", "status", "reading"};
+  for (const auto& o : outs) {
+    const Chart& c = o.chart;
+    list.rows.push_back({Cell({link(c.title, "#" + c.id)}), Cell({code(c.id)}),
+                         o.drawn ? Cell("drawn") : Cell({text("skipped: " + o.reason)}, "skipped"),
+                         c.reading});
+  }
+  page.table(list);
+  for (const auto& o : outs) {
+    const Chart& c = o.chart;
+    page.heading(3, {text(c.title + " ("), code(c.id), text(")")}, c.id);
+    if (!c.subtitle.empty()) page.paragraph({text(c.subtitle)}, ParaStyle::Note);
+    if (o.drawn) page.image(c.id + ".png", c.title, c.id + ".svg");
+    if (!c.reading.empty()) page.paragraph({bold("Reading:"), text(" " + c.reading)});
+    if (!o.drawn) page.paragraph({bold("Not drawn:"), text(" " + o.reason)}, ParaStyle::Warning);
+    if (o.filesWritten) {
+      Inlines files = {text("Files: ")};
+      if (o.drawn) {
+        files.insert(files.end(), {link("PNG", c.id + ".png"), text(" · "),
+                                   link("SVG", c.id + ".svg"), text(" · ")});
+      }
+      files.insert(files.end(), {link("data", c.id + ".dat"), text(" · "),
+                                 link("gnuplot script", c.id + ".gp")});
+      page.paragraph(files, ParaStyle::Plain, true);
+    }
+  }
+}
+
+Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs,
+               const Table& runs, const Table& ar) {
+  Page page("tpbench report");
+  introduce(page, inputs);
+  chartSections(page, outs);
+  page.heading(2, {text("Training runs")});
+  page.paragraph({text("One row per configuration and status; repeats merged by median (also in "),
+                  link("runs.csv", "runs.csv"),
+                  text("). Scaling efficiency = samples/s ÷ (N × the same strategy's samples/s "
+                       "at N=1).")});
+  page.table(runs);
+  page.heading(2, {text("Allreduce")});
+  page.paragraph({text("Median over repeated points (also in "),
+                  link("allreduce.csv", "allreduce.csv"), text(").")});
+  page.table(ar);
+  page.heading(2, {text("Inputs")});
+  for (const auto& in : inputs) {
+    page.heading(3, {code(in.path)});
+    page.table(metaTable(in.meta));
+  }
+  return page;
+}
+
+}  // namespace
+
+ReportSummary writeReport(const ReportOptions& opt) {
+  if (opt.inputs.empty()) TPB_THROW(UsageError, "report: no results file given");
+  // Load every input before touching the output directory: a bad input leaves nothing behind.
+  const Inputs in = loadInputs(opt.inputs);
+  prepareOutDir(opt.outDir);
+  const fs::path dir(opt.outDir);
+
+  const std::string gnuplot = findGnuplot(opt.gnuplot);
+  const std::string noGnuplot = opt.gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found";
+  ReportSummary summary;
+  std::vector<Outcome> outcomes;
+  for (const ChartDef& def : registeredCharts()) {
+    Outcome o;
+    o.chart = buildChart(def, in);
+    const Chart& c = o.chart;
+    // Files of an earlier report in the same directory would contradict this one.
+    for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
+      std::error_code ec;
+      fs::remove(dir / (c.id + ext), ec);
+    }
+    o.reason = c.reason;
+    if (c.hasData()) {
+      o.reason = draw(c, dir, gnuplot, noGnuplot);
+      o.filesWritten = true;
+      o.drawn = o.reason.empty();
+    }
+    if (o.drawn) {
+      summary.drawn.push_back(c.id);
+    } else {
+      summary.skipped.emplace_back(c.id, o.reason);
+    }
+    outcomes.push_back(std::move(o));
+  }
+
+  const Table runTable = runsTable(in.runs);
+  const Table arTable = allreduceTable(in.points);
+  writeText(dir / "runs.csv", csv(runTable));
+  writeText(dir / "allreduce.csv", csv(arTable));
+  const Page page = indexPage(in.files, outcomes, runTable, arTable);
+  writeText(dir / "index.md", page.markdown());
+  writeText(dir / "index.html", page.html());
+  return summary;
+}
+
+}  // namespace tpb

@@ -1,0 +1,116 @@
+// report/tables.cc — see tables.h.
+#include "report/tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "report/chart.h"
+#include "report/format.h"
+#include "report/style.h"
+
+namespace tpb::report {
+
+using nlohmann::json;
+
+namespace {
+
+std::string statusText(const std::string& status, const std::string& error, int count) {
+  std::string s = status;
+  if (count > 1) s = std::to_string(count) + " " + s;
+  if (!error.empty()) s += ": " + error;
+  return s;
+}
+
+}  // namespace
+
+Table runsTable(const std::vector<Run>& runs) {
+  struct Group {
+    const Run* first = nullptr;
+    std::vector<const Run*> runs;
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  for (const auto& r : runs) {
+    json k = r.config;
+    k.erase("repeat_index");
+    const std::string key = k.dump() + "|" + r.status;
+    auto& g = groups[key];
+    if (!g.first) g.first = &r, order.push_back(key);
+    g.runs.push_back(&r);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+    const Run& x = *groups[a].first;
+    const Run& y = *groups[b].first;
+    if (x.strategy != y.strategy) return seriesLess(SeriesKind::Strategy, x.strategy, y.strategy);
+    return std::make_tuple(x.n, x.batch, x.trainSize, x.epochsRequested, x.status) <
+           std::make_tuple(y.n, y.batch, y.trainSize, y.epochsRequested, y.status);
+  });
+  auto baseline = [&](const Run& r) {
+    json k = sliceKey(r, {"n_gpus"});
+    std::vector<double> v;
+    for (const auto& o : runs) {
+      if (o.ok() && o.n == 1 && o.strategy == r.strategy && sliceKey(o, {"n_gpus"}) == k)
+        v.push_back(o.samplesPerS);
+    }
+    return median(v);
+  };
+  Table t;
+  t.header = {"strategy", "N",         "batch",          "train_size",
+              "epochs",   "samples/s", "final accuracy", "scaling eff.",
+              "status"};
+  for (const auto& key : order) {
+    const Group& g = groups[key];
+    const Run& r = *g.first;
+    std::vector<double> sps, acc, eff;
+    for (const Run* x : g.runs) {
+      sps.push_back(x->samplesPerS);
+      acc.push_back(x->finalAccuracy);
+      double e = x->scalingEfficiency;
+      if (!std::isfinite(e) && x->ok() && x->n > 0) {
+        const double b = baseline(*x);
+        if (b > 0) e = x->samplesPerS / (x->n * b);
+      }
+      eff.push_back(e);
+    }
+    const double a = median(acc), e = median(eff);
+    t.rows.push_back({r.strategy, std::to_string(r.n), std::to_string(r.batch),
+                      std::to_string(r.trainSize), std::to_string(r.epochsRequested),
+                      fmtNum(median(sps)), std::isfinite(a) ? fmtPct(a) : "—",
+                      std::isfinite(e) ? printfStr("%.0f", 100 * e) + " %" : "—",
+                      statusText(r.status, r.error, static_cast<int>(g.runs.size()))});
+  }
+  return t;
+}
+
+Table allreduceTable(const std::vector<ArPoint>& points) {
+  std::map<std::tuple<int, std::string, std::string, std::string, int, long long, std::string>,
+           std::vector<const ArPoint*>>
+      groups;
+  for (const auto& p : points)
+    groups[{seriesOrder(SeriesKind::Allreduce, p.algo), p.algo, p.transport, p.device, p.n,
+            p.bytes, p.status}]
+        .push_back(&p);
+  Table t;
+  t.header = {"algo", "transport", "device", "N", "bytes", "median µs", "busbw GB/s", "status"};
+  for (const auto& [k, ps] : groups) {
+    std::vector<double> us, bw;
+    for (const ArPoint* p : ps) us.push_back(p->medianUs), bw.push_back(p->busbw);
+    const ArPoint& p = *ps.front();
+    t.rows.push_back({p.algo, p.transport, p.device, std::to_string(p.n),
+                      fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
+                      fmtNum(median(bw)),
+                      statusText(p.status, p.error, static_cast<int>(ps.size()))});
+  }
+  return t;
+}
+
+Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta) {
+  Table t;
+  t.header = {"field", "value"};
+  for (const auto& [k, v] : meta) t.rows.push_back({k, v});
+  return t;
+}
+
+}  // namespace tpb::report

@@ -1,0 +1,25 @@
+// report/tables.h — the summary tables of the index page and the CSV files: training runs and
+// allreduce points (repeats merged by their median) and each input's meta block.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/input.h"
+#include "report/page.h"
+
+namespace tpb::report {
+
+// One row per configuration (repeats merged: median of their values) and status, strategies in
+// display order. Scaling efficiency, where a record lacks it, against the same config's N=1
+// median in the merged data.
+Table runsTable(const std::vector<Run>& runs);
+
+// One row per algorithm, transport, device, N, size and status.
+Table allreduceTable(const std::vector<ArPoint>& points);
+
+// field | value
+Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta);
+
+}  // namespace tpb::report

@@ -1,0 +1,204 @@
+// Results files are untrusted input. A report of a results file whose names, devices, transports,
+// config and meta fields and error messages hold shell text in backquotes, system(...) calls,
+// HTML, Markdown table breakers, quotes, commas and line breaks: gnuplot really draws the charts
+// (where it is installed) and runs none of it, and index.html, index.md, the CSV files and the
+// gnuplot data hold the escaped text.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/report.h"
+#include "tests/file_util.h"
+#include "tests/report_util.h"
+
+namespace tpb {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::readText;
+using test::writeText;
+
+const std::string& kFixture = test::kReportFixture;
+using test::gnuplotAvailable;
+
+// RFC 4180 records: fields split at commas outside quotes, "" inside quotes is one '"'.
+std::vector<std::vector<std::string>> parseCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  rows.back().emplace_back();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    std::string& f = rows.back().back();
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        f += '"', ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        f += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().emplace_back();
+    } else if (c == '\n') {
+      rows.emplace_back(1);
+    } else {
+      f += c;
+    }
+  }
+  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
+  return rows;
+}
+
+class ReportHostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::makeTempDir("tpb_report_hostile");
+    ASSERT_FALSE(dir_.empty());
+    fs::create_directory(marks());
+    const std::string m = marks().string() + "/";
+    strategy1_ = "lib`touch " + m + "s1`\"|<script>alert(1)</script>, x\ny";
+    strategy2_ = "one\" . system(\"touch " + m + "s2\") . \"@GPVAL_PWD'`touch " + m + "s3`'";
+    error_ = "boom <img src=x onerror=alert(1)> | a,b \"q\"\nnext `touch " + m + "e1`";
+    algo_ = "ps`touch " + m + "a1`<b>|";
+    transport_ = "shm$(touch " + m + "t1)`touch " + m + "t2`";
+    device_ = "cpu`touch " + m + "d1`<i>";
+    host_ = "<script>alert('m')</script>`touch " + m + "m1`|x\ny";
+
+    json doc = json::parse(readText(kFixture));
+    for (auto& r : doc["runs"]) {
+      auto& c = r["config"];
+      if (c["strategy"] == "allreduce") c["strategy"] = strategy1_;
+      if (c["strategy"] == "single") c["strategy"] = strategy2_;
+      c["note"] = "n`touch " + m + "n1`";
+      if (r["status"] == "failed") r["error"] = error_;
+    }
+    json other = doc["runs"][0];
+    other["config"]["note"] = "other";  // so that note is named in the subtitles
+    doc["runs"].push_back(other);
+    for (auto& p : doc["allreduce"]) {
+      if (p["algo"] == "param_server") p["algo"] = algo_;
+      if (p["algo"] == "ring" && p["n_gpus"] == 4) p["transport"] = transport_;
+      p["device"] = device_;
+    }
+    doc["meta"]["host"] = host_;
+    doc["meta"]["command"] = "tpbench sweep `touch " + m + "m2` | tee \"x\", y";
+    writeText(dir_ / "hostile.json", doc.dump());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path marks() const { return dir_ / "marks"; }
+  fs::path out() const { return dir_ / "report"; }
+
+  ReportSummary report() {
+    ReportOptions opt;
+    opt.inputs = {(dir_ / "hostile.json").string()};
+    opt.outDir = out().string();
+    return writeReport(opt);
+  }
+
+  fs::path dir_;
+  std::string strategy1_, strategy2_, error_, algo_, transport_, device_, host_;
+};
+
+TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
+  if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
+  const ReportSummary s = report();
+  for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
+  EXPECT_EQ(s.drawn.size(), 7u);
+  EXPECT_TRUE(fs::is_empty(marks())) << "a command from the results file ran: "
+                                     << fs::directory_iterator(marks())->path();
+  for (const auto& e : fs::directory_iterator(out())) {
+    const std::string name = e.path().filename().string();
+    const std::string text = readText(e.path());
+    if (e.path().extension() == ".gp") {
+      EXPECT_EQ(text.find('`'), std::string::npos) << name << " holds a backquote";
+    }
+    if (e.path().extension() == ".dat") {
+      // A line break in a name must not start a data row.
+      std::istringstream in(text);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const bool numberOrLabel = std::isdigit(static_cast<unsigned char>(line[0])) ||
+                                   line.rfind("N=", 0) == 0 || line.rfind("NaN", 0) == 0;
+        EXPECT_TRUE(numberOrLabel) << name << ": " << line;
+      }
+    }
+  }
+  // The names are drawn as text.
+  const std::string svg = readText(out() / "throughput_scaling.svg");
+  EXPECT_NE(svg.find("lib`touch "), std::string::npos);
+  EXPECT_NE(readText(out() / "allreduce_busbw.svg").find("ps`touch "), std::string::npos);
+}
+
+TEST_F(ReportHostileTest, PagesAndCsvHoldEscapedText) {
+  report();
+  // Each page: the raw markup of the hostile values is not there, their escaped text is.
+  const std::string html = readText(out() / "index.html");
+  const std::string md = readText(out() / "index.md");
+  const struct {
+    const std::string& page;
+    std::vector<std::string> raw, escaped;
+  } pages[] = {
+      {html,
+       {"<script", "<img src=x", "<b>|", "<i>"},
+       {"lib`touch ", "&quot;|&lt;script&gt;alert(1)&lt;/script&gt;, x\ny",
+        "boom &lt;img src=x onerror=alert(1)&gt; | a,b &quot;q&quot;",
+        "&lt;script&gt;alert('m')&lt;/script&gt;"}},
+      {md,
+       {"<script", "<img", "<b>", "<i>"},
+       {"lib`touch ", "\"\\|&lt;script>alert(1)&lt;/script>, x y",
+        "boom &lt;img src=x onerror=alert(1)> \\| a,b \"q\" next `touch ",
+        "&lt;script>alert('m')&lt;/script>"}},
+  };
+  for (const auto& p : pages) {
+    for (const auto& raw : p.raw) EXPECT_EQ(p.page.find(raw), std::string::npos) << raw;
+    for (const auto& text : p.escaped) EXPECT_NE(p.page.find(text), std::string::npos) << text;
+  }
+  std::istringstream lines(md);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] != '|') continue;
+    EXPECT_EQ(line.back(), '|') << "a table row was broken: " << line;
+    std::size_t cells = 0;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    EXPECT_TRUE(cells == 3 || cells == 5 || cells == 9 || cells == 10) << line;
+  }
+
+  const auto runs = parseCsv(readText(out() / "runs.csv"));
+  ASSERT_GT(runs.size(), 1u);
+  bool sawStrategy = false, sawError = false;
+  for (const auto& row : runs) {
+    EXPECT_EQ(row.size(), 9u);
+    sawStrategy = sawStrategy || row[0] == strategy1_;
+    sawError = sawError || row.back() == "failed: " + error_;
+  }
+  EXPECT_TRUE(sawStrategy) << "the strategy reads back whole from runs.csv";
+  EXPECT_TRUE(sawError) << "the error reads back whole from runs.csv";
+  const auto ar = parseCsv(readText(out() / "allreduce.csv"));
+  bool sawAlgo = false;
+  for (const auto& row : ar) {
+    EXPECT_EQ(row.size(), 8u);
+    sawAlgo = sawAlgo || (row[0] == algo_ && row[2] == device_);
+  }
+  EXPECT_TRUE(sawAlgo);
+  EXPECT_TRUE(fs::is_empty(marks()));
+}
+
+}  // namespace
+}  // namespace tpb

@@ -1,0 +1,30 @@
+// tests/report_util.h — what the report tests share: the fixture, whether gnuplot can be run,
+// and a fresh temporary directory.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#ifndef TPB_SOURCE_DIR
+#error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
+#endif
+
+namespace tpb::test {
+
+// A small but realistic results file on which every chart is drawn.
+inline const std::string kReportFixture =
+    std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+
+inline bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
+
+// A new empty directory under the test temp dir, named <stem>.XXXXXX; "" when it cannot be made.
+inline std::filesystem::path makeTempDir(const std::string& stem) {
+  std::string templ = (std::filesystem::path(::testing::TempDir()) / (stem + ".XXXXXX")).string();
+  return ::mkdtemp(templ.data()) ? std::filesystem::path(templ) : std::filesystem::path();
+}
+
+}  // namespace tpb::test
