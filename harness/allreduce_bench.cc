@@ -424,6 +424,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
           std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
           rc = 1;
         }
+        rec.entry = entryRecordOf(findAllreduce("--algos", algo));
         if (results) results->addCollective(rec);
       }
       std::cout.flush();

@@ -98,4 +98,13 @@ Meta collectMeta(const std::string& command) {
   return m;
 }
 
+EntryRecord entryRecordOf(const EntryInfo& entry, std::optional<int> dataRanks) {
+  EntryRecord e;
+  e.origin = originName(entry.origin);
+  e.order = entry.order;
+  e.color = entry.color;
+  e.dataRanks = dataRanks;
+  return e;
+}
+
 }  // namespace tpb

@@ -6,12 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "core/entry.h"
 #include "record/records.h"
 
 namespace tpb {
 
 // The "meta" block: versions, host, build, and the command line that produced the file.
 Meta collectMeta(const std::string& command);
+
+// The registry's fields recorded beside a run or collective record (origin, order, colour and,
+// for a training run, the ranks that consume data).
+EntryRecord entryRecordOf(const EntryInfo& entry, std::optional<int> dataRanks = std::nullopt);
 
 // Names of the GPUs this process can see, for meta.gpus ([] without CUDA, a driver or a GPU).
 std::vector<std::string> visibleGpuNames();

@@ -244,6 +244,7 @@ int runTraining(const TrainRunOptions& opt) {
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
     RunRecord run;
     run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
+    run.entry = entryRecordOf(strategy, strategy.dataRanks(cfg.nGpus));
     ++done;
 
     if (results && opt.resume) {

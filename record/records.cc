@@ -249,6 +249,7 @@ json RunRecord::toJson() const {
   j["epochs"] = std::move(e);
   j["summary"] = summary.toJson();
   if (!std::isnan(wallS)) j["wall_s"] = num(wallS);
+  entry.writeInto(j);
   return j;
 }
 
@@ -264,8 +265,31 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
   }
   if (const auto s = in.find("summary")) r.summary = RunSummary::fromJson(*s);
   r.wallS = optNumber(in, "wall_s");
-  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s"});
+  r.entry = EntryRecord::readFrom(in);
+  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "origin", "order", "color",
+                            "data_ranks"});
   return r;
+}
+
+// ---- the registry's fields beside runs[] and allreduce[] ----------------------------------
+
+void EntryRecord::writeInto(json& record) const {
+  putIfSet(record, "origin", origin);
+  putIfSet(record, "order", order);
+  putIfSet(record, "color", color);
+  putIfSet(record, "data_ranks", dataRanks);
+}
+
+EntryRecord EntryRecord::readFrom(const JsonIn& record) {
+  EntryRecord e;
+  e.origin = optStr(record, "origin");
+  if (const auto o = optInteger(record, "order", -kMaxInt, kMaxInt)) e.order = static_cast<int>(*o);
+  e.color = optStr(record, "color");
+  if (e.color && (e.color->size() != 7 || (*e.color)[0] != '#' ||
+                  e.color->find_first_not_of("0123456789abcdefABCDEF", 1) != std::string::npos))
+    record.at("color").fail("a colour \"#rrggbb\"");
+  if (const auto d = optInteger(record, "data_ranks", 0, kMaxRanks)) e.dataRanks = static_cast<int>(*d);
+  return e;
 }
 
 // ---- allreduce[] ---------------------------------------------------------------------------
@@ -294,6 +318,7 @@ json CollectiveRecord::toJson() const {
   putIfSet(j, "error", error);
   j["iters"] = iters;
   j["warmup"] = warmup;
+  entry.writeInto(j);
   return j;
 }
 
@@ -325,9 +350,10 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.error = optStr(in, "error");
   c.iters = intIn(in, "iters", 0, kMaxInt);
   c.warmup = intIn(in, "warmup", 0, kMaxInt);
+  c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
-                            "warmup"});
+                            "warmup", "origin", "order", "color", "data_ranks"});
   return c;
 }
 

@@ -91,6 +91,20 @@ struct RunSummary {
   static RunSummary fromJson(const JsonIn& in);
 };
 
+// What the registry of the build that wrote a record says about its strategy or algorithm
+// (core/entry.h): where it comes from, its data ranks, where it sorts and its colour. Written
+// beside every record so that a report drawn from any build's files needs no registry and never
+// switches on names. Absent in files older than the fields.
+struct EntryRecord {
+  std::optional<std::string> origin;  // "from scratch", "library", "builtin-equivalent", "reference"
+  std::optional<int> order;           // display order, ascending
+  std::optional<std::string> color;   // "#rrggbb"
+  std::optional<int> dataRanks;       // runs only: ranks that consume training data
+
+  void writeInto(nlohmann::json& record) const;
+  static EntryRecord readFrom(const JsonIn& record);
+};
+
 // runs[]: one training run.
 struct RunRecord {
   RunConfig config;
@@ -99,6 +113,7 @@ struct RunRecord {
   std::vector<EpochRecord> epochs;
   RunSummary summary;
   double wallS = NAN;  // launcher wall time of the whole run, start to exit
+  EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 
   bool ok() const { return status == "ok"; }
@@ -126,6 +141,7 @@ struct CollectiveRecord {
   std::string status = "ok";
   std::optional<std::string> error;
   int iters = 0, warmup = 0;
+  EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 
   bool ok() const { return status == "ok"; }

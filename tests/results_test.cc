@@ -388,6 +388,38 @@ TEST_F(ResultsTest, EveryRecordTypeRoundTripsWithUnknownFields) {
   EXPECT_TRUE(again.at("runs")[0].at("epochs")[0].at("wall_s").is_null());
 }
 
+// The registry's fields beside a record are read into `entry` (not `extra`), written back as
+// they were, and checked like every other field.
+TEST_F(ResultsTest, RegistryFieldsRoundTripAndAreChecked) {
+  json run = sampleRun();
+  run["origin"] = "from scratch";
+  run["order"] = 2;
+  run["color"] = "#2ca02c";
+  run["data_ranks"] = 3;
+  const RunRecord r = runOf(run);
+  EXPECT_EQ(r.entry.origin, std::optional<std::string>("from scratch"));
+  EXPECT_EQ(r.entry.order, std::optional<int>(2));
+  EXPECT_EQ(r.entry.color, std::optional<std::string>("#2ca02c"));
+  EXPECT_EQ(r.entry.dataRanks, std::optional<int>(3));
+  EXPECT_FALSE(r.extra.contains("origin"));
+  EXPECT_EQ(r.toJson().at("data_ranks"), 3);
+  EXPECT_EQ(r.toJson().at("color"), "#2ca02c");
+  // Absent in older files: nothing is invented on the way back.
+  EXPECT_FALSE(runOf(sampleRun()).toJson().contains("origin"));
+  json c = sampleAllreduce();
+  c["origin"] = "library";
+  EXPECT_EQ(collectiveOf(c).entry.origin, std::optional<std::string>("library"));
+  EXPECT_EQ(collectiveOf(c).toJson().at("origin"), "library");
+  for (const json& bad : {json("red"), json("#12345g"), json(7)}) {
+    json b = sampleRun();
+    b["color"] = bad;
+    EXPECT_THROW(runOf(b), UsageError) << bad.dump();
+  }
+  json farOrder = sampleRun();
+  farOrder["data_ranks"] = 1e20;
+  EXPECT_THROW(runOf(farOrder), UsageError);
+}
+
 TEST_F(ResultsTest, ConfigsCompareByValue) {
   json a = everyRecordWithUnknownFields().at("runs")[0].at("config");
   json b = a;
