@@ -246,7 +246,7 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
     if (i) plot << ", \\\n     ";
     plot << "'" << c.id << ".dat' index " << i << " using 1:2 with "
          << (s.pointType > 0 ? "linespoints" : "lines") << " title " << gnuplotString(s.title)
-         << " lc rgb '" << s.color << "' dt " << s.dash << " lw 2";
+         << " lc rgb " << gnuplotColor(s.color) << " dt " << s.dash << " lw 2";
     if (s.pointType > 0) plot << " pt " << s.pointType << " ps 1.2";
   }
   plot << "\n";
@@ -304,19 +304,20 @@ std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX
   return pts;
 }
 
-std::vector<std::string> sortedStrategies(const SeriesData& data) {
+std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& styles) {
   std::vector<std::string> names;
   for (const auto& kv : data) names.push_back(kv.first);
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return seriesLess(SeriesKind::Strategy, a, b);
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return styles.less(SeriesKind::Strategy, a, b);
   });
   return names;
 }
 
-Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX) {
+Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
+                      const Styles& styles) {
   Series s;
   s.title = name;
-  s.color = seriesColor(SeriesKind::Strategy, name);
+  s.color = styles.color(SeriesKind::Strategy, name);
   s.points = medianPoints(byX);
   return s;
 }
@@ -353,9 +354,10 @@ std::string growthRange(const std::vector<Growth>& g) {
          fmtRatio(g.back().ratio) + " (" + g.back().strategy + ")";
 }
 
-bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
+bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& varying,
                    const std::string& what, const std::function<long long(const Run&)>& setting,
                    const std::function<double(const Run&)>& value, StrategyLines& out) {
+  const std::vector<Run>& runs = in.runs;
   if (noOkRuns(c, runs)) return false;
   auto relevant = [&](const Run& r) { return setting(r) > 0 && std::isfinite(value(r)); };
   out.slice = pickSlice(runs, varying, relevant, [&](const Run& r) {
@@ -375,8 +377,8 @@ bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::s
                (vals.empty() ? std::string("none") : joinList(vals, ", "));
     return false;
   }
-  for (const auto& name : sortedStrategies(data)) {
-    out.series.push_back(strategySeries(name, data.at(name)));
+  for (const auto& name : sortedStrategies(data, in.styles)) {
+    out.series.push_back(strategySeries(name, data.at(name), in.styles));
     out.points[name] = out.series.back().points;
   }
   return true;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/input.h"
+#include "report/style.h"
 
 namespace tpb::report {
 
@@ -166,10 +167,11 @@ SeriesData collect(const std::vector<const Run*>& runs,
 std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX);
 
 // The strategies of `data` in display order.
-std::vector<std::string> sortedStrategies(const SeriesData& data);
+std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& styles);
 
 // A strategy's line: its name, its colour, the medians of its values.
-Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX);
+Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
+                      const Styles& styles);
 
 // Adds every x of `data` to `xs`; true when some series has >= 2 of them.
 bool someSeriesHasTwoX(const SeriesData& data, std::set<double>& xs);
@@ -198,7 +200,7 @@ struct StrategyLines {
 
 // Fills `out` and returns true when some strategy has runs at >= 2 values of the setting;
 // otherwise sets c.reason ("needs runs at >= 2 <what> ...; found <values>") and returns false.
-bool strategyLines(Chart& c, const std::vector<Run>& runs, const std::set<std::string>& varying,
+bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& varying,
                    const std::string& what, const std::function<long long(const Run&)>& setting,
                    const std::function<double(const Run&)>& value, StrategyLines& out);
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/error.h"
+
 namespace tpb::report {
 
 namespace {
@@ -26,6 +28,17 @@ bool isNumber(const std::string& s) {
 }
 
 }  // namespace
+
+bool isHexColor(const std::string& s) {
+  return s.size() == 7 && s[0] == '#' &&
+         s.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos;
+}
+
+std::string gnuplotColor(const std::string& color) {
+  if (!isHexColor(color))
+    TPB_THROW(Error, "report: not a colour \"#rrggbb\": " << gnuplotString(color));
+  return "'" + color + "'";
+}
 
 std::string gnuplotString(const std::string& s) {
   std::string out = "\"";

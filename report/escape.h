@@ -15,6 +15,14 @@ namespace tpb::report {
 // a string literal is never evaluated, so system(...) or @macro in it stay text.
 std::string gnuplotString(const std::string& s);
 
+// True for "#rrggbb" (hex digits, either case).
+bool isHexColor(const std::string& s);
+
+// A colour for a gnuplot script, quoted: "'#rrggbb'". Every colour the report writes into a .gp
+// file goes through here; anything but "#rrggbb" throws tpb::Error (report/style.h only hands
+// out validated colours, so that would be a bug, never untrusted text reaching gnuplot).
+std::string gnuplotColor(const std::string& color);
+
 // Text for a '#' comment line of a gnuplot script or data file: line breaks become spaces, so
 // the text cannot end the comment and start a command or a data row.
 std::string gnuplotComment(const std::string& s);

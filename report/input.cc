@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/error.h"
 #include "record/results.h"
 
 namespace tpb::report {
@@ -13,86 +12,58 @@ using nlohmann::json;
 
 namespace {
 
-double numberOr(const json& j, const char* key, double fallback = kNaN) {
-  if (!j.is_object()) return fallback;
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return fallback;
-  const double v = it->get<double>();
-  return std::isfinite(v) ? v : fallback;
-}
+double finiteOr(double v, double fallback = kNaN) { return std::isfinite(v) ? v : fallback; }
 
-std::string stringOr(const json& j, const char* key, const std::string& fallback = "") {
-  if (!j.is_object()) return fallback;
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-Run parseRun(const json& r) {
+Run runOf(const RunRecord& r) {
   Run run;
-  run.config = r.is_object() && r.contains("config") && r["config"].is_object() ? r["config"]
-                                                                                : json::object();
-  run.strategy = stringOr(run.config, "strategy", "?");
-  run.n = static_cast<int>(numberOr(run.config, "n_gpus", 0));
-  run.batch = static_cast<long long>(numberOr(run.config, "batch_size", 0));
-  run.trainSize = static_cast<long long>(numberOr(run.config, "train_size", 0));
-  run.epochsRequested = static_cast<long long>(numberOr(run.config, "epochs", 0));
-  run.status = stringOr(r, "status", "?");
-  run.error = stringOr(r, "error");
-  double samples = 0;
+  run.config = r.config.toJson();
+  run.strategy = r.config.strategy;
+  run.n = r.config.nGpus;
+  run.batch = r.config.batchSize;
+  run.trainSize = static_cast<long long>(r.config.trainSize);
+  run.epochsRequested = r.config.epochs;
+  run.status = r.status;
+  run.error = r.error.value_or("");
+  long long samples = 0;
   bool haveSamples = true;
-  if (r.is_object() && r.contains("epochs") && r["epochs"].is_array()) {
-    for (const auto& e : r["epochs"]) {
-      run.wall.push_back(numberOr(e, "wall_s"));
-      run.compute.push_back(numberOr(e, "compute_s"));
-      run.comm.push_back(numberOr(e, "comm_s"));
-      run.accuracy.push_back(numberOr(e, "test_accuracy"));
-      const double s = numberOr(e, "samples");
-      if (std::isfinite(s)) {
-        samples += s;
-      } else {
-        haveSamples = false;
-      }
+  for (const EpochRecord& e : r.epochs) {
+    run.wall.push_back(finiteOr(e.wallS));
+    run.compute.push_back(finiteOr(e.computeS));
+    run.comm.push_back(finiteOr(e.commS));
+    run.accuracy.push_back(finiteOr(e.testAccuracy));
+    if (e.samples) {
+      samples += *e.samples;
+    } else {
+      haveSamples = false;
     }
   }
-  const json summary = r.is_object() && r.contains("summary") ? r["summary"] : json::object();
-  run.samplesPerS = numberOr(summary, "samples_per_s");
+  run.samplesPerS = finiteOr(r.summary.samplesPerS);
   if (!(run.samplesPerS > 0) && !run.wall.empty()) {
     // Older or hand-written files may lack the summary: derive it as train_runner does.
     double total = 0;
     for (double w : run.wall) total += std::isfinite(w) ? w : 0;
-    if (haveSamples && samples > 0 && total > 0) run.samplesPerS = samples / total;
+    if (haveSamples && samples > 0 && total > 0) run.samplesPerS = double(samples) / total;
   }
   if (!(run.samplesPerS > 0)) run.samplesPerS = kNaN;
-  run.finalAccuracy = numberOr(summary, "final_test_accuracy");
+  run.finalAccuracy = finiteOr(r.summary.finalTestAccuracy);
   if (!std::isfinite(run.finalAccuracy) && !run.accuracy.empty())
     run.finalAccuracy = run.accuracy.back();
-  run.scalingEfficiency = numberOr(summary, "scaling_efficiency");
+  run.scalingEfficiency = finiteOr(r.summary.scalingEfficiency);
   return run;
 }
 
-ArPoint parseAllreduce(const json& p) {
+ArPoint pointOf(const CollectiveRecord& c) {
   ArPoint a;
-  a.algo = stringOr(p, "algo", "?");
-  a.transport = stringOr(p, "transport", "?");
-  a.device = stringOr(p, "device", "?");
-  a.status = stringOr(p, "status", "?");
-  a.error = stringOr(p, "error");
-  a.n = static_cast<int>(numberOr(p, "n_gpus", 0));
-  a.bytes = static_cast<long long>(numberOr(p, "bytes", 0));
-  a.medianUs = numberOr(p.is_object() && p.contains("time_us") ? p["time_us"] : json(), "median");
-  a.busbw = numberOr(p, "busbw_gbps");
+  a.algo = c.algo;
+  a.transport = c.transport;
+  a.device = c.device;
+  a.status = c.status;
+  a.error = c.error.value_or("");
+  a.n = c.nGpus;
+  a.bytes = static_cast<long long>(c.bytes);
+  a.medianUs = finiteOr(c.timeMedianUs);
+  a.busbw = finiteOr(c.busbwGbps);
   return a;
-}
-
-// The records of `doc[key]`, each checked to be an object.
-const json& records(const json& doc, const char* key, const std::string& path) {
-  const json& list = doc.at(key);
-  for (const auto& r : list) {
-    if (!r.is_object())
-      TPB_THROW(UsageError,
-                "'" << path << "': " << key << "[] holds a " << r.type_name() << ", not an object");
-  }
-  return list;
 }
 
 }  // namespace
@@ -126,23 +97,25 @@ std::string valueText(const json& v) {
   return v.dump();
 }
 
-Inputs loadInputs(const std::vector<std::string>& paths) {
+Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& registry) {
   Inputs all;
+  all.styles = Styles(registry);
   for (const auto& path : paths) {
     const ResultsFile f = ResultsFile::load(path);
-    const json& doc = f.doc();
     Input in;
     in.path = path;
-    const json meta = doc.value("meta", json::object());
-    if (meta.is_object()) {
-      for (const auto& [k, v] : meta.items()) in.meta.emplace_back(k, valueText(v));
+    const json meta = f.meta().toJson();
+    for (const auto& [k, v] : meta.items()) in.meta.emplace_back(k, valueText(v));
+    for (const RunRecord& r : f.runs()) {
+      all.runs.push_back(runOf(r));
+      all.styles.add(SeriesKind::Strategy, r.config.strategy, r.entry);
     }
-    const json& runs = records(doc, "runs", path);
-    for (const auto& r : runs) all.runs.push_back(parseRun(r));
-    const json& points = records(doc, "allreduce", path);
-    for (const auto& p : points) all.points.push_back(parseAllreduce(p));
-    in.runs = runs.size();
-    in.allreduce = points.size();
+    for (const CollectiveRecord& c : f.collectives()) {
+      all.points.push_back(pointOf(c));
+      all.styles.add(SeriesKind::Allreduce, c.algo, c.entry);
+    }
+    in.runs = f.runs().size();
+    in.allreduce = f.collectives().size();
     all.files.push_back(std::move(in));
   }
   return all;

@@ -1,8 +1,7 @@
 // report/input.h — the report's view of results files: each training run and allreduce point as
-// a small struct, with missing or null fields as NaN (0 for counts, "?" for names). This is the
-// only place in report/ that reads results JSON records (record/ is to offer typed records; this
-// file is where they would be adapted). Readers ignore unknown fields and treat absent like null
-// (results/README.md), so nothing here throws on a partial record.
+// a small struct filled from record/'s typed records (ResultsFile::load: the project's one
+// results parser), with unmeasured values as NaN; and the style of every series they name
+// (report/style.h), from the records' entry fields or the caller's registry.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "report/style.h"
 
 namespace tpb::report {
 
@@ -57,11 +58,13 @@ struct Inputs {
   std::vector<Input> files;
   std::vector<Run> runs;
   std::vector<ArPoint> points;
+  Styles styles;  // of every strategy and algorithm the records name
 };
 
-// Reads and merges the results files. Throws tpb::UsageError when a file cannot be read, is not
-// a results file (ResultsFile::load) or holds a record that is not a JSON object.
-Inputs loadInputs(const std::vector<std::string>& paths);
+// Reads and merges the results files; `registry` styles the series whose records predate the
+// entry fields (may be null). Throws ResultsFile::load's tpb::UsageError when a file cannot be
+// read or is not a valid results file ("x.json: runs[3].config.n_gpus: expected ...").
+Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& registry = nullptr);
 
 // A config or meta value as a person reads it: strings bare, arrays joined by ", " ("(none)"
 // when empty), null as "null", anything else as JSON.

@@ -157,7 +157,7 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
 ReportSummary writeReport(const ReportOptions& opt) {
   if (opt.inputs.empty()) TPB_THROW(UsageError, "report: no results file given");
   // Load every input before touching the output directory: a bad input leaves nothing behind.
-  const Inputs in = loadInputs(opt.inputs);
+  const Inputs in = loadInputs(opt.inputs, opt.styles);
   prepareOutDir(opt.outDir);
   const fs::path dir(opt.outDir);
 
@@ -188,8 +188,8 @@ ReportSummary writeReport(const ReportOptions& opt) {
     outcomes.push_back(std::move(o));
   }
 
-  const Table runTable = runsTable(in.runs);
-  const Table arTable = allreduceTable(in.points);
+  const Table runTable = runsTable(in.runs, in.styles);
+  const Table arTable = allreduceTable(in.points, in.styles);
   writeText(dir / "runs.csv", csv(runTable));
   writeText(dir / "allreduce.csv", csv(arTable));
   const Page page = indexPage(in.files, outcomes, runTable, arTable);

@@ -8,12 +8,16 @@
 // report/chart.h). A chart whose data is missing is listed in the index with the reason and not
 // drawn; without gnuplot the tables, .dat and .gp files are still written and every chart is
 // listed as skipped. Only runs/points with status "ok" count;
-// repeats of a point are combined by their median.
+// repeats of a point are combined by their median. Series are ordered and coloured by their
+// records' entry fields, else by the registry passed in ReportOptions::styles; report/ itself
+// knows no strategy or algorithm names (but for the two seed experiments, each in its chart).
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "report/style.h"
 
 namespace tpb {
 
@@ -22,6 +26,9 @@ struct ReportOptions {
   std::string outDir;               // created (with parents) when missing
   // gnuplot binary: a path, or a name looked up in PATH. "" or not found => no charts drawn.
   std::string gnuplot = "gnuplot";
+  // This build's registry: the style (order, colour, origin) of a strategy or algorithm whose
+  // records predate the entry fields (report/style.h). Null: such series get fallback styles.
+  report::StyleLookup styles;
 };
 
 struct ReportSummary {

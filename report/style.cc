@@ -1,68 +1,62 @@
 // report/style.cc — see style.h.
 #include "report/style.h"
 
-#include <functional>
-#include <vector>
+#include <cstdint>
+
+#include "report/escape.h"
 
 namespace tpb::report {
 
 namespace {
 
-struct SeriesStyle {
-  const char* name;
-  const char* color;
-  const char* origin;
-};
-
-// In display order.
-const std::vector<SeriesStyle>& styles(SeriesKind kind) {
-  static const std::vector<SeriesStyle> strategies = {
-      {"single", "#7f7f7f", ""},
-      {"param_server", "#1f77b4", "from scratch"},
-      {"ring_all_reduce", "#2ca02c", "from scratch"},
-      {"allreduce", "#9467bd", "library"},
-      {"ddp", "#d62728", "builtin"},
-      {"data_parallel", "#ff7f0e", "builtin"}};
-  static const std::vector<SeriesStyle> algos = {{"ring", "#2ca02c", "from scratch"},
-                                                 {"param_server", "#1f77b4", "from scratch"},
-                                                 {"library", "#9467bd", "library"}};
-  return kind == SeriesKind::Strategy ? strategies : algos;
+// FNV-1a: the same spare colour for a name on every platform and in every build.
+std::uint32_t stableHash(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
 }
 
-const SeriesStyle* find(SeriesKind kind, const std::string& name) {
-  for (const auto& s : styles(kind)) {
-    if (name == s.name) return &s;
-  }
-  return nullptr;
+std::string spareColor(const std::string& name) {
+  static const char* const kSpare[] = {"#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79"};
+  return kSpare[stableHash(name) % 5];
 }
 
 }  // namespace
 
-int seriesOrder(SeriesKind kind, const std::string& name) {
-  const auto& k = styles(kind);
-  const SeriesStyle* s = find(kind, name);
-  return static_cast<int>(s ? s - k.data() : static_cast<std::ptrdiff_t>(k.size()));
+void Styles::add(SeriesKind kind, const std::string& name, const EntryRecord& entry) {
+  EntryRecord& e = recorded_[{kind, name}];
+  if (!e.order) e.order = entry.order;
+  if (!e.color) e.color = entry.color;
+  if (!e.origin) e.origin = entry.origin;
 }
 
-bool seriesLess(SeriesKind kind, const std::string& a, const std::string& b) {
-  const int ra = seriesOrder(kind, a), rb = seriesOrder(kind, b);
+SeriesStyle Styles::of(SeriesKind kind, const std::string& name) const {
+  SeriesStyle s;
+  if (const auto reg = registry_ ? registry_(kind, name) : std::nullopt) {
+    s = *reg;
+    if (!isHexColor(s.color)) s.color.clear();
+  }
+  const auto it = recorded_.find({kind, name});
+  if (it != recorded_.end()) {
+    const EntryRecord& e = it->second;
+    if (e.order) s.order = *e.order;
+    if (e.color && isHexColor(*e.color)) s.color = *e.color;
+    if (e.origin) s.origin = *e.origin;
+  }
+  if (s.color.empty()) s.color = spareColor(name);
+  return s;
+}
+
+bool Styles::less(SeriesKind kind, const std::string& a, const std::string& b) const {
+  const int ra = order(kind, a), rb = order(kind, b);
   return ra != rb ? ra < rb : a < b;
 }
 
-std::string seriesColor(SeriesKind kind, const std::string& name) {
-  if (const SeriesStyle* s = find(kind, name)) return s->color;
-  static const char* const kSpare[] = {"#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79"};
-  return kSpare[std::hash<std::string>{}(name) % 5];
-}
-
-std::string seriesOrigin(SeriesKind kind, const std::string& name) {
-  const SeriesStyle* s = find(kind, name);
-  return s ? s->origin : "";
-}
-
-std::string labelWithOrigin(SeriesKind kind, const std::string& name) {
-  const std::string origin = seriesOrigin(kind, name);
-  return origin.empty() ? name : name + " (" + origin + ")";
+std::string Styles::label(SeriesKind kind, const std::string& name) const {
+  const std::string origin = this->origin(kind, name);
+  if (origin.empty()) return name;
+  // The seed's word for a framework's algorithm rebuilt here.
+  return name + " (" + (origin == "builtin-equivalent" ? "builtin" : origin) + ")";
 }
 
 std::string positionColor(std::size_t i) {

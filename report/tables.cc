@@ -25,7 +25,7 @@ std::string statusText(const std::string& status, const std::string& error, int 
 
 }  // namespace
 
-Table runsTable(const std::vector<Run>& runs) {
+Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
   struct Group {
     const Run* first = nullptr;
     std::vector<const Run*> runs;
@@ -43,7 +43,7 @@ Table runsTable(const std::vector<Run>& runs) {
   std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
     const Run& x = *groups[a].first;
     const Run& y = *groups[b].first;
-    if (x.strategy != y.strategy) return seriesLess(SeriesKind::Strategy, x.strategy, y.strategy);
+    if (x.strategy != y.strategy) return styles.less(SeriesKind::Strategy, x.strategy, y.strategy);
     return std::make_tuple(x.n, x.batch, x.trainSize, x.epochsRequested, x.status) <
            std::make_tuple(y.n, y.batch, y.trainSize, y.epochsRequested, y.status);
   });
@@ -84,12 +84,12 @@ Table runsTable(const std::vector<Run>& runs) {
   return t;
 }
 
-Table allreduceTable(const std::vector<ArPoint>& points) {
+Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
   std::map<std::tuple<int, std::string, std::string, std::string, int, long long, std::string>,
            std::vector<const ArPoint*>>
       groups;
   for (const auto& p : points)
-    groups[{seriesOrder(SeriesKind::Allreduce, p.algo), p.algo, p.transport, p.device, p.n,
+    groups[{styles.order(SeriesKind::Allreduce, p.algo), p.algo, p.transport, p.device, p.n,
             p.bytes, p.status}]
         .push_back(&p);
   Table t;

@@ -14,10 +14,10 @@ namespace tpb::report {
 // One row per configuration (repeats merged: median of their values) and status, strategies in
 // display order. Scaling efficiency, where a record lacks it, against the same config's N=1
 // median in the merged data.
-Table runsTable(const std::vector<Run>& runs);
+Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 
 // One row per algorithm, transport, device, N, size and status.
-Table allreduceTable(const std::vector<ArPoint>& points);
+Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
 
 // field | value
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta);

@@ -1,13 +1,27 @@
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 
+#include "core/registry.h"
 #include "harness/cli/commands.h"
 #include "report/report.h"
 
 namespace tpb::cli {
 
+namespace {
+
+// This build's registry as the report's style for records older than the entry fields.
+std::optional<report::SeriesStyle> registryStyle(report::SeriesKind kind, const std::string& name) {
+  return kind == report::SeriesKind::Allreduce ? report::styleAmong(allreduceAlgos(), name, originName)
+                                               : report::styleAmong(trainStrategies(), name, originName);
+}
+
+}  // namespace
+
 void addReport(CLI::App& app, Action& action) {
   auto o = std::make_shared<ReportOptions>();
+  o->styles = registryStyle;
   auto* cmd = app.add_subcommand(
       "report",
       "Draw the charts (gnuplot: PNG + SVG, with their .gp scripts and .dat data) and write index.md and "

@@ -19,16 +19,17 @@ struct Key {
   }
 };
 
-// A library's transport is its own business; the from-scratch algorithms name theirs.
-bool namesTransport(const std::string& algo) {
-  return seriesOrigin(SeriesKind::Allreduce, algo) != "library";
-}
 
 // busbw is 0 by definition at N=1, which a bandwidth chart cannot show (nor a log axis).
 bool charted(const ArPoint& p) { return p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0; }
 
 void build(Chart& c, const Inputs& in) {
   const std::vector<ArPoint>& points = in.points;
+  const Styles& styles = in.styles;
+  // A library's transport is its own business; the other algorithms name theirs.
+  auto namesTransport = [&](const std::string& algo) {
+    return styles.origin(SeriesKind::Allreduce, algo) != kOriginLibrary;
+  };
   std::map<std::string, int> devices;
   for (const auto& p : points) {
     if (charted(p)) ++devices[p.device];
@@ -68,8 +69,8 @@ void build(Chart& c, const Inputs& in) {
   for (const auto& kv : data) keys.push_back(kv.first);
   // Algorithms in display order (from scratch before the library), then transport, then N.
   std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
-    return std::make_tuple(seriesOrder(SeriesKind::Allreduce, a.algo), a.algo, a.transport, a.n) <
-           std::make_tuple(seriesOrder(SeriesKind::Allreduce, b.algo), b.algo, b.transport, b.n);
+    return std::make_tuple(styles.order(SeriesKind::Allreduce, a.algo), a.algo, a.transport, a.n) <
+           std::make_tuple(styles.order(SeriesKind::Allreduce, b.algo), b.algo, b.transport, b.n);
   });
   std::vector<Series> series;
   struct Peak {
@@ -82,7 +83,7 @@ void build(Chart& c, const Inputs& in) {
     const std::string name = k.algo + (k.transport.empty() ? "" : " over " + k.transport);
     Series ser;
     ser.title = name + " N=" + std::to_string(k.n);
-    ser.color = seriesColor(SeriesKind::Allreduce, k.algo);
+    ser.color = styles.color(SeriesKind::Allreduce, k.algo);
     const auto nIndex = static_cast<int>(std::distance(ns.begin(), ns.find(k.n)));
     ser.dash = 1 + nIndex;
     static const int kPoints[] = {7, 5, 9, 11, 13, 15};

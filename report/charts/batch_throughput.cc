@@ -7,7 +7,7 @@ namespace {
 
 void build(Chart& c, const Inputs& in) {
   StrategyLines l;
-  if (!strategyLines(c, in.runs, {"strategy", "batch_size"}, "batch sizes",
+  if (!strategyLines(c, in, {"strategy", "batch_size"}, "batch sizes",
                      [](const Run& r) { return r.batch; },
                      [](const Run& r) { return r.samplesPerS; }, l))
     return;

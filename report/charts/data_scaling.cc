@@ -7,7 +7,7 @@ namespace {
 
 void build(Chart& c, const Inputs& in) {
   StrategyLines l;
-  if (!strategyLines(c, in.runs, {"strategy", "train_size", "test_size"}, "train_size values",
+  if (!strategyLines(c, in, {"strategy", "train_size", "test_size"}, "train_size values",
                      [](const Run& r) { return r.trainSize; },
                      [](const Run& r) { return r.meanWall(); }, l))
     return;

@@ -1,5 +1,10 @@
 // report/charts/ps_accuracy.cc — accuracy per epoch: the from-scratch parameter server against
 // DataParallel's algorithm, one line per strategy and N.
+//
+// The experiment's definition (one of the seed's): it compares two strategies by name,
+// "param_server" (drawn solid) and "data_parallel" (dashed). These names are the chart; they
+// appear nowhere else in report/. Labels, "(from scratch)" or "(builtin)", come from each
+// series' origin (report/style.h).
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -14,7 +19,7 @@ namespace {
 void build(Chart& c, const Inputs& in) {
   const std::vector<Run>& runs = in.runs;
   if (noOkRuns(c, runs)) return;
-  // The pair compared; the first is drawn solid, the second dashed.
+  // The pair compared (see the top of this file).
   const std::vector<std::string> pair = {"param_server", "data_parallel"};
   auto relevant = [&](const Run& r) {
     return std::find(pair.begin(), pair.end(), r.strategy) != pair.end() &&
@@ -47,7 +52,7 @@ void build(Chart& c, const Inputs& in) {
     const std::string& name = pair[which];
     for (const auto& [n, byEpoch] : acc[name]) {
       Series ser;
-      ser.title = labelWithOrigin(SeriesKind::Strategy, name) + " N=" + std::to_string(n);
+      ser.title = in.styles.label(SeriesKind::Strategy, name) + " N=" + std::to_string(n);
       ser.color = positionColor(static_cast<std::size_t>(std::distance(ns.begin(), ns.find(n))));
       ser.dash = which == 0 ? 1 : 2;
       ser.pointType = which == 0 ? 7 : 5;

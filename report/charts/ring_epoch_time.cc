@@ -1,5 +1,11 @@
 // report/charts/ring_epoch_time.cc — epoch time vs N: the from-scratch ring against DDP's
 // algorithm and the library allreduce.
+//
+// The experiment's definition (one of the seed's): it compares two strategies by name,
+// "ring_all_reduce" and "ddp", and the reading says how they differ. These names are the chart;
+// they appear nowhere else in report/. Every strategy whose origin is "library" is drawn beside
+// them, as the library's own allreduce; labels ("(from scratch)", "(builtin)", "(library)")
+// come from each series' origin (report/style.h).
 #include <algorithm>
 #include <cmath>
 
@@ -20,15 +26,16 @@ std::string speedPhrase(double ta, double tb) {
 void build(Chart& c, const Inputs& in) {
   const std::vector<Run>& runs = in.runs;
   if (noOkRuns(c, runs)) return;
-  const std::vector<std::string> group = {"ring_all_reduce", "ddp", "allreduce"};
-  auto relevant = [&](const Run& r) {
-    return std::find(group.begin(), group.end(), r.strategy) != group.end() &&
-           std::isfinite(r.meanWall());
-  };
-  // The two compared in the reading: the from-scratch ring and the builtin one.
-  const std::string& ring = group[0];
-  const std::string& ddp = group[1];
+  // The two compared (see the top of this file).
+  const std::string ring = "ring_all_reduce";
+  const std::string ddp = "ddp";
   const std::vector<std::string> required = {ring, ddp};
+  const Styles& styles = in.styles;
+  auto relevant = [&](const Run& r) {
+    const bool inGroup = r.strategy == ring || r.strategy == ddp ||
+                         styles.origin(SeriesKind::Strategy, r.strategy) == kOriginLibrary;
+    return inGroup && std::isfinite(r.meanWall());
+  };
   const Slice s = sliceOverStrategyAndN(runs, relevant, required);
   if (const std::string* missing = firstMissing(s, required)) {
     c.reason = "no ok " + *missing + " run" +
@@ -42,9 +49,9 @@ void build(Chart& c, const Inputs& in) {
   std::vector<Series> series;
   std::set<double> ns;
   std::map<std::string, std::vector<Point>> pts;
-  for (const auto& name : sortedStrategies(data)) {
-    Series ser = strategySeries(name, data.at(name));
-    ser.title = labelWithOrigin(SeriesKind::Strategy, name);
+  for (const auto& name : sortedStrategies(data, styles)) {
+    Series ser = strategySeries(name, data.at(name), styles);
+    ser.title = styles.label(SeriesKind::Strategy, name);
     for (const auto& p : ser.points) ns.insert(p.x);
     pts[name] = ser.points;
     series.push_back(ser);

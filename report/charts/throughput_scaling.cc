@@ -4,12 +4,10 @@
 
 #include "report/chart.h"
 #include "report/format.h"
+#include "report/style.h"
 
 namespace tpb::report {
 namespace {
-
-// The reference the ideal line scales: the single-device strategy when it ran.
-const std::string kReference = "single";
 
 void build(Chart& c, const Inputs& in) {
   const std::vector<Run>& runs = in.runs;
@@ -27,14 +25,18 @@ void build(Chart& c, const Inputs& in) {
   c.subtitle = "samples/s of all ranks together, median over repeats; " + describeSlice(s, runs);
   std::vector<Series> series;
   std::map<std::string, std::vector<Point>> pts;
-  for (const auto& name : sortedStrategies(data)) {
-    series.push_back(strategySeries(name, data.at(name)));
+  double base = kNaN;
+  std::string baseName;
+  for (const auto& name : sortedStrategies(data, in.styles)) {
+    series.push_back(strategySeries(name, data.at(name), in.styles));
     pts[name] = series.back().points;
+    // The ideal line starts from the reference loop (origin "reference": no synchronisation)
+    // when it ran at N=1, the first in display order when several did ...
+    if (!std::isfinite(base) &&
+        in.styles.origin(SeriesKind::Strategy, name) == kOriginReference)
+      base = valueAt(pts[name], 1), baseName = name;
   }
-  // The ideal line starts from the single-device reference when there is one, else from the
-  // fastest strategy at N=1: linear scaling of the best one-rank throughput.
-  double base = pts.count(kReference) ? valueAt(pts[kReference], 1) : kNaN;
-  std::string baseName = kReference;
+  // ... else from the fastest strategy at N=1: linear scaling of the best one-rank throughput.
   if (!std::isfinite(base)) {
     for (const auto& [name, p] : pts) {
       const double v = valueAt(p, 1);

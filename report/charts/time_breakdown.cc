@@ -18,7 +18,7 @@ struct Bar {
 };
 
 // strategy -> its bars by N, in display order of the strategies.
-std::vector<std::pair<std::string, std::vector<Bar>>> barsOf(const Slice& s) {
+std::vector<std::pair<std::string, std::vector<Bar>>> barsOf(const Slice& s, const Styles& styles) {
   std::map<std::string, std::map<int, std::vector<const Run*>>> byStrategy;
   for (const Run* r : s.runs) byStrategy[r->strategy][r->n].push_back(r);
   std::vector<std::pair<std::string, std::vector<Bar>>> out;
@@ -39,8 +39,8 @@ std::vector<std::pair<std::string, std::vector<Bar>>> barsOf(const Slice& s) {
     }
     out.emplace_back(name, bars);
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return seriesLess(SeriesKind::Strategy, a.first, b.first);
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    return styles.less(SeriesKind::Strategy, a.first, b.first);
   });
   return out;
 }
@@ -82,7 +82,7 @@ void build(Chart& c, const Inputs& in) {
       "seconds per epoch (mean over epochs, median over repeats); other = wall - compute - "
       "communication; " +
       describeSlice(s, runs);
-  const auto bars = barsOf(s);
+  const auto bars = barsOf(s, in.styles);
   std::ostringstream dat;
   dat << chartHeader(c)
       << "# One block per strategy (gnuplot: index 0, 1, ...); columns: label compute_s comm_s "
