@@ -1,8 +1,9 @@
 // Results files are untrusted input. A report of a results file whose names, devices, transports,
-// config and meta fields and error messages hold shell text in backquotes, system(...) calls,
+// config and meta fields, entry origins and error messages hold shell text in backquotes, system(...) calls,
 // HTML, Markdown table breakers, quotes, commas and line breaks: gnuplot really draws the charts
 // (where it is installed) and runs none of it, and index.html, index.md, the CSV files and the
-// gnuplot data hold the escaped text.
+// gnuplot data hold the escaped text. Colours reach the .gp files, so a file whose colour is not
+// "#rrggbb" is refused, and every colour in a script is one.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/escape.h"
 #include "report/report.h"
 #include "tests/file_util.h"
 #include "tests/report_util.h"
@@ -75,6 +77,7 @@ class ReportHostileTest : public ::testing::Test {
     transport_ = "shm$(touch " + m + "t1)`touch " + m + "t2`";
     device_ = "cpu`touch " + m + "d1`<i>";
     host_ = "<script>alert('m')</script>`touch " + m + "m1`|x\ny";
+    origin_ = "builtin\" . system(\"touch " + m + "o1\") . \"`touch " + m + "o2`";
 
     json doc = json::parse(readText(kFixture));
     for (auto& r : doc["runs"]) {
@@ -83,6 +86,7 @@ class ReportHostileTest : public ::testing::Test {
       if (c["strategy"] == "single") c["strategy"] = strategy2_;
       c["note"] = "n`touch " + m + "n1`";
       if (r["status"] == "failed") r["error"] = error_;
+      if (c["strategy"] == "ddp") r["origin"] = origin_, r["color"] = "#D62728";
     }
     json other = doc["runs"][0];
     other["config"]["note"] = "other";  // so that note is named in the subtitles
@@ -111,7 +115,7 @@ class ReportHostileTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::string strategy1_, strategy2_, error_, algo_, transport_, device_, host_;
+  std::string strategy1_, strategy2_, error_, algo_, transport_, device_, host_, origin_;
 };
 
 TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
@@ -126,6 +130,14 @@ TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
     const std::string text = readText(e.path());
     if (e.path().extension() == ".gp") {
       EXPECT_EQ(text.find('`'), std::string::npos) << name << " holds a backquote";
+      // Every series colour (the fixed ones of the frame are the report's own).
+      const std::string lc = "lc rgb ";
+      for (std::size_t at = text.find(lc); at != std::string::npos; at = text.find(lc, at + 1)) {
+        const std::string colour = text.substr(at + lc.size(), 9);
+        EXPECT_TRUE(colour.size() == 9 && colour[0] == '\'' && colour[8] == '\'' &&
+                    report::isHexColor(colour.substr(1, 7)))
+            << name << ": " << colour;
+      }
     }
     if (e.path().extension() == ".dat") {
       // A line break in a name must not start a data row.
@@ -142,6 +154,10 @@ TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
   // The names are drawn as text.
   const std::string svg = readText(out() / "throughput_scaling.svg");
   EXPECT_NE(svg.find("lib`touch "), std::string::npos);
+  EXPECT_NE(readText(out() / "ring_epoch_time.gp").find("lc rgb '#D62728'"), std::string::npos);
+  EXPECT_NE(readText(out() / "ring_epoch_time.svg").find("ddp (builtin\" . system(\"touch "),
+            std::string::npos)
+      << "the origin is drawn as text";
   EXPECT_NE(readText(out() / "allreduce_busbw.svg").find("ps`touch "), std::string::npos);
 }
 
@@ -197,6 +213,19 @@ TEST_F(ReportHostileTest, PagesAndCsvHoldEscapedText) {
     sawAlgo = sawAlgo || (row[0] == algo_ && row[2] == device_);
   }
   EXPECT_TRUE(sawAlgo);
+  EXPECT_TRUE(fs::is_empty(marks()));
+}
+
+TEST_F(ReportHostileTest, AColourThatIsNotHexIsRefused) {
+  json doc = json::parse(readText(dir_ / "hostile.json"));
+  doc["runs"][2]["color"] = "#d62728' lw 2; system('touch " + (marks() / "c1").string() + "') #";
+  writeText(dir_ / "hostile.json", doc.dump());
+  const std::string msg = test::usageErrorOf([&] { report(); });
+  EXPECT_NE(msg.find("hostile.json: runs[2].color: expected a colour \"#rrggbb\""),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line";
+  EXPECT_FALSE(fs::exists(out()));
   EXPECT_TRUE(fs::is_empty(marks()));
 }
 

@@ -63,16 +63,9 @@ std::set<std::string> skippedIds(const ReportSummary& s) {
   return ids;
 }
 
-class ReportTest : public ::testing::Test {
+class ReportTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = test::makeTempDir("tpb_report_test");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  ReportTest() : TempDirTest("tpb_report_test") {}
   fs::path path(const std::string& name) const { return dir_ / name; }
   fs::path out() const { return dir_ / "report"; }
 
@@ -83,8 +76,6 @@ class ReportTest : public ::testing::Test {
     writeText(path(name), doc.dump());
     return path(name).string();
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ReportTest, FixtureIsSmallAndValid) {

@@ -1,5 +1,5 @@
 // tests/report_util.h — what the report tests share: the fixture, whether gnuplot can be run,
-// and a fresh temporary directory.
+// and a fresh temporary directory (as a test fixture: TempDirTest).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
+#include <utility>
 
 #ifndef TPB_SOURCE_DIR
 #error "tests/CMakeLists.txt must define TPB_SOURCE_DIR (the source tree, to find tests/fixtures)"
@@ -26,5 +28,23 @@ inline std::filesystem::path makeTempDir(const std::string& stem) {
   std::string templ = (std::filesystem::path(::testing::TempDir()) / (stem + ".XXXXXX")).string();
   return ::mkdtemp(templ.data()) ? std::filesystem::path(templ) : std::filesystem::path();
 }
+
+// A test with a fresh temporary directory, dir_, removed after it.
+class TempDirTest : public ::testing::Test {
+ protected:
+  explicit TempDirTest(std::string stem) : stem_(std::move(stem)) {}
+  void SetUp() override {
+    dir_ = makeTempDir(stem_);
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::filesystem::path dir_;
+
+ private:
+  std::string stem_;
+};
 
 }  // namespace tpb::test
