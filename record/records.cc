@@ -273,6 +273,10 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
 
 // ---- the registry's fields beside runs[] and allreduce[] ----------------------------------
 
+bool isHexColor(const std::string& s) {
+  return s.size() == 7 && s[0] == '#' && s.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos;
+}
+
 void EntryRecord::writeInto(json& record) const {
   putIfSet(record, "origin", origin);
   putIfSet(record, "order", order);
@@ -285,9 +289,7 @@ EntryRecord EntryRecord::readFrom(const JsonIn& record) {
   e.origin = optStr(record, "origin");
   if (const auto o = optInteger(record, "order", -kMaxInt, kMaxInt)) e.order = static_cast<int>(*o);
   e.color = optStr(record, "color");
-  if (e.color && (e.color->size() != 7 || (*e.color)[0] != '#' ||
-                  e.color->find_first_not_of("0123456789abcdefABCDEF", 1) != std::string::npos))
-    record.at("color").fail("a colour \"#rrggbb\"");
+  if (e.color && !isHexColor(*e.color)) record.at("color").fail("a colour \"#rrggbb\"");
   if (const auto d = optInteger(record, "data_ranks", 0, kMaxRanks)) e.dataRanks = static_cast<int>(*d);
   return e;
 }

@@ -91,6 +91,9 @@ struct RunSummary {
   static RunSummary fromJson(const JsonIn& in);
 };
 
+// True for a colour "#rrggbb" (hex digits, either case), the only form records carry.
+bool isHexColor(const std::string& s);
+
 // What the registry of the build that wrote a record says about its strategy or algorithm
 // (core/entry.h): where it comes from, its data ranks, where it sorts and its colour. Written
 // beside every record so that a report drawn from any build's files needs no registry and never

@@ -29,11 +29,6 @@ bool isNumber(const std::string& s) {
 
 }  // namespace
 
-bool isHexColor(const std::string& s) {
-  return s.size() == 7 && s[0] == '#' &&
-         s.find_first_not_of("0123456789abcdefABCDEF", 1) == std::string::npos;
-}
-
 std::string gnuplotColor(const std::string& color) {
   if (!isHexColor(color))
     TPB_THROW(Error, "report: not a colour \"#rrggbb\": " << gnuplotString(color));

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "record/records.h"
+
 namespace tpb::report {
 
 // A gnuplot double-quoted string literal, quotes included. '\' and '"' are backslash-escaped, a
@@ -15,8 +17,8 @@ namespace tpb::report {
 // a string literal is never evaluated, so system(...) or @macro in it stay text.
 std::string gnuplotString(const std::string& s);
 
-// True for "#rrggbb" (hex digits, either case).
-bool isHexColor(const std::string& s);
+// isHexColor ("#rrggbb") comes from record/records.h, which checks colours read from files.
+using tpb::isHexColor;
 
 // A colour for a gnuplot script, quoted: "'#rrggbb'". Every colour the report writes into a .gp
 // file goes through here; anything but "#rrggbb" throws tpb::Error (report/style.h only hands
