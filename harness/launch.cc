@@ -13,10 +13,10 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <random>
 
 #include "comm/store.h"
 #include "common/error.h"
+#include "common/run_id.h"
 
 extern char** environ;
 
@@ -109,13 +109,6 @@ void installInterruptHandlers() {
 }
 
 bool interruptRequested() { return gInterrupted.load(); }
-
-std::string makeRunId() {
-  std::random_device rd;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d-%08x", static_cast<int>(getpid()), rd());
-  return buf;
-}
 
 LaunchResult launch(const LaunchSpec& spec) {
   using clock = std::chrono::steady_clock;

@@ -61,9 +61,6 @@ struct LaunchResult {
 
 LaunchResult launch(const LaunchSpec& spec);
 
-// A fresh id for a run: unique across concurrent launches on one machine.
-std::string makeRunId();
-
 // Installs SIGINT/SIGTERM handlers that make a running launch() stop its ranks and return
 // with `interrupted` set; interruptRequested() tells callers (sweeps) to stop starting points.
 void installInterruptHandlers();
