@@ -12,7 +12,6 @@
 #include <iostream>
 #include <memory>
 
-#include "comm/shm/shm_transport.h"
 #include "comm/transports.h"
 #include "common/error.h"
 #include "common/format_bytes.h"
@@ -116,7 +115,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       spec.nprocPerNode = n;
       spec.workerArgs = {"worker", "--job", jobPath};
       spec.timeout = opt.timeout;
-      spec.cleanup = [](const std::string& runId, int world) { ShmTransport::removeSegments(runId, world); };
+      spec.cleanup = findTransport(transport).cleanup;
       const LaunchResult lr = launch(spec);
 
       json got = json::object();

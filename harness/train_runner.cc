@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include "comm/shm/shm_transport.h"
 #include "comm/transports.h"
 #include "common/error.h"
 #include "harness/device_choice.h"
@@ -228,7 +227,7 @@ int runTraining(const TrainRunOptions& opt) {
       spec.shareRunId = opt.nnodes == 1;  // across nodes the ranks agree on one through the store
       spec.workerArgs = {"worker", "--job", jobPath};
       spec.timeout = opt.timeout;
-      spec.cleanup = [](const std::string& runId, int n) { ShmTransport::removeSegments(runId, n); };
+      spec.cleanup = findTransport(transport).cleanup;
       const LaunchResult lr = launch(spec);
       ++ran;
 

@@ -21,9 +21,6 @@
 #ifdef TPB_HAVE_CUDA
 #include "comm/cuda/cuda_check.h"
 #endif
-#ifdef TPB_HAVE_NCCL
-#include "comm/nccl/nccl_transport.h"
-#endif
 
 namespace tpb {
 
@@ -111,66 +108,6 @@ void finishDeviceWork(Device device) {
   (void)device;
 }
 
-// Times one iteration. CPU: the steady clock around run(). GPU: CUDA events recorded on the
-// nccl transport's stream, where every operation of an iteration is queued, just before and
-// after run() (nccl-tests' method); elapsed time is read once the stop event has completed, so
-// the iteration's last kernel is counted and nothing of the next one is.
-class IterationTimer {
- public:
-  explicit IterationTimer(Transport& t) {
-#ifdef TPB_HAVE_NCCL
-    if (auto* nccl = dynamic_cast<NcclTransport*>(&t)) {
-      stream_ = nccl->stream();
-      TPB_CUDA_CHECK(cudaEventCreate(&start_));
-      TPB_CUDA_CHECK(cudaEventCreate(&stop_));
-    }
-#endif
-    (void)t;
-  }
-  ~IterationTimer() {
-#ifdef TPB_HAVE_NCCL
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
-#endif
-  }
-  IterationTimer(const IterationTimer&) = delete;
-  IterationTimer& operator=(const IterationTimer&) = delete;
-
-  const char* method() const { return usesEvents() ? "cuda_events" : "steady_clock"; }
-  void start() {
-#ifdef TPB_HAVE_NCCL
-    if (usesEvents()) {
-      TPB_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      return;
-    }
-#endif
-    t0_ = clock_type::now();
-  }
-  // Microseconds since start(); waits for the device work queued in between.
-  double stopUs() {
-#ifdef TPB_HAVE_NCCL
-    if (usesEvents()) {
-      TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-      TPB_CUDA_CHECK(cudaEventSynchronize(stop_));
-      float ms = 0;
-      TPB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-      return static_cast<double>(ms) * 1000.0;
-    }
-#endif
-    return std::chrono::duration<double, std::micro>(clock_type::now() - t0_).count();
-  }
-
- private:
-#ifdef TPB_HAVE_NCCL
-  bool usesEvents() const { return start_ != nullptr; }
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-#else
-  bool usesEvents() const { return false; }
-#endif
-  clock_type::time_point t0_;
-};
-
 // Check pattern: small integers, different per rank and per element, so every sum is exact in
 // float32 (at most 8 ranks * 1023 < 2^24) and a misplaced segment cannot go unnoticed.
 float checkValue(int rank, std::size_t i) {
@@ -214,8 +151,10 @@ void allreduceJob(Worker& w, const json& job) {
   for (auto b : sizes) maxCount = std::max(maxCount, b / sizeof(float));
   const Device device = t.device();
   BenchBuffer buf(device, w.env.localRank, maxCount);
-  IterationTimer timer(t);
-  proto.timer = timer.method();
+  // The transport's timer: the steady clock on CPU; on GPUs, CUDA events on the stream where the
+  // nccl transport queues every operation of an iteration (nccl-tests' method).
+  const std::unique_ptr<IntervalTimer> timer = t.makeTimer();
+  proto.timer = timer->method();
 
   json points = json::array();
   for (std::size_t k = 0; k < sizes.size(); ++k) {
@@ -232,9 +171,9 @@ void allreduceJob(Worker& w, const json& job) {
     std::vector<double> mine(iters);
     for (int i = 0; i < iters; ++i) {
       t.barrier();  // every iteration starts together; its time is the slowest rank's
-      timer.start();
+      timer->start();
       ar->run();
-      mine[i] = timer.stopUs();
+      mine[i] = timer->stopUs();
       faultPoint(rank);
     }
     double wrong = -1;
