@@ -1,14 +1,8 @@
 #include "harness/allreduce_bench.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -17,16 +11,14 @@
 #include "common/format_bytes.h"
 #include "core/registry.h"
 #include "harness/device_choice.h"
-#include "harness/launch.h"
 #include "harness/meta.h"
+#include "harness/point_driver.h"
 #include "record/results.h"
 #include "worker/allreduce_job.h"
-#include "worker/worker.h"
 
 namespace tpb {
 
 using nlohmann::json;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -47,13 +39,6 @@ void printRow(std::ostream& os, const CollectiveRecord& p) {
                 formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.timeMedianUs,
                 p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str());
   os << line;
-}
-
-std::string makeTempDir() {
-  std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
-                     "/tpbench.XXXXXX";
-  TPB_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp(" << tmpl << ") failed: " << std::strerror(errno));
-  return tmpl;
 }
 
 }  // namespace
@@ -85,42 +70,26 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, collectMeta(opt.command)));
   }
 
-  installInterruptHandlers();
-  const std::string tmp = makeTempDir();
   const std::size_t total = opt.algos.size() * opt.nGpus.size();
+  PointDriverOptions dopt;
+  dopt.total = total;
+  dopt.timeout = opt.timeout;
+  PointDriver driver(dopt);
   std::size_t done = 0, failedPoints = 0;
-  const auto start = clock_type::now();
   int rc = 0;
 
   for (const auto& algo : opt.algos) {
     for (const auto nLL : opt.nGpus) {
-      if (interruptRequested()) break;
+      if (driver.interrupted()) break;
       const int n = static_cast<int>(nLL);
       const std::string transport = opt.transport.empty() ? defaultTransport(device, n, n) : opt.transport;
-      const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
-      std::remove(resultPath.c_str());
-      json job = {{"kind", "allreduce"}, {"algo", algo},         {"transport", transport},
-                  {"device", devName},    {"bytes", opt.bytes},  {"iters", opt.iters},
-                  {"warmup", opt.warmup}, {"check", opt.check},  {"result_path", resultPath},
-                  {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()}};
-      writeFileAtomic(jobPath, job.dump());
-
-      const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-      std::fprintf(stderr, "[%zu/%zu] allreduce %s N=%d over %s", done + 1, total, algo.c_str(), n,
-                   transport.c_str());
-      if (done > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / done * (total - done));
-      std::fprintf(stderr, "\n");
-
-      LaunchSpec spec;
-      spec.nprocPerNode = n;
-      spec.workerArgs = {"worker", "--job", jobPath};
-      spec.timeout = opt.timeout;
-      spec.cleanup = findTransport(transport).cleanup;
-      const LaunchResult lr = launch(spec);
-
-      json got = json::object();
-      if (access(resultPath.c_str(), R_OK) == 0) got = readJsonFile(resultPath);
-      const JsonIn in(got, resultPath);
+      const json job = {{"kind", "allreduce"}, {"algo", algo},        {"device", devName},
+                        {"bytes", opt.bytes},  {"iters", opt.iters},  {"warmup", opt.warmup},
+                        {"check", opt.check}};
+      const PointOutcome po = driver.run("allreduce " + algo + " N=" + std::to_string(n) + " over " + transport,
+                                         job, transport, n);
+      const LaunchResult& lr = po.launch;
+      const JsonIn in(po.result, po.resultPath);
       const auto points = in.find("points");
       const std::size_t measured = points ? points->size() : 0;
 
@@ -161,10 +130,10 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       ++done;
       if (lr.interrupted) break;
     }
-    if (interruptRequested()) break;
+    if (driver.interrupted()) break;
   }
 
-  if (opt.memcpyReference && !interruptRequested()) {
+  if (opt.memcpyReference && !driver.interrupted()) {
     json ref = json::array();
     std::cout << "\n# reference: single-thread memcpy on this host\n";
     for (std::size_t bytes : {std::size_t(1) << 20, std::size_t(16) << 20, std::size_t(64) << 20}) {
@@ -179,10 +148,8 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       results->save();
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(tmp, ec);
   if (results) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
-  if (interruptRequested()) {
+  if (driver.interrupted()) {
     std::fprintf(stderr, "interrupted: %zu of %zu points finished and saved\n", done, total);
     return 130;
   }
