@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "comm/transports.h"
+#include "common/descriptors.h"
 #include "common/error.h"
 #include "common/run_id.h"
 #include "record/results.h"
@@ -104,6 +105,7 @@ int workerMain(const std::string& jobPath) {
     if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);
     w.transport = info.make(args);
+    markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
     w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});
     it->second(w, job);
     return 0;
