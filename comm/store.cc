@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "comm/store_c10d.h"
+#include "common/descriptors.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -24,6 +25,7 @@ std::unique_ptr<Store::Impl> makeTcp(const std::string& host, std::uint16_t port
     auto tcp = c10::make_intrusive<c10d::TCPStore>(host, o);
     impl->port = tcp->getPort();
     impl->store = tcp;
+    markDescriptorsCloseOnExec();  // the daemons' wake-up pipes (c10d opens them inheritable)
   } catch (const std::exception& e) {
     TPB_THROW(Error, "rendezvous store at " << host << ":" << port << " ("
                                            << (server ? "serve" : "connect")

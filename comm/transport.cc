@@ -10,6 +10,24 @@ namespace tpb {
 
 const char* deviceName(Device d) { return d == Device::Cuda ? "cuda" : "cpu"; }
 
+namespace {
+
+class SteadyClockTimer final : public IntervalTimer {
+ public:
+  const char* method() const override { return "steady_clock"; }
+  void start() override { t0_ = std::chrono::steady_clock::now(); }
+  double stopUs() override {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+std::unique_ptr<IntervalTimer> Transport::makeTimer() { return std::make_unique<SteadyClockTimer>(); }
+
 Transport::Transport(int rank, int size, Device device, std::chrono::milliseconds timeout)
     : rank_(rank), size_(size), device_(device), timeout_(timeout) {
   TPB_CHECK(size >= 1 && rank >= 0 && rank < size, "rank " << rank << " of " << size);

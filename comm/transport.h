@@ -23,6 +23,18 @@ namespace tpb {
 enum class Device { Cpu, Cuda };
 const char* deviceName(Device d);
 
+// Times a stretch of a transport's work, such as one benchmark iteration. start() marks the
+// beginning; stopUs() returns the microseconds since, counting the work queued in between to its
+// end (it waits for it). Made by Transport::makeTimer(): where the work runs is the transport's
+// to know, so code that times need not name a transport.
+class IntervalTimer {
+ public:
+  virtual ~IntervalTimer() = default;
+  virtual const char* method() const = 0;  // recorded with the measurement, e.g. "steady_clock"
+  virtual void start() = 0;
+  virtual double stopUs() = 0;
+};
+
 // One posted operation. wait() blocks until it completes (or throws).
 class Request {
  public:
@@ -80,6 +92,10 @@ class Transport {
   // Every rank waits until all ranks have entered. The default is a dissemination barrier
   // (ceil(log2 N) rounds of one-byte send/recv), so it needs nothing but P2P.
   virtual void barrier();
+  // A timer for this transport's work. The default reads the steady clock around the calls,
+  // right for transports whose calls return with their work done on the host; a transport that
+  // queues work on a device stream (nccl) times it there with events (nccl-tests' method).
+  virtual std::unique_ptr<IntervalTimer> makeTimer();
 
  protected:
   void checkPeer(int peer, const char* op) const;

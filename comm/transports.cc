@@ -20,7 +20,8 @@ const std::vector<TransportInfo>& transports() {
        },
        [](const TransportArgs& a) -> std::unique_ptr<Transport> {
          return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
-       }},
+       },
+       [](const std::string& runId, int worldSize) { ShmTransport::removeSegments(runId, worldSize); }},
       {"gloo", "Gloo TCP pairs through c10d ProcessGroupGloo send/recv (any number of nodes)",
        [](Device device, int, int) -> std::string {
          return device == Device::Cpu ? std::string() : std::string("gloo moves host memory only");
@@ -28,7 +29,8 @@ const std::vector<TransportInfo>& transports() {
        [](const TransportArgs& a) -> std::unique_ptr<Transport> {
          return std::make_unique<GlooTransport>(a.store, "gloo/" + a.runId + "/", a.host, a.rank,
                                                 a.size, a.timeout);
-       }},
+       },
+       nullptr},
 #ifdef TPB_HAVE_NCCL
       // Registered only where NCCL was compiled in, so `tpbench list` shows what can run.
       {"nccl", "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK)",
@@ -39,7 +41,8 @@ const std::vector<TransportInfo>& transports() {
        [](const TransportArgs& a) -> std::unique_ptr<Transport> {
          return std::make_unique<NcclTransport>(a.store, a.runId, a.rank, a.size,
                                                 a.localRank < 0 ? a.rank : a.localRank, a.timeout);
-       }},
+       },
+       nullptr},
 #endif
   };
   return table;

@@ -32,6 +32,10 @@ struct TransportInfo {
   // not (shown to the user).
   std::function<std::string(Device device, int size, int localSize)> unsupported;
   std::function<std::unique_ptr<Transport>(const TransportArgs&)> make;
+  // Removes what a launch of this transport may leave behind on this node when its ranks die
+  // without cleaning up (shm: the /dev/shm names of run `runId`). Called by the launcher after
+  // every rank has been reaped, whatever happened; empty when there is nothing to remove.
+  std::function<void(const std::string& runId, int worldSize)> cleanup;
 };
 
 const std::vector<TransportInfo>& transports();

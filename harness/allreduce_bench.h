@@ -8,13 +8,10 @@
 
 #include <chrono>
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace tpb {
-
-struct Worker;
 
 struct AllreduceBenchOptions {
   std::vector<std::string> algos;
@@ -34,16 +31,5 @@ struct AllreduceBenchOptions {
 // Validates (throws UsageError), runs every point, prints tables. Returns 0 when every point
 // ran and verified, 1 otherwise; an interrupt returns 130 after saving what finished.
 int runAllreduceBench(const AllreduceBenchOptions& opt);
-
-// Worker side of one (algorithm, N) point: every size in job["bytes"].
-void allreduceJob(Worker& w, const nlohmann::json& job);
-
-// busbw = algbw * 2(N-1)/N: the bandwidth each rank's link needs for a ring allreduce,
-// comparable across N (nccl-tests' convention). 0 for N = 1.
-double busBandwidthFactor(int n);
-
-// Host memcpy bandwidth of `bytes` (bytes copied / second, median of repetitions): the
-// reference the shm transport is judged against.
-double memcpyGBps(std::size_t bytes);
 
 }  // namespace tpb

@@ -13,10 +13,10 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <random>
 
 #include "comm/store.h"
 #include "common/error.h"
+#include "common/run_id.h"
 
 extern char** environ;
 
@@ -25,6 +25,7 @@ namespace tpb {
 namespace {
 
 std::atomic<bool> gInterrupted{false};
+constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void onSignal(int) { gInterrupted.store(true); }
 
@@ -104,18 +105,14 @@ void installInterruptHandlers() {
   struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // Ctrl-C, kill, a closed terminal or session: all end the sweep the same way.
+  for (int sig : kInterruptSignals) sigaction(sig, &sa, nullptr);
+  // A reader that goes away (`tpbench sweep | head`) must not kill the launcher mid-save: its
+  // writes fail with EPIPE instead, which std::cout and the forwarders take as a failed write.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 bool interruptRequested() { return gInterrupted.load(); }
-
-std::string makeRunId() {
-  std::random_device rd;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d-%08x", static_cast<int>(getpid()), rd());
-  return buf;
-}
 
 LaunchResult launch(const LaunchSpec& spec) {
   using clock = std::chrono::steady_clock;
@@ -186,10 +183,15 @@ LaunchResult launch(const LaunchSpec& spec) {
       // between fork and prctl.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
+      // Handlers reset at exec by themselves; an ignored signal stays ignored: undo both.
+      for (int sig : kInterruptSignals) signal(sig, SIG_DFL);
+      signal(SIGPIPE, SIG_DFL);
       dup2(outPipe[1], STDOUT_FILENO);
       dup2(errPipe[1], STDERR_FILENO);
+      // A rank inherits stdin, stdout and stderr only, whatever a library (or our own parent)
+      // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
+      // fails and the close-on-exec flags alone apply.
+      close_range(3, ~0U, 0);
       execve(exe.c_str(), argv.data(), envp.data());
       const char msg[] = "tpbench launcher: execve failed\n";
       (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -235,6 +237,12 @@ LaunchResult launch(const LaunchSpec& spec) {
       drain(c.outFd, c.out);
       drain(c.errFd, c.err);
     }
+    // Before reaping: a signal sent to the whole process group also kills the ranks, and their
+    // deaths are then the interrupt's doing, not a failure of the point.
+    if (!stopping && gInterrupted.load()) {
+      result.interrupted = true;
+      stopAll("interrupted");
+    }
     for (auto& c : children) {
       if (!c.running) continue;
       int status = 0;
@@ -260,10 +268,6 @@ LaunchResult launch(const LaunchSpec& spec) {
       break;
     }
     const auto now = clock::now();
-    if (!stopping && gInterrupted.load()) {
-      result.interrupted = true;
-      stopAll("interrupted");
-    }
     if (!stopping && now - t0 > spec.timeout) {
       result.timedOut = true;
       stopAll("timed out after " +

@@ -52,7 +52,7 @@ struct RankExit {
 struct LaunchResult {
   bool ok = false;
   bool timedOut = false;
-  bool interrupted = false;  // the launcher got SIGINT/SIGTERM
+  bool interrupted = false;  // the launcher got SIGINT/SIGTERM/SIGHUP
   std::string error;         // one line: which rank failed first and why
   std::vector<RankExit> ranks;
   double wallSeconds = 0;
@@ -61,11 +61,10 @@ struct LaunchResult {
 
 LaunchResult launch(const LaunchSpec& spec);
 
-// A fresh id for a run: unique across concurrent launches on one machine.
-std::string makeRunId();
-
-// Installs SIGINT/SIGTERM handlers that make a running launch() stop its ranks and return
+// Installs SIGINT/SIGTERM/SIGHUP handlers that make a running launch() stop its ranks and return
 // with `interrupted` set; interruptRequested() tells callers (sweeps) to stop starting points.
+// Also ignores SIGPIPE (writes to a closed pipe fail with EPIPE instead). Ranks start with all
+// four at their defaults.
 void installInterruptHandlers();
 bool interruptRequested();
 

@@ -1,28 +1,22 @@
 #include "harness/train_runner.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
-#include "comm/shm/shm_transport.h"
 #include "comm/transports.h"
 #include "common/error.h"
 #include "harness/device_choice.h"
-#include "harness/launch.h"
+#include "harness/point_driver.h"
 #include "core/registry.h"
 #include "harness/meta.h"
 #include "record/results.h"
-#include "harness/worker.h"
 
 namespace tpb {
 
 using nlohmann::json;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -32,66 +26,16 @@ std::string hiddenString(const std::vector<int>& h) {
   return s;
 }
 
-// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig.
-TrainConfig configFromJob(const json& j, const std::string& jobPath) {
-  const RunConfig r = RunConfig::fromJson(JsonIn(j, jobPath, "config"));
-  TrainConfig c;
-  c.strategy = r.strategy;
-  c.nGpus = r.nGpus;
-  c.batchSize = r.batchSize;
-  c.epochs = r.epochs;
-  c.dataset = r.dataset;
-  c.trainSize = r.trainSize;
-  c.testSize = r.testSize.value_or(0);
-  c.model.hidden = parseHidden("--hidden", r.hidden);
-  c.lr = r.lr;
-  c.momentum = r.momentum.value_or(0.0);
-  c.seed = r.seed;
-  c.bucketMb = r.bucketMb.value_or(25.0);
-  c.maxSteps = r.maxSteps;
-  return c;
-}
-
-EpochRecord epochRecordOf(const EpochStats& e) {
-  EpochRecord r;
-  r.epoch = e.epoch;
-  r.wallS = e.wallS;
-  r.computeS = e.computeS;
-  r.commS = e.commS;
-  r.samplesPerS = e.samplesPerS;
-  r.trainLoss = e.trainLoss;
-  r.testAccuracy = e.testAccuracy < 0 ? NAN : e.testAccuracy;  // < 0: not evaluated
-  r.evalS = e.evalS;
-  r.steps = e.steps;
-  r.samples = e.samples;
-  return r;
-}
-
-json epochsJson(const std::vector<EpochRecord>& epochs) {
-  json a = json::array();
-  for (const auto& e : epochs) a.push_back(e.toJson());
-  return a;
-}
-
-// What rank 0 of a point wrote: its epochs so far and whether it finished.
-std::vector<EpochRecord> readEpochs(const std::string& resultPath, bool& complete) {
+// What rank 0 of a point wrote (`got`, read from `path`): its epochs so far and whether it finished.
+std::vector<EpochRecord> readEpochs(const json& got, const std::string& path, bool& complete) {
   complete = false;
   std::vector<EpochRecord> epochs;
-  if (access(resultPath.c_str(), R_OK) != 0) return epochs;
-  const json got = readJsonFile(resultPath);
-  const JsonIn in(got, resultPath);
+  const JsonIn in(got, path);
   if (const auto e = in.find("epochs")) {
     for (std::size_t i = 0; i < e->size(); ++i) epochs.push_back(EpochRecord::fromJson((*e)[i]));
   }
   if (const auto d = in.find("done")) complete = d->boolean();
   return epochs;
-}
-
-std::string makeTempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/tpbench.XXXXXX";
-  if (!mkdtemp(tmpl.data())) TPB_THROW(Error, "mkdtemp(" << tmpl << "): " << std::strerror(errno));
-  return tmpl;
 }
 
 }  // namespace
@@ -145,37 +89,6 @@ void updateScalingEfficiency(std::vector<RunRecord>& runs) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Worker side
-// ---------------------------------------------------------------------------------------------
-
-void trainJob(Worker& w, const json& job) {
-  const std::string jobPath = job.value("job_path", std::string("job"));
-  TrainConfig cfg = configFromJob(job.at("config"), jobPath);
-  // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
-  // same one), the CPU otherwise.
-  cfg.device = w.comm->device();
-  cfg.deviceIndex = cfg.device == Device::Cuda ? w.env.localRank : 0;
-  const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
-  const std::string resultPath = job.at("result_path");
-  const bool reporter = w.env.rank == 0;
-  std::vector<EpochRecord> epochs;
-  auto onEpoch = [&](const EpochStats& e) {
-    if (!reporter) return;
-    epochs.push_back(epochRecordOf(e));
-    writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}}.dump());
-    const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
-    std::printf("%s N=%d epoch %d/%d: %.2f s, %.0f samples/s, loss %.4f, test acc %s, comm %.0f%%\n",
-                cfg.strategy.c_str(), cfg.nGpus, e.epoch, cfg.epochs, e.wallS, e.samplesPerS,
-                e.trainLoss,
-                e.testAccuracy < 0 ? "n/a" : (std::to_string(e.testAccuracy * 100).substr(0, 5) + "%").c_str(),
-                share * 100);
-    std::fflush(stdout);
-  };
-  TrainResult r = strategy.run(*w.comm, cfg, onEpoch);
-  if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}, {"done", true}}.dump());
-}
-
-// ---------------------------------------------------------------------------------------------
 // Launcher side
 // ---------------------------------------------------------------------------------------------
 
@@ -223,16 +136,20 @@ int runTraining(const TrainRunOptions& opt) {
     TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
   }
 
-  installInterruptHandlers();
-  const std::string tmp = makeTempDir();
+  PointDriverOptions dopt;
+  dopt.total = opt.points.size();
+  dopt.timeout = opt.timeout;
+  dopt.nnodes = opt.nnodes;
+  dopt.nodeRank = opt.nodeRank;
+  dopt.masterAddr = opt.masterAddr;
+  dopt.masterPort = opt.masterPort;
+  PointDriver driver(dopt);
   int rc = 0;
-  std::size_t done = 0, ran = 0;
-  const auto start = clock_type::now();
   struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
   std::vector<Row> rows;
 
   for (const auto& point : opt.points) {
-    if (interruptRequested()) break;
+    if (driver.interrupted()) break;
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
     const int procs = strategy.processes(cfg.nGpus);
@@ -245,7 +162,8 @@ int runTraining(const TrainRunOptions& opt) {
     RunRecord run;
     run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
     run.entry = entryRecordOf(strategy, strategy.dataRanks(cfg.nGpus));
-    ++done;
+    const std::string name = strategy.name + " N=" + std::to_string(cfg.nGpus);
+    const std::string shortName = name + " b=" + std::to_string(cfg.batchSize);  // skip lines
 
     if (results && opt.resume) {
       const auto& runs = results->runs();
@@ -253,8 +171,7 @@ int runTraining(const TrainRunOptions& opt) {
         return r.config == run.config && r.status != "failed";
       });
       if (have) {
-        std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: already in %s, skipped (--resume)\n", done,
-                     opt.points.size(), strategy.name.c_str(), cfg.nGpus, cfg.batchSize, opt.out.c_str());
+        driver.skip(shortName + ": already in " + opt.out + ", skipped (--resume)");
         continue;
       }
     }
@@ -270,42 +187,18 @@ int runTraining(const TrainRunOptions& opt) {
     if (!why.empty()) {
       run.status = "skipped";
       run.error = why;
-      std::fprintf(stderr, "[%zu/%zu] %s N=%d b=%d: skipped: %s\n", done, opt.points.size(),
-                   strategy.name.c_str(), cfg.nGpus, cfg.batchSize, why.c_str());
+      driver.skip(shortName + ": skipped: " + why);
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
     } else {
-      const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-      std::fprintf(stderr, "[%zu/%zu] %s N=%d batch %d train_size %zu epochs %d over %s", done,
-                   opt.points.size(), strategy.name.c_str(), cfg.nGpus, cfg.batchSize, cfg.trainSize,
-                   cfg.epochs, procs > 1 ? transport.c_str() : "one process");
-      if (ran > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / ran * (opt.points.size() - done + 1));
-      std::fprintf(stderr, "\n");
-      const std::string jobPath = tmp + "/job.json", resultPath = tmp + "/result.json";
-      std::remove(resultPath.c_str());
-      json job = {{"kind", "train"},
-                  {"device", deviceText},
-                  {"transport", transport},
-                  {"result_path", resultPath},
-                  {"job_path", jobPath},
-                  {"comm_timeout_ms", std::chrono::duration_cast<std::chrono::milliseconds>(opt.timeout).count()},
-                  {"config", run.config.toJson()}};
-      writeFileAtomic(jobPath, job.dump());
-
-      LaunchSpec spec;
-      spec.nprocPerNode = perNode;
-      spec.nnodes = opt.nnodes;
-      spec.nodeRank = opt.nodeRank;
-      spec.masterAddr = opt.masterAddr;
-      spec.masterPort = opt.masterPort;
-      spec.shareRunId = opt.nnodes == 1;  // across nodes the ranks agree on one through the store
-      spec.workerArgs = {"worker", "--job", jobPath};
-      spec.timeout = opt.timeout;
-      spec.cleanup = [](const std::string& runId, int n) { ShmTransport::removeSegments(runId, n); };
-      const LaunchResult lr = launch(spec);
-      ++ran;
+      const json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
+      const PointOutcome po = driver.run(
+          name + " batch " + std::to_string(cfg.batchSize) + " train_size " + std::to_string(cfg.trainSize) +
+              " epochs " + std::to_string(cfg.epochs) + " over " + (procs > 1 ? transport : "one process"),
+          job, transport, perNode);
+      const LaunchResult& lr = po.launch;
 
       bool complete = false;
-      run.epochs = readEpochs(resultPath, complete);
+      run.epochs = readEpochs(po.result, po.resultPath, complete);
       if (lr.ok && (complete || opt.nodeRank != 0)) {
         run.status = "ok";
         // Ranks that exit cleanly after training on nothing measured nothing: not "ok".
@@ -338,8 +231,6 @@ int runTraining(const TrainRunOptions& opt) {
       results->save();
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(tmp, ec);
 
   if (!rows.empty()) {
     std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size",
@@ -357,7 +248,7 @@ int runTraining(const TrainRunOptions& opt) {
     }
   }
   if (results && opt.nodeRank == 0) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
-  if (interruptRequested()) {
+  if (driver.interrupted()) {
     std::fprintf(stderr, "interrupted: finished points are saved\n");
     return 130;
   }

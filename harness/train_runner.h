@@ -13,8 +13,6 @@
 
 namespace tpb {
 
-struct Worker;
-
 struct TrainPoint {
   TrainConfig cfg;
   int repeat = 0;
@@ -38,9 +36,6 @@ struct TrainRunOptions {
 // Returns 0 when every point ran or was skipped with a reason, 1 if any failed, 130 when
 // interrupted.
 int runTraining(const TrainRunOptions& opt);
-
-// Worker side of one training point.
-void trainJob(Worker& w, const nlohmann::json& job);
 
 // The "config" of a run record (also the key --resume and `compare` match on), max_steps
 // included: every setting that changes the work.

@@ -47,20 +47,24 @@ inline std::string testTag() { return "TPB_TEST_PROCESS=" + std::to_string(getpi
 
 // Runs `tpbench args...` with extra environment variables. `duringRun` runs on its own thread
 // with the child's pid (e.g. to send it a signal) and must return soon after `done` turns true;
-// runCli joins it before returning, so it may use the caller's locals.
+// runCli joins it before returning, so it may use the caller's locals. With `ownProcessGroup`
+// the child leads a process group of its own (pgid = pid), so kill(-pid, sig) reaches it and
+// everything it starts, as a terminal's or a job scheduler's signal would, and not the test.
 using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done)>;
 inline CliResult runCli(const std::vector<std::string>& args,
                         const std::vector<std::pair<std::string, std::string>>& env = {},
-                        const DuringRun& duringRun = nullptr) {
+                        const DuringRun& duringRun = nullptr, bool ownProcessGroup = false) {
   int outPipe[2], errPipe[2];
   if (pipe(outPipe) != 0 || pipe(errPipe) != 0) return {};
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
+    if (ownProcessGroup) setpgid(0, 0);
     dup2(outPipe[1], 1);
     dup2(errPipe[1], 2);
-    close(outPipe[0]);
-    close(errPipe[0]);
+    // tpbench starts as from a shell, with stdin, stdout and stderr only: no descriptor of this
+    // test process (other tests' pipes) reaches it.
+    close_range(3, ~0U, 0);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     setenv("TPB_TEST_PROCESS", std::to_string(getppid()).c_str(), 1);
     std::vector<char*> argv{const_cast<char*>(TPB_BINARY)};

@@ -13,7 +13,7 @@
 
 #include "comm/store.h"
 #include "comm/transports.h"
-#include "harness/launch.h"
+#include "common/run_id.h"
 #include "core/allreduce.h"
 
 namespace tpb::test {

@@ -5,10 +5,16 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "comm/shm/shm_transport.h"
 #include "common/error.h"
+#include "common/run_id.h"
 #include "tests/thread_world.h"
 
 namespace tpb {
@@ -203,6 +209,42 @@ TEST(ShmTransport, NoSegmentNameSurvivesSetup) {
       EXPECT_NE(access(path.c_str(), F_OK), 0) << path << " still exists after setup";
     }
   });
+}
+
+// What a point killed during shm setup leaves (the names exist until every rank has attached):
+// the transport's cleanup capability, which the launcher calls after every launch, removes them.
+// Transports with nothing to clean up have no cleanup.
+TEST(TransportCapabilities, ShmCleanupRemovesTheNamesAKilledPointLeaves) {
+  const std::string runId = makeRunId() + "-cleanup";
+  const int world = 3;
+  for (int r = 0; r < world; ++r) {
+    const int fd = shm_open(ShmTransport::segmentName(runId, r).c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    close(fd);
+  }
+  auto exists = [&](int r) { return access(("/dev/shm" + ShmTransport::segmentName(runId, r)).c_str(), F_OK) == 0; };
+  ASSERT_TRUE(exists(0));
+  const TransportInfo& shm = findTransport("shm");
+  ASSERT_TRUE(shm.cleanup) << "shm must offer a cleanup";
+  shm.cleanup(runId, world);
+  for (int r = 0; r < world; ++r) EXPECT_FALSE(exists(r)) << "rank " << r << "'s segment survived the cleanup";
+  shm.cleanup(runId, world);  // nothing left: still fine
+  EXPECT_FALSE(findTransport("gloo").cleanup) << "gloo leaves nothing on the node";
+}
+
+// The timer capability: CPU transports time with the steady clock, around the calls.
+TEST(TransportCapabilities, CpuTransportsTimeWithTheSteadyClock) {
+  for (const std::string name : {"shm", "gloo"}) {
+    test::runThreads(name, 1, [&](CommContext& ctx) {
+      const auto timer = ctx.transport.makeTimer();
+      EXPECT_STREQ(timer->method(), "steady_clock");
+      timer->start();
+      usleep(20000);
+      const double us = timer->stopUs();
+      EXPECT_GE(us, 20000.0);
+      EXPECT_LT(us, 2e6);
+    });
+  }
 }
 
 }  // namespace

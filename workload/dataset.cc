@@ -153,7 +153,7 @@ std::string findIdx(const std::string& dir, const std::string& name) {
 
 // Whole file, decompressed if gzipped (gzread passes plain files through unchanged).
 std::vector<unsigned char> readAll(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  gzFile f = gzopen(path.c_str(), "rbe");  // e: O_CLOEXEC
   if (f == nullptr) TPB_THROW(UsageError, "mnist: cannot open " << path);
   std::vector<unsigned char> out;
   std::vector<unsigned char> chunk(1 << 20);

@@ -115,6 +115,43 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
 
 NcclTransport::~NcclTransport() { shutdown(); }
 
+namespace {
+
+class CudaEventTimer final : public IntervalTimer {
+ public:
+  explicit CudaEventTimer(cudaStream_t stream) : stream_(stream) {
+    TPB_CUDA_CHECK(cudaEventCreate(&start_));
+    if (cudaEventCreate(&stop_) != cudaSuccess) {
+      cudaEventDestroy(start_);
+      TPB_THROW(Error, "cudaEventCreate failed");
+    }
+  }
+  ~CudaEventTimer() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  const char* method() const override { return "cuda_events"; }
+  void start() override { TPB_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
+  double stopUs() override {
+    TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    TPB_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    TPB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms) * 1000.0;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<IntervalTimer> NcclTransport::makeTimer() {
+  makeCurrent();  // the events belong to this transport's GPU
+  return std::make_unique<CudaEventTimer>(stream_);
+}
+
 void NcclTransport::shutdown() {
   // Nothing here may throw. A clean shutdown waits for the stream and destroys the communicator;
   // after any failure (or while an exception unwinds) the peers may be gone, and ncclCommDestroy

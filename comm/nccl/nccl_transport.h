@@ -62,6 +62,9 @@ class NcclTransport final : public Transport {
   // Staged through a device buffer owned by the transport (grown as needed, kept for reuse).
   void sendHost(int peer, const void* buf, std::size_t bytes) override;
   void recvHost(int peer, void* buf, std::size_t bytes) override;
+  // CUDA events recorded on stream(), where every operation is queued: the elapsed time counts
+  // the last kernel before stopUs() and nothing after it.
+  std::unique_ptr<IntervalTimer> makeTimer() override;
 
   // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
   ncclComm_t comm() const { return comm_; }

@@ -1,5 +1,5 @@
 #include "harness/cli/commands.h"
-#include "harness/worker.h"
+#include "worker/worker.h"
 
 namespace tpb::cli {
 

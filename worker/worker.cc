@@ -1,17 +1,18 @@
-#include "harness/worker.h"
+#include "worker/worker.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "comm/transports.h"
+#include "common/descriptors.h"
 #include "common/error.h"
-#include "harness/allreduce_bench.h"
-#include "harness/launch.h"
-#include "harness/train_runner.h"
+#include "common/run_id.h"
+#include "record/results.h"
+#include "worker/allreduce_job.h"
+#include "worker/train_job.h"
 
 namespace tpb {
 
@@ -57,12 +58,11 @@ const std::map<std::string, JobFn>& jobKinds() {
 }
 
 nlohmann::json readJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) TPB_THROW(Error, "cannot read '" << path << "'");
   try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    TPB_THROW(Error, "'" << path << "' is not valid JSON: " << e.what());
+    return readJsonBounded(path);
+  } catch (const UsageError& e) {
+    // Not the user's input: a job or result file that cannot be read is a failure (exit 1).
+    TPB_THROW(Error, e.what());
   }
 }
 
@@ -105,6 +105,7 @@ int workerMain(const std::string& jobPath) {
     if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);
     w.transport = info.make(args);
+    markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
     w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});
     it->second(w, job);
     return 0;

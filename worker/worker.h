@@ -1,4 +1,4 @@
-// harness/worker.h — what runs inside each rank process (`tpbench worker --job FILE`).
+// worker/worker.h — what runs inside each rank process (`tpbench worker --job FILE`).
 //
 // The worker reads torchrun's environment, joins the rendezvous store, builds the transport the
 // job names, and runs the job kind named in the job file. It is launched by tpbench's own
@@ -35,13 +35,14 @@ struct Worker {
 
 using JobFn = std::function<void(Worker&, const nlohmann::json& job)>;
 
-// Job kinds by name ("allreduce", ...).
+// Job kinds by name: "allreduce" (worker/allreduce_job.cc), "train" (worker/train_job.cc).
 const std::map<std::string, JobFn>& jobKinds();
 
 // Entry point of `tpbench worker`; returns the process exit code.
 int workerMain(const std::string& jobPath);
 
-// Reads a JSON file, with the path in any error.
+// Reads a JSON file the launcher or rank 0 wrote (a job, a point's result), with the path in any
+// error (tpb::Error). Opened close-on-exec, and bounded like a results file.
 nlohmann::json readJsonFile(const std::string& path);
 
 }  // namespace tpb

@@ -1,0 +1,91 @@
+#include "worker/train_job.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/registry.h"
+#include "record/records.h"
+#include "record/results.h"
+#include "workload/model.h"
+#include "workload/train.h"
+#include "worker/worker.h"
+
+namespace tpb {
+
+using nlohmann::json;
+
+namespace {
+
+// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig.
+TrainConfig configFromJob(const json& j, const std::string& jobPath) {
+  const RunConfig r = RunConfig::fromJson(JsonIn(j, jobPath, "config"));
+  TrainConfig c;
+  c.strategy = r.strategy;
+  c.nGpus = r.nGpus;
+  c.batchSize = r.batchSize;
+  c.epochs = r.epochs;
+  c.dataset = r.dataset;
+  c.trainSize = r.trainSize;
+  c.testSize = r.testSize.value_or(0);
+  c.model.hidden = parseHidden("--hidden", r.hidden);
+  c.lr = r.lr;
+  c.momentum = r.momentum.value_or(0.0);
+  c.seed = r.seed;
+  c.bucketMb = r.bucketMb.value_or(25.0);
+  c.maxSteps = r.maxSteps;
+  return c;
+}
+
+EpochRecord epochRecordOf(const EpochStats& e) {
+  EpochRecord r;
+  r.epoch = e.epoch;
+  r.wallS = e.wallS;
+  r.computeS = e.computeS;
+  r.commS = e.commS;
+  r.samplesPerS = e.samplesPerS;
+  r.trainLoss = e.trainLoss;
+  r.testAccuracy = e.testAccuracy < 0 ? NAN : e.testAccuracy;  // < 0: not evaluated
+  r.evalS = e.evalS;
+  r.steps = e.steps;
+  r.samples = e.samples;
+  return r;
+}
+
+json epochsJson(const std::vector<EpochRecord>& epochs) {
+  json a = json::array();
+  for (const auto& e : epochs) a.push_back(e.toJson());
+  return a;
+}
+
+}  // namespace
+
+void trainJob(Worker& w, const json& job) {
+  const std::string jobPath = job.value("job_path", std::string("job"));
+  TrainConfig cfg = configFromJob(job.at("config"), jobPath);
+  // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
+  // same one), the CPU otherwise.
+  cfg.device = w.comm->device();
+  cfg.deviceIndex = cfg.device == Device::Cuda ? w.env.localRank : 0;
+  const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
+  const std::string resultPath = job.at("result_path");
+  const bool reporter = w.env.rank == 0;
+  std::vector<EpochRecord> epochs;
+  auto onEpoch = [&](const EpochStats& e) {
+    if (!reporter) return;
+    epochs.push_back(epochRecordOf(e));
+    writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}}.dump());
+    const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
+    std::printf("%s N=%d epoch %d/%d: %.2f s, %.0f samples/s, loss %.4f, test acc %s, comm %.0f%%\n",
+                cfg.strategy.c_str(), cfg.nGpus, e.epoch, cfg.epochs, e.wallS, e.samplesPerS,
+                e.trainLoss,
+                e.testAccuracy < 0 ? "n/a" : (std::to_string(e.testAccuracy * 100).substr(0, 5) + "%").c_str(),
+                share * 100);
+    std::fflush(stdout);
+  };
+  TrainResult r = strategy.run(*w.comm, cfg, onEpoch);
+  if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}, {"done", true}}.dump());
+}
+
+}  // namespace tpb
