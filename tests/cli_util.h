@@ -145,6 +145,28 @@ inline nlohmann::json readJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+// Bad input for expectAllRefused: arguments, what the one stderr line must mention, extra
+// environment variables.
+struct BadInput {
+  std::vector<std::string> args;
+  std::string mustMention;
+  std::vector<std::pair<std::string, std::string>> env = {};
+};
+
+// Runs `tpbench base... case.args...` for every case and expects it refused up front, with no
+// worker started.
+inline void expectAllRefused(const std::vector<std::string>& base, const std::vector<BadInput>& cases) {
+  for (const auto& c : cases) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    SCOPED_TRACE(joined);
+    expectRefusedUpFront(runCli(args, c.env), c.mustMention);
+    EXPECT_TRUE(workerPids().empty()) << joined << ": launched workers despite bad input";
+  }
+}
+
 inline std::string tempPath(const std::string& name) {
   return testing::TempDir() + "tpb_" + std::to_string(getpid()) + "_" + name;
 }

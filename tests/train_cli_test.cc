@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <zlib.h>
+
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +101,111 @@ TEST(TrainCli, SigkilledRankFailsOnlyItsPointAndTheSweepGoesOn) {
   EXPECT_EQ(ok, 2);
   EXPECT_EQ(failed, 1);
   EXPECT_TRUE(test::workerPids().empty());
+  std::remove(out.c_str());
+}
+
+// A listening socket on a loopback port, to find that port taken.
+struct BusyPort {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  BusyPort() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd, 1);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~BusyPort() { close(fd); }
+};
+
+// A directory that passes for MNIST up front: gzipped IDX headers of `train` and `test` samples.
+std::string fakeMnistDir(std::uint32_t train, std::uint32_t test) {
+  const std::string dir = test::tempPath("mnist");
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, std::uint32_t magic, std::uint32_t count) {
+    unsigned char h[8];
+    for (int i = 0; i < 4; ++i) {
+      h[i] = static_cast<unsigned char>(magic >> (24 - 8 * i));
+      h[4 + i] = static_cast<unsigned char>(count >> (24 - 8 * i));
+    }
+    gzFile f = gzopen((dir + "/" + name + ".gz").c_str(), "wb");
+    gzwrite(f, h, sizeof h);
+    gzclose(f);
+  };
+  write("train-images-idx3-ubyte", 2051, train);
+  write("train-labels-idx1-ubyte", 2049, train);
+  write("t10k-images-idx3-ubyte", 2051, test);
+  write("t10k-labels-idx1-ubyte", 2049, test);
+  return dir;
+}
+
+// One case per class of bad input (README "Bad input"); each of these used to reach the ranks
+// (exit 1), or ran and recorded something else than was asked for.
+TEST(TrainCli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
+  const BusyPort busy;
+  const std::string mnist = fakeMnistDir(100, 50);
+  const std::string out = test::tempPath("bad.json");
+  test::expectAllRefused(
+      {"run", "--strategy", "single", "--n_gpus", "1", "--epochs", "1"},
+      {
+          // negative values for unsigned flags (CLI11 wrapped them to 2^64-1)
+          {{"--train_size", "-1"}, "--train_size"},
+          {{"--test_size", "-5"}, "--test_size"},
+          {{"--seed", "-1"}, "--seed"},
+          // NaN, inf and negative reals
+          {{"--lr", "nan"}, "--lr"},
+          {{"--lr", "inf"}, "--lr"},
+          {{"--momentum", "nan"}, "--momentum"},
+          {{"--bucket_mb", "inf"}, "--bucket_mb"},
+          // no steps at all, or a negative limit other than -1
+          {{"--max_steps", "0"}, "--max_steps"},
+          {{"--max_steps", "-5"}, "--max_steps"},
+          // beyond the dataset: synthetic's fixed sizes, and MNIST's IDX headers
+          {{"--train_size", "70000"}, "--train_size 70000 exceeds the 60000 training samples of synthetic"},
+          {{"--test_size", "20000"}, "--test_size 20000 exceeds the 10000 test samples of synthetic"},
+          {{"--dataset", "mnist:" + mnist, "--train_size", "200"}, "--train_size 200 exceeds the 100 training samples"},
+          // a model that cannot fit: 1.1e12 parameters
+          {{"--hidden", "1048576,1048576"}, "--hidden: "},
+          // empty values
+          {{"--out", ""}, "--out: must not be empty"},
+          {{"--transport", ""}, "--transport: must not be empty"},
+          {{"--master_addr", ""}, "--master_addr: must not be empty"},
+          // layout and ports
+          {{"--nproc_per_node", "-1"}, "--nproc_per_node"},
+          {{"--master_port", "70000"}, "--master_port"},
+          {{"--master_port", std::to_string(busy.port)}, "--master_port " + std::to_string(busy.port)},
+          // an unusable TMPDIR
+          {{}, "TMPDIR: ", {{"TMPDIR", ""}}},
+          {{}, "TMPDIR: /no/such/dir", {{"TMPDIR", "/no/such/dir"}}},
+      });
+  test::expectAllRefused(
+      {"sweep", "--strategies", "single", "--n_gpus", "1", "--epochs", "1"},
+      {
+          {{"--train_size", "-5..10", "--out", out}, "--train_size"},
+          {{"--train_size", "1000,70000", "--out", out}, "--train_size 70000 exceeds"},
+          {{"--max_steps", "0", "--out", out}, "--max_steps"},
+          {{"--lr", "nan", "--out", out}, "--lr"},
+          {{"--out", ""}, "--out: must not be empty"},
+          // an absurd sweep: the count asked for is named
+          {{"--batch_size", "1..20000", "--out", out}, "1 --strategies x 1 --n_gpus x 20000 --batch_size"},
+          {{"--repeat", "20000", "--out", out}, "20000 --repeat = 20000 points"},
+      });
+  std::filesystem::remove_all(mnist);
+  std::remove(out.c_str());
+}
+
+// Repeated list entries count once (README): an alias and its name, n_gpus 1,1 and so on make
+// one point, not several.
+TEST(TrainCli, DuplicateListEntriesRunOnce) {
+  const std::string out = test::tempPath("dup.json");
+  const auto r = runCli({"sweep", "--strategies", "ddp,ring_all_reduce_builtin,ddp", "--n_gpus", "1,1..1",
+                         "--batch_size", "64,64", "--train_size", "256,256", "--test_size", "100", "--epochs", "1",
+                         "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readJson(out).at("runs").size(), 1u);
   std::remove(out.c_str());
 }
 

@@ -140,15 +140,14 @@ std::uint32_t bigEndian32(const std::vector<unsigned char>& b, std::size_t at) {
          (std::uint32_t{b[at + 2]} << 8) | std::uint32_t{b[at + 3]};
 }
 
-// DIR/name if it exists, else DIR/name.gz; UsageError if neither does.
+// mnistFilePath, or a UsageError if neither file exists.
 std::string findIdx(const std::string& dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  const fs::path plain = fs::path(dir) / name;
-  const fs::path gz = fs::path(dir) / (name + ".gz");
-  std::error_code ec;
-  if (fs::is_regular_file(plain, ec)) return plain.string();
-  if (fs::is_regular_file(gz, ec)) return gz.string();
-  TPB_THROW(UsageError, "mnist: neither " << plain.string() << " nor " << gz.string() << " exists");
+  const std::string path = mnistFilePath(dir, name);
+  if (path.empty()) {
+    const std::string plain = (std::filesystem::path(dir) / name).string();
+    TPB_THROW(UsageError, "mnist: neither " << plain << " nor " << plain << ".gz exists");
+  }
+  return path;
 }
 
 // Whole file, decompressed if gzipped (gzread passes plain files through unchanged).
@@ -242,6 +241,16 @@ void keepFirst(Dataset& d, std::size_t k, const std::string& what) {
 
 }  // namespace
 
+std::string mnistFilePath(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path plain = fs::path(dir) / name;
+  const fs::path gz = fs::path(dir) / (name + ".gz");
+  std::error_code ec;
+  if (fs::is_regular_file(plain, ec)) return plain.string();
+  if (fs::is_regular_file(gz, ec)) return gz.string();
+  return "";
+}
+
 DataSplit makeSynthetic(std::size_t nTrain, std::size_t nTest, std::uint64_t seed) {
   const SynthModel m = buildSynthModel(seed);
   DataSplit s;
@@ -261,13 +270,12 @@ DataSplit loadMnist(const std::string& dir, std::size_t trainSize) {
 }
 
 DataSplit loadDataset(const std::string& spec, std::size_t trainSize, std::uint64_t seed) {
-  constexpr std::size_t kSynthTrain = 60000, kSynthTest = 10000;
   if (spec == "synthetic") {
-    if (trainSize > kSynthTrain) {
-      TPB_THROW(UsageError, "--train_size " << trainSize << " exceeds the " << kSynthTrain
+    if (trainSize > kSyntheticTrainSize) {
+      TPB_THROW(UsageError, "--train_size " << trainSize << " exceeds the " << kSyntheticTrainSize
                                             << " training samples of synthetic");
     }
-    return makeSynthetic(trainSize == 0 ? kSynthTrain : trainSize, kSynthTest, seed);
+    return makeSynthetic(trainSize == 0 ? kSyntheticTrainSize : trainSize, kSyntheticTestSize, seed);
   }
   const std::string prefix = "mnist:";
   if (spec.compare(0, prefix.size(), prefix) == 0 && spec.size() > prefix.size()) {

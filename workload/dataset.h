@@ -49,6 +49,12 @@ struct DataSplit {
   std::string name;  // "synthetic" or "mnist"
 };
 
+// The sizes of "synthetic" (MNIST's).
+constexpr std::size_t kSyntheticTrainSize = 60000, kSyntheticTestSize = 10000;
+
+// DIR/name if that file exists, else DIR/name.gz if that one does, else "".
+std::string mnistFilePath(const std::string& dir, const std::string& name);
+
 // Loads `spec` ("synthetic" or "mnist:DIR") on the CPU. trainSize K > 0 keeps the first K
 // training samples (tpb::UsageError if fewer exist); 0 keeps all. `seed` only affects
 // "synthetic". Every problem with the spec or the files is a tpb::UsageError naming the file.

@@ -1,28 +1,12 @@
 #include <memory>
 
-#include "common/error.h"
-
 #include "harness/allreduce_bench.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/range.h"
 #include "core/registry.h"
 
 namespace tpb::cli {
-
-namespace {
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-}  // namespace
 
 void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine) {
   struct Args {
@@ -38,11 +22,12 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
   auto* cmd = app.add_subcommand(
       "allreduce",
       "Benchmark allreduce algorithms like nccl-tests: time per size (median/min/max over iterations, "
-      "slowest rank), algbw, busbw = algbw*2(N-1)/N, and an exact verification pass.");
+      "slowest rank), algbw, busbw = algbw*2(N-1)/N, and an exact verification pass. At most 10000 "
+      "measurements (algos x n_gpus x bytes); repeated values in a list (ring,ring; 4K,4K; 2..4,4) count once.");
   cmd->add_option("--algos", a->algos, "Comma list of algorithms, or 'all' (see `tpbench list`)")
       ->capture_default_str();
   cmd->add_option("--n_gpus", a->nGpus, "Ranks per run: 4, 1..8, 2..8:x2 or 1,2,4,8")->capture_default_str();
-  cmd->add_option("--bytes", a->bytes, "Message sizes: 4K..64M (x2 steps), 1M..64M:x4 or 1M,16M")
+  cmd->add_option("--bytes", a->bytes, "Message sizes, whole float32 elements (multiples of 4): 4K..64M (x2 steps), 1M..64M:x4 or 1M,16M")
       ->capture_default_str();
   cmd->add_option("--iters", a->iters, "Timed iterations per size")->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed iterations before timing")->capture_default_str();
@@ -57,10 +42,12 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
   cmd->add_option("--out", a->out, "Write results JSON here (rewritten after every point)");
   cmd->add_option("--timeout", a->timeout, "Seconds one (algorithm, N) point may take before its ranks are stopped")
       ->capture_default_str();
-  cmd->callback([&action, a, commandLine] {
-    action = [a, commandLine] {
+  cmd->callback([&action, a, cmd, commandLine] {
+    action = [a, cmd, commandLine] {
+      checkGivenNotEmpty(cmd, "--out", a->out);
+      checkGivenNotEmpty(cmd, "--transport", a->transport);
       AllreduceBenchOptions o;
-      o.algos = a->algos == "all" ? allreduceNames() : splitList(a->algos);
+      o.algos = withoutDuplicates(a->algos == "all" ? allreduceNames() : splitList(a->algos));
       o.nGpus = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       o.bytes = parseByteRange("--bytes", a->bytes, 4, std::size_t(1) << 34);
       o.iters = a->iters;
@@ -69,9 +56,9 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
       o.transport = a->transport;
       o.device = a->device;
       o.out = a->out;
-      if (a->timeout < 1) TPB_THROW(UsageError, "--timeout: must be at least 1 second, got " << a->timeout);
       o.timeout = std::chrono::seconds(a->timeout);
       o.command = commandLine;
+      checkAllreduceRun(o);
       return runAllreduceBench(o);
     };
   });

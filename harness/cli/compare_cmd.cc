@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/input_checks.h"
 #include "record/compare.h"
 
 namespace tpb::cli {
@@ -27,6 +28,9 @@ void addCompare(CLI::App& app, Action& action) {
   cmd->add_option("--format", a->format, "text, markdown or json")->capture_default_str();
   cmd->callback([&action, a] {
     action = [a] {
+      checkReal("--threshold", a->o.threshold, kNonNegative);
+      checkReal("--alpha", a->o.alpha, {0, 1, true, true});
+      checkReal("--acc-tolerance", a->o.accTolerance, kNonNegative);
       const CompareResult r = compareResults(a->o);
       std::cout << formatComparison(r, a->o, a->format);
       return r.regressed() ? 3 : 0;

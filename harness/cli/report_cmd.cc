@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/registry.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "report/report.h"
 
@@ -30,8 +31,10 @@ void addReport(CLI::App& app, Action& action) {
   cmd->add_option("RESULTS", o->inputs, "Results JSON files")->required();
   cmd->add_option("-o,--out", o->outDir, "Output directory (created)")->required();
   cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary")->capture_default_str();
-  cmd->callback([&action, o] {
-    action = [o] {
+  cmd->callback([&action, o, cmd] {
+    action = [o, cmd] {
+      checkGivenNotEmpty(cmd, "--out", o->outDir);
+      checkGivenNotEmpty(cmd, "--gnuplot", o->gnuplot);
       const ReportSummary s = writeReport(*o);
       for (const auto& d : s.drawn) std::cout << "drawn:   " << o->outDir << "/" << d << ".png (.svg .gp .dat)\n";
       for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << why << "\n";

@@ -1,10 +1,10 @@
 #include <memory>
 
 #include "common/error.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
 #include "core/registry.h"
-#include "workload/dataset_check.h"
 
 namespace tpb::cli {
 
@@ -28,20 +28,23 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
   cmd->add_option("--n_gpus", a->nGpus, "Devices (ranks on CPU; data_parallel: replicas in one process)")
       ->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Batch size per device")->capture_default_str();
-  cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all)")->capture_default_str();
+  cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all; at most the dataset's size)")
+      ->capture_default_str()
+      ->check(unsignedNumber());
   cmd->add_option("--out", a->f.out, "Write the run to this results JSON");
   addTrainFlags(cmd, a->f);
   cmd->add_option("--nnodes", a->nnodes, "Nodes in the launch (torchrun's meaning)")->capture_default_str();
   cmd->add_option("--node_rank", a->nodeRank, "This node's index")->capture_default_str();
   cmd->add_option("--nproc_per_node", a->nprocPerNode, "Ranks on this node (default: all of --n_gpus)");
   cmd->add_option("--master_addr", a->masterAddr, "Address of node 0's rendezvous store")->capture_default_str();
-  cmd->add_option("--master_port", a->masterPort, "Port of node 0's rendezvous store (0: pick one; one node only)")
+  cmd->add_option("--master_port", a->masterPort,
+                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only)")
       ->capture_default_str();
-  cmd->callback([&action, a, commandLine] {
-    action = [a, commandLine] {
-      if (a->nGpus < 1 || a->nGpus > 64) TPB_THROW(UsageError, "--n_gpus: must be in 1..64, got " << a->nGpus);
-      if (a->batch < 1) TPB_THROW(UsageError, "--batch_size: must be at least 1, got " << a->batch);
-      if (a->masterPort < 0 || a->masterPort > 65535) TPB_THROW(UsageError, "--master_port: not a port: " << a->masterPort);
+  cmd->callback([&action, a, cmd, commandLine] {
+    action = [a, cmd, commandLine] {
+      checkGivenNotEmpty(cmd, "--out", a->f.out);
+      checkGivenNotEmpty(cmd, "--transport", a->f.transport);
+      checkInt("--master_port", a->masterPort, 0, 65535);
       TrainRunOptions o;
       applyRunOptions(a->f, o);
       o.command = commandLine;
@@ -56,10 +59,10 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       p.cfg.nGpus = a->nGpus;
       p.cfg.batchSize = a->batch;
       p.cfg.trainSize = a->trainSize;
-      checkDatasetSpec("--dataset", p.cfg.dataset);
+      o.points.push_back(p);
+      checkTrainRun(o);
       if (std::string why = findStrategy("--strategy", a->strategy).unsupported(Device::Cpu, a->nGpus); !why.empty())
         TPB_THROW(UsageError, "--strategy " << a->strategy << " with --n_gpus " << a->nGpus << ": " << why);
-      o.points.push_back(p);
       return runTraining(o);
     };
   });

@@ -1,11 +1,11 @@
 #include <memory>
 
 #include "common/error.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
 #include "harness/range.h"
 #include "core/registry.h"
-#include "workload/dataset_check.h"
 
 namespace tpb::cli {
 
@@ -19,43 +19,46 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "sweep",
-      "Train every combination of strategies x n_gpus x batch_size x train_size (x repeat); points a strategy "
-      "cannot run are recorded as skipped. The results file is rewritten after every point.");
+      "Train every combination of strategies x n_gpus x batch_size x train_size (x repeat), at most 10000 "
+      "points; points a strategy cannot run are recorded as skipped. Repeated values in a list (ddp,ddp; "
+      "1..4,2; an alias and its name) count once, so no point runs twice. The results file is rewritten "
+      "after every point.");
   cmd->add_option("--strategies", a->strategies, "all, or a comma list of strategies")->capture_default_str();
   cmd->add_option("--n_gpus", a->nGpus, "Devices: 1..8, 1,2,4 or 2..8:x2")->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Per-device batch sizes: 32,64,128")->capture_default_str();
-  cmd->add_option("--train_size", a->trainSize, "Training-set sizes, e.g. 6000,15000,60000 (0: all)")
+  cmd->add_option("--train_size", a->trainSize,
+                  "Training-set sizes, e.g. 6000,15000,60000 (0: all; at most the dataset's size)")
       ->capture_default_str();
   cmd->add_option("--repeat", a->repeat, "Runs of every point (timing statistics need >= 5)")->capture_default_str();
   cmd->add_option("--out", a->f.out, "Results JSON (required)")->required();
   cmd->add_flag("--resume", a->resume, "Keep the points already in --out and run only the missing or failed ones");
   addTrainFlags(cmd, a->f);
-  cmd->callback([&action, a, commandLine] {
-    action = [a, commandLine] {
-      if (a->repeat < 1) TPB_THROW(UsageError, "--repeat: must be at least 1, got " << a->repeat);
+  cmd->callback([&action, a, cmd, commandLine] {
+    action = [a, cmd, commandLine] {
+      checkGivenNotEmpty(cmd, "--out", a->f.out);
+      checkGivenNotEmpty(cmd, "--transport", a->f.transport);
+      checkInt("--repeat", a->repeat, 1);
       std::vector<std::string> names;
       if (a->strategies == "all") {
         names = strategyNames();
       } else {
-        std::size_t start = 0;
-        while (start <= a->strategies.size()) {
-          const std::size_t c = a->strategies.find(',', start);
-          const std::string item = a->strategies.substr(start, c == std::string::npos ? std::string::npos : c - start);
-          if (!item.empty()) names.push_back(findStrategy("--strategies", item).name);
-          if (c == std::string::npos) break;
-          start = c + 1;
-        }
+        for (const auto& item : splitList(a->strategies)) names.push_back(findStrategy("--strategies", item).name);
         if (names.empty()) TPB_THROW(UsageError, "--strategies: no strategy given");
       }
+      names = withoutDuplicates(names);
       const auto ns = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       const auto batches = parseIntRange("--batch_size", a->batch, 1, 1 << 20);
       const auto sizes = parseIntRange("--train_size", a->trainSize, 0, 1LL << 40);
+      checkPointCount("sweep", {{"--strategies", names.size()},
+                                {"--n_gpus", ns.size()},
+                                {"--batch_size", batches.size()},
+                                {"--train_size", sizes.size()},
+                                {"--repeat", static_cast<std::size_t>(a->repeat)}});
       TrainRunOptions o;
       applyRunOptions(a->f, o);
       o.command = commandLine;
       o.resume = a->resume;
       const TrainConfig base = baseConfig(a->f);
-      checkDatasetSpec("--dataset", base.dataset);
       for (long long size : sizes)
         for (const auto& s : names)
           for (long long n : ns)
@@ -70,6 +73,7 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
                 p.repeat = r;
                 o.points.push_back(p);
               }
+      checkTrainRun(o);
       return runTraining(o);
     };
   });

@@ -1,6 +1,6 @@
 #include "harness/cli/train_flags.h"
 
-#include "common/error.h"
+#include "harness/cli/cli_checks.h"
 #include "workload/model.h"
 
 namespace tpb::cli {
@@ -12,9 +12,11 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--hidden", f.hidden, "Hidden layer widths of the MLP 784-...-10")->capture_default_str();
   cmd->add_option("--lr", f.lr, "SGD learning rate")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str();
+  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str()->check(unsignedNumber());
   cmd->add_option("--bucket_mb", f.bucketMb, "ddp: gradient bucket size in MiB")->capture_default_str();
-  cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all)")->capture_default_str();
+  cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all; at most the test set's size)")
+      ->capture_default_str()
+      ->check(unsignedNumber());
   cmd->add_option("--device", f.device,
                   "cpu, cuda (rank r on cuda:LOCAL_RANK; data_parallel on cuda:0..N-1) or auto (cuda when "
                   "this build has CUDA and NCCL and a GPU is visible)")
@@ -24,16 +26,11 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "nccl (the default) on cuda");
   cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
       ->capture_default_str();
-  cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: all)")
+  cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: no limit; 0 is refused)")
       ->capture_default_str();
 }
 
 TrainConfig baseConfig(const TrainFlags& f) {
-  if (f.epochs < 1) TPB_THROW(UsageError, "--epochs: must be at least 1, got " << f.epochs);
-  if (!(f.lr > 0)) TPB_THROW(UsageError, "--lr: must be positive, got " << f.lr);
-  if (f.momentum < 0 || f.momentum >= 1) TPB_THROW(UsageError, "--momentum: must be in [0, 1), got " << f.momentum);
-  if (!(f.bucketMb > 0)) TPB_THROW(UsageError, "--bucket_mb: must be positive, got " << f.bucketMb);
-  if (f.timeout < 1) TPB_THROW(UsageError, "--timeout: must be at least 1 second, got " << f.timeout);
   TrainConfig c;
   c.epochs = f.epochs;
   c.dataset = f.dataset;

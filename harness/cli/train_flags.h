@@ -23,7 +23,7 @@ struct TrainFlags {
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);
-// Fills everything but strategy, n_gpus, batch_size and train_size.
+// Fills everything but strategy, n_gpus, batch_size and train_size; checkTrainRun checks it.
 TrainConfig baseConfig(const TrainFlags& f);
 // Copies the shared launcher options (device, transport, out, timeout) into `o`.
 void applyRunOptions(const TrainFlags& f, TrainRunOptions& o);

@@ -1,0 +1,274 @@
+#include "harness/input_checks.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "harness/allreduce_bench.h"
+#include "harness/device_choice.h"
+#include "harness/train_runner.h"
+#include "workload/dataset_check.h"
+
+namespace tpb {
+
+// ---- numbers ------------------------------------------------------------------------------------
+
+void checkInt(const std::string& flag, long long v, long long lo, long long hi) {
+  if (v >= lo && v <= hi) return;
+  if (hi == std::numeric_limits<long long>::max())
+    TPB_THROW(UsageError, flag << ": must be at least " << lo << ", got " << v);
+  TPB_THROW(UsageError, flag << ": must be in " << lo << ".." << hi << ", got " << v);
+}
+
+void checkReal(const std::string& flag, double v, const RealInterval& in) {
+  const bool above = in.loOpen ? v > in.lo : v >= in.lo;
+  const bool below = in.hiOpen ? v < in.hi : v <= in.hi;
+  if (std::isfinite(v) && above && below) return;
+  std::ostringstream range;
+  if (in.hi == kInf) {
+    range << (in.loOpen ? "above " : "at least ") << in.lo;
+  } else {
+    range << "in " << (in.loOpen ? "(" : "[") << in.lo << ", " << in.hi << (in.hiOpen ? ")" : "]");
+  }
+  TPB_THROW(UsageError, flag << ": must be a finite number " << range.str() << ", got " << v);
+}
+
+std::string unsignedTextProblem(const std::string& text) {
+  if (!text.empty() && text[0] == '-') return "must not be negative, got " + text;
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) return "'" + text + "' is not a whole number (decimal digits only)";
+  if (text.size() > 1 && text[0] == '0') return "'" + text + "' has a leading zero (CLI11 would read it as octal)";
+  return "";
+}
+
+void checkMaxSteps(const std::string& flag, long long v) {
+  if (v == -1 || v >= 1) return;
+  TPB_THROW(UsageError, flag << ": must be -1 (no limit) or at least 1, got " << v);
+}
+
+// ---- text and lists -----------------------------------------------------------------------------
+
+void checkNotEmpty(const std::string& flag, const std::string& value) {
+  if (value.empty()) TPB_THROW(UsageError, flag << ": must not be empty (leave the flag out instead)");
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// ---- sweep size ---------------------------------------------------------------------------------
+
+std::size_t checkPointCount(const std::string& what, const std::vector<PointFactor>& factors, std::size_t limit) {
+  std::size_t total = 1;
+  for (const auto& f : factors)
+    if (__builtin_mul_overflow(total, f.count, &total)) total = std::numeric_limits<std::size_t>::max();
+  if (total <= limit) return total;
+  std::ostringstream product;
+  for (std::size_t i = 0; i < factors.size(); ++i) product << (i ? " x " : "") << factors[i].count << " " << factors[i].flag;
+  TPB_THROW(UsageError, what << ": " << product.str() << " = " << total << " points, more than the " << limit
+                             << " one command may run (split it, or give fewer values)");
+}
+
+// ---- sizes and memory ---------------------------------------------------------------------------
+
+void checkWholeElements(const std::string& flag, const std::vector<std::size_t>& bytes, std::size_t elementSize,
+                        const std::string& elementName) {
+  for (std::size_t b : bytes)
+    if (b % elementSize != 0)
+      TPB_THROW(UsageError, flag << ": " << b << " bytes is not a whole number of " << elementName
+                                 << " elements (use a multiple of " << elementSize << ")");
+}
+
+void checkSampleCount(const std::string& flag, std::size_t asked, std::size_t have, const std::string& what) {
+  if (asked > have) TPB_THROW(UsageError, flag << " " << asked << " exceeds the " << have << " " << what);
+}
+
+std::optional<std::uint64_t> memAvailableBytes(const std::string& meminfo) {
+  std::istringstream in(meminfo);
+  for (std::string line; std::getline(in, line);) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) return std::uint64_t{kb} * 1024;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> memAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  return memAvailableBytes(text.str());
+}
+
+double mlpParameters(const std::vector<int>& hidden) {
+  double params = 0, in = 784;
+  for (double width : hidden) {
+    params += in * width + width;
+    in = width;
+  }
+  return params + in * 10 + 10;
+}
+
+std::string humanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void checkFitsInMemory(const std::string& flag, const std::string& what, double need,
+                       std::optional<std::uint64_t> available) {
+  if (!available || need <= static_cast<double>(*available)) return;
+  TPB_THROW(UsageError, flag << ": " << what << " need at least " << humanBytes(need) << " but this host has "
+                             << humanBytes(static_cast<double>(*available))
+                             << " available (MemAvailable in /proc/meminfo)");
+}
+
+// ---- host ---------------------------------------------------------------------------------------
+
+namespace {
+
+// errno of binding a fresh socket of `family` to the wildcard address at `port`; 0 when it binds
+// (or the family is not there). SO_REUSEADDR as the store sets it: a port in TIME_WAIT is free.
+int bindError(int family, std::uint16_t port) {
+  const int s = socket(family, SOCK_STREAM, 0);
+  if (s < 0) return 0;
+  const int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc;
+  if (family == AF_INET6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    a.sin6_port = htons(port);
+    rc = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(port);
+    rc = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  const int err = rc == 0 ? 0 : errno;
+  close(s);
+  return err == EAFNOSUPPORT || err == EADDRNOTAVAIL ? 0 : err;
+}
+
+}  // namespace
+
+void checkPortFree(const std::string& flag, std::uint16_t port) {
+  for (int family : {AF_INET, AF_INET6}) {
+    if (const int err = bindError(family, port); err != 0)
+      TPB_THROW(UsageError, flag << " " << port << ": this node cannot bind it ("
+                                 << (err == EADDRINUSE ? "already in use on this host" : std::strerror(err))
+                                 << "); pick another");
+  }
+}
+
+void checkTempDir(const char* tmpdir) {
+  if (tmpdir && !*tmpdir) TPB_THROW(UsageError, "TMPDIR: is set but empty (unset it or name a writable directory)");
+  const std::string dir = tmpdir ? tmpdir : "/tmp";
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0)
+    TPB_THROW(UsageError, "TMPDIR: " << dir << ": " << std::strerror(errno) << " (launches keep their job files there)");
+  if (!S_ISDIR(st.st_mode)) TPB_THROW(UsageError, "TMPDIR: " << dir << " is not a directory");
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    TPB_THROW(UsageError, "TMPDIR: " << dir << " is not writable: " << std::strerror(errno));
+}
+
+// ---- whole commands -----------------------------------------------------------------------------
+
+namespace {
+
+// Whether `device` (cpu, cuda, auto) means the CPU, as chooseDevice will resolve it. cuda is not
+// resolved here: runTraining and runAllreduceBench refuse it where there is no GPU.
+bool onCpu(const std::string& device) {
+  return device == "cpu" || (device == "auto" && chooseDevice(device, 1) == Device::Cpu);
+}
+
+void checkTimeout(std::chrono::seconds timeout) { checkInt("--timeout", timeout.count(), 1); }
+
+}  // namespace
+
+void checkTrainRun(const TrainRunOptions& o) {
+  checkTimeout(o.timeout);
+  checkInt("--nproc_per_node", o.nprocPerNode, 0, 64);
+  checkNotEmpty("--master_addr", o.masterAddr);
+  std::map<std::string, DatasetSizes> datasets;
+  double need = 0;
+  const TrainConfig* largest = nullptr;
+  int largestReplicas = 0;
+  for (const TrainPoint& p : o.points) {
+    const TrainConfig& c = p.cfg;
+    checkInt("--n_gpus", c.nGpus, 1, 64);
+    checkInt("--batch_size", c.batchSize, 1);
+    checkInt("--epochs", c.epochs, 1);
+    checkReal("--lr", c.lr, kPositive);
+    checkReal("--momentum", c.momentum, {0, 1, false, true});
+    checkReal("--bucket_mb", c.bucketMb, kPositive);
+    checkMaxSteps("--max_steps", c.maxSteps);
+    if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
+    const DatasetSizes& d = datasets[c.dataset];
+    checkSampleCount("--train_size", c.trainSize, d.train, "training samples of " + c.dataset);
+    checkSampleCount("--test_size", c.testSize, d.test, "test samples of " + c.dataset);
+    // Every replica on this node holds the model state: one per rank, data_parallel's N in one.
+    const int replicas = o.nnodes > 1 && o.nprocPerNode > 0 ? o.nprocPerNode : c.nGpus;
+    const double bytes = replicas * mlpParameters(c.model.hidden) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
+    if (bytes > need) {
+      need = bytes;
+      largest = &c;
+      largestReplicas = replicas;
+    }
+  }
+  if (largest && onCpu(o.device)) {
+    std::ostringstream what;
+    const bool momentum = largest->momentum > 0;
+    what << largestReplicas << " replica" << (largestReplicas == 1 ? "" : "s") << " on this node of a "
+         << std::setprecision(3) << mlpParameters(largest->model.hidden) << "-parameter MLP (float32 weights, gradients"
+         << (momentum ? ", momentum" : "") << ": " << humanBytes(need / largestReplicas) << " each)";
+    checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
+  }
+  if (o.nodeRank == 0 && o.masterPort != 0) checkPortFree("--master_port", o.masterPort);
+  checkTempDir(std::getenv("TMPDIR"));
+}
+
+void checkAllreduceRun(const AllreduceBenchOptions& o) {
+  checkTimeout(o.timeout);
+  checkInt("--iters", o.iters, 1);
+  checkInt("--warmup", o.warmup, 0);
+  checkPointCount("allreduce", {{"--algos", o.algos.size()}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
+  checkWholeElements("--bytes", o.bytes, sizeof(float), "float32");
+  if (!o.bytes.empty() && !o.nGpus.empty() && onCpu(o.device)) {
+    const std::size_t bytes = *std::max_element(o.bytes.begin(), o.bytes.end());
+    const long long ranks = *std::max_element(o.nGpus.begin(), o.nGpus.end());
+    std::ostringstream what;
+    what << humanBytes(static_cast<double>(bytes)) << " with --n_gpus " << ranks << ": the buffers of " << ranks
+         << " ranks";
+    checkFitsInMemory("--bytes", what.str(), static_cast<double>(bytes) * static_cast<double>(ranks),
+                      memAvailableBytes());
+  }
+  checkTempDir(std::getenv("TMPDIR"));
+}
+
+}  // namespace tpb

@@ -1,0 +1,135 @@
+// harness/input_checks.h — the checks every command runs on its input before anything is
+// launched. Each refuses with one tpb::UsageError (exit 2) whose message starts with the flag
+// (or environment variable) it is about and quotes the offending value; none prints anything.
+//
+// Rules they enforce (README "Bad input"):
+//   - numbers: integers inside their documented bounds; reals finite (NaN and inf mean nothing
+//     for any tpbench flag) and inside theirs; unsigned flags plain decimal digits (CLI11 reads
+//     them with strtoull, which turns "-1" into 18446744073709551615 and "010" into 8);
+//   - lists (--strategies, --algos; ranges in harness/range.h alike): duplicates are dropped,
+//     the first occurrence stays, so no point ever runs twice;
+//   - a sweep (or an allreduce benchmark) of more than kMaxPoints points is refused, naming
+//     how many were asked for;
+//   - sizes: train/test sizes within the dataset's; --bytes whole float32 elements; what the
+//     ranks on this node would hold (model state, allreduce buffers) within MemAvailable;
+//   - host: a flag given as "" is refused, not read as "not given"; ports in 1..65535 and free
+//     where this node binds one; TMPDIR, when set, a writable directory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace tpb {
+
+struct TrainRunOptions;
+struct AllreduceBenchOptions;
+
+// ---- numbers ------------------------------------------------------------------------------------
+
+// v in [lo, hi].
+void checkInt(const std::string& flag, long long v, long long lo,
+              long long hi = std::numeric_limits<long long>::max());
+
+// An interval of the reals; an open end excludes its value.
+struct RealInterval {
+  double lo, hi;
+  bool loOpen, hiOpen;
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr RealInterval kPositive{0, kInf, true, true};
+constexpr RealInterval kNonNegative{0, kInf, false, true};
+
+// v finite and inside `in`.
+void checkReal(const std::string& flag, double v, const RealInterval& in);
+
+// Why `text`, given to an unsigned flag, is not a plain decimal number; "" when it is.
+std::string unsignedTextProblem(const std::string& text);
+
+// --max_steps: -1 (no limit) or at least 1.
+void checkMaxSteps(const std::string& flag, long long v);
+
+// ---- text and lists -----------------------------------------------------------------------------
+
+// A flag given an empty value (`--out ""`).
+void checkNotEmpty(const std::string& flag, const std::string& value);
+
+// The items of a comma list, empty ones dropped: "ring,,gloo" -> {ring, gloo}.
+std::vector<std::string> splitList(const std::string& text);
+
+// `v` without its repeated values, the first occurrence kept: the duplicates rule of every list.
+template <typename T>
+std::vector<T> withoutDuplicates(const std::vector<T>& v) {
+  std::vector<T> out;
+  std::unordered_set<T> seen;
+  for (const T& x : v)
+    if (seen.insert(x).second) out.push_back(x);
+  return out;
+}
+
+// ---- sweep size ---------------------------------------------------------------------------------
+
+constexpr std::size_t kMaxPoints = 10000;
+
+// One factor of a sweep's size: how many values `flag` contributes.
+struct PointFactor {
+  std::string flag;
+  std::size_t count;
+};
+
+// The product of the factors (saturating), or a UsageError naming each factor when it is above
+// `limit`: "sweep: 6 --strategies x 64 --n_gpus x 100 --repeat = 38400 points, more than ...".
+std::size_t checkPointCount(const std::string& what, const std::vector<PointFactor>& factors,
+                            std::size_t limit = kMaxPoints);
+
+// ---- sizes and memory ---------------------------------------------------------------------------
+
+// Every value a multiple of `elementSize` bytes.
+void checkWholeElements(const std::string& flag, const std::vector<std::size_t>& bytes,
+                        std::size_t elementSize, const std::string& elementName);
+
+// `asked` (0: all) at most `have`: "--train_size 70000 exceeds the 60000 training samples of synthetic".
+void checkSampleCount(const std::string& flag, std::size_t asked, std::size_t have, const std::string& what);
+
+// MemAvailable of a /proc/meminfo text, in bytes; nullopt when it has none.
+std::optional<std::uint64_t> memAvailableBytes(const std::string& meminfo);
+// This host's, from /proc/meminfo.
+std::optional<std::uint64_t> memAvailableBytes();
+
+// Parameters (weights and biases) of the MLP 784-hidden...-10. A replica holds at least two
+// float32 copies (weights, gradients), three with momentum.
+double mlpParameters(const std::vector<int>& hidden);
+
+// "1.5 GiB", "820.0 MiB", "12.3 TiB".
+std::string humanBytes(double bytes);
+
+// `need` bytes within `available` (nothing checked when that is unknown); the message says
+// `flag`, `what` needs them, and both figures.
+void checkFitsInMemory(const std::string& flag, const std::string& what, double need,
+                       std::optional<std::uint64_t> available);
+
+// ---- host ---------------------------------------------------------------------------------------
+
+// `port` bindable on this host (every address, as the rendezvous store binds it): refused when
+// another socket holds it or binding it is not allowed.
+void checkPortFree(const std::string& flag, std::uint16_t port);
+
+// The directory launches put their job files in: $TMPDIR (`tmpdir`, nullptr when unset), else
+// /tmp. Set but empty, missing, not a directory, or not writable: refused, naming TMPDIR.
+void checkTempDir(const char* tmpdir);
+
+// ---- whole commands -----------------------------------------------------------------------------
+
+// Everything about a run or sweep that can be known before launching: every point's numbers,
+// sizes against the dataset, model state against memory (cpu; a GPU's is not queried), the
+// master port where this node binds it, and TMPDIR.
+void checkTrainRun(const TrainRunOptions& o);
+
+// The same for the allreduce benchmark: points, whole float32 elements, buffers against memory.
+void checkAllreduceRun(const AllreduceBenchOptions& o);
+
+}  // namespace tpb
