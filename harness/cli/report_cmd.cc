@@ -30,11 +30,10 @@ void addReport(CLI::App& app, Action& action) {
       "files are merged; charts without data are listed as skipped.");
   cmd->add_option("RESULTS", o->inputs, "Results JSON files")->required();
   cmd->add_option("-o,--out", o->outDir, "Output directory (created)")->required();
-  cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary")->capture_default_str();
+  cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary (\"\" draws no charts: tables, .dat and .gp only)")->capture_default_str();
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {
       checkGivenNotEmpty(cmd, "--out", o->outDir);
-      checkGivenNotEmpty(cmd, "--gnuplot", o->gnuplot);
       const ReportSummary s = writeReport(*o);
       for (const auto& d : s.drawn) std::cout << "drawn:   " << o->outDir << "/" << d << ".png (.svg .gp .dat)\n";
       for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << why << "\n";
