@@ -18,7 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig.
+// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig;
+// fields absent from older files keep TrainConfig's own defaults.
 TrainConfig configFromJob(const json& j, const std::string& jobPath) {
   const RunConfig r = RunConfig::fromJson(JsonIn(j, jobPath, "config"));
   TrainConfig c;
@@ -28,12 +29,12 @@ TrainConfig configFromJob(const json& j, const std::string& jobPath) {
   c.epochs = r.epochs;
   c.dataset = r.dataset;
   c.trainSize = r.trainSize;
-  c.testSize = r.testSize.value_or(0);
+  c.testSize = r.testSize.value_or(c.testSize);
   c.model.hidden = parseHidden("--hidden", r.hidden);
   c.lr = r.lr;
-  c.momentum = r.momentum.value_or(0.0);
+  c.momentum = r.momentum.value_or(c.momentum);
   c.seed = r.seed;
-  c.bucketMb = r.bucketMb.value_or(25.0);
+  c.bucketMb = r.bucketMb.value_or(c.bucketMb);
   c.maxSteps = r.maxSteps;
   return c;
 }
