@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 
@@ -38,6 +40,13 @@ std::string usageErrorOf(F&& f) {
   }
   ADD_FAILURE() << "expected tpb::UsageError, nothing was thrown";
   return "";
+}
+
+// Expects f to throw tpb::UsageError whose message contains every one of `needles`.
+template <typename F>
+void expectUsageError(F&& f, const std::vector<std::string>& needles) {
+  const std::string msg = usageErrorOf(std::forward<F>(f));
+  for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << "'" << n << "' not in: " << msg;
 }
 
 }  // namespace tpb::test
