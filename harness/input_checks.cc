@@ -54,6 +54,15 @@ std::string unsignedTextProblem(const std::string& text) {
   return "";
 }
 
+std::string integerTextProblem(const std::string& text) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string magnitude = negative ? text.substr(1) : text;
+  if (magnitude.empty() || magnitude[0] == '-') return "'" + text + "' is not a whole number (decimal digits only)";
+  const std::string problem = unsignedTextProblem(magnitude);
+  if (problem.empty()) return "";
+  return negative ? "'" + text + "' is not a whole number (decimal digits after '-' only, no leading zero)" : problem;
+}
+
 void checkMaxSteps(const std::string& flag, long long v) {
   if (v == -1 || v >= 1) return;
   TPB_THROW(UsageError, flag << ": must be -1 (no limit) or at least 1, got " << v);

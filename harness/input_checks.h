@@ -4,8 +4,9 @@
 //
 // Rules they enforce (README "Bad input"):
 //   - numbers: integers inside their documented bounds; reals finite (NaN and inf mean nothing
-//     for any tpbench flag) and inside theirs; unsigned flags plain decimal digits (CLI11 reads
-//     them with strtoull, which turns "-1" into 18446744073709551615 and "010" into 8);
+//     for any tpbench flag) and inside theirs; integer flags plain decimal digits, signed ones
+//     with an optional '-' (CLI11 reads them with strtoull/strtoll in base 0, which turns "-1"
+//     into 18446744073709551615, "010" into 8 and "0x10" into 16);
 //   - lists (--strategies, --algos; ranges in harness/range.h alike): duplicates are dropped,
 //     the first occurrence stays, so no point ever runs twice;
 //   - a sweep (or an allreduce benchmark) of more than kMaxPoints points is refused, naming
@@ -49,6 +50,9 @@ void checkReal(const std::string& flag, double v, const RealInterval& in);
 
 // Why `text`, given to an unsigned flag, is not a plain decimal number; "" when it is.
 std::string unsignedTextProblem(const std::string& text);
+// The same for a signed flag: an optional '-', then a plain decimal number (CLI11 reads signed
+// options with strtoll in base 0, so "010" would be 8 and "0x10" 16).
+std::string integerTextProblem(const std::string& text);
 
 // --max_steps: -1 (no limit) or at least 1.
 void checkMaxSteps(const std::string& flag, long long v);

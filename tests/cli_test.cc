@@ -48,6 +48,9 @@ TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
        "1 --algos x 1 --n_gpus x 10002 --bytes = 10002 points"},
       // negative counts
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--warmup", "-1"}, "--warmup"},
+      // integers in octal or hex (CLI11 would read "010" as 8)
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--iters", "010"}, "--iters"},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--warmup", "0x1"}, "--warmup"},
       // empty values
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--out", ""}, "--out: must not be empty"},
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--transport", ""}, "--transport: must not be empty"},

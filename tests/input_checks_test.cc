@@ -62,6 +62,13 @@ TEST(InputChecks, UnsignedTextIsPlainDecimal) {
   for (const char* bad : {"", "0x10", "1e3", " 5", "5 ", "+5"}) EXPECT_NE(unsignedTextProblem(bad), "") << bad;
 }
 
+TEST(InputChecks, IntegerTextIsPlainDecimalWithOptionalMinus) {
+  for (const char* ok : {"0", "-1", "42", "-9223372036854775808"}) EXPECT_EQ(integerTextProblem(ok), "") << ok;
+  EXPECT_NE(integerTextProblem("010").find("leading zero"), std::string::npos);  // strtoll base 0: 8
+  for (const char* bad : {"", "-", "--1", "-010", "0x10", "-0x1", "1e3", " 5", "+5", "5 "})
+    EXPECT_NE(integerTextProblem(bad), "") << bad;
+}
+
 TEST(InputChecks, MaxStepsIsMinusOneOrPositive) {
   EXPECT_NO_THROW(checkMaxSteps("--max_steps", -1));
   EXPECT_NO_THROW(checkMaxSteps("--max_steps", 1));

@@ -155,6 +155,11 @@ TEST(TrainCli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
           {{"--train_size", "-1"}, "--train_size"},
           {{"--test_size", "-5"}, "--test_size"},
           {{"--seed", "-1"}, "--seed"},
+          // signed flags in octal or hex (CLI11's strtoll in base 0 read "010" as 8 epochs)
+          {{"--epochs", "010"}, "--epochs"},
+          {{"--max_steps", "0x2"}, "--max_steps"},
+          {{"--max_steps", "-01"}, "--max_steps"},
+          {{"--timeout", "1e3"}, "--timeout"},
           // NaN, inf and negative reals
           {{"--lr", "nan"}, "--lr"},
           {{"--lr", "inf"}, "--lr"},

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 
 #ifndef TPB_VERSION
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   tpb::cli::addCompare(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
+  tpb::cli::checkIntegerOptions(app);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -29,8 +29,7 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       ->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Batch size per device")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all; at most the dataset's size)")
-      ->capture_default_str()
-      ->check(unsignedNumber());
+      ->capture_default_str();
   cmd->add_option("--out", a->f.out, "Write the run to this results JSON");
   addTrainFlags(cmd, a->f);
   cmd->add_option("--nnodes", a->nnodes, "Nodes in the launch (torchrun's meaning)")->capture_default_str();

@@ -1,6 +1,5 @@
 #include "harness/cli/train_flags.h"
 
-#include "harness/cli/cli_checks.h"
 #include "workload/model.h"
 
 namespace tpb::cli {
@@ -12,11 +11,10 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--hidden", f.hidden, "Hidden layer widths of the MLP 784-...-10")->capture_default_str();
   cmd->add_option("--lr", f.lr, "SGD learning rate")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str()->check(unsignedNumber());
+  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str();
   cmd->add_option("--bucket_mb", f.bucketMb, "ddp: gradient bucket size in MiB")->capture_default_str();
   cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all; at most the test set's size)")
-      ->capture_default_str()
-      ->check(unsignedNumber());
+      ->capture_default_str();
   cmd->add_option("--device", f.device,
                   "cpu, cuda (rank r on cuda:LOCAL_RANK; data_parallel on cuda:0..N-1) or auto (cuda when "
                   "this build has CUDA and NCCL and a GPU is visible)")
