@@ -35,8 +35,6 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
   addTrainFlags(cmd, a->f);
   cmd->callback([&action, a, cmd, commandLine] {
     action = [a, cmd, commandLine] {
-      checkGivenNotEmpty(cmd, "--out", a->f.out);
-      checkGivenNotEmpty(cmd, "--transport", a->f.transport);
       checkInt("--repeat", a->repeat, 1);
       std::vector<std::string> names;
       if (a->strategies == "all") {
@@ -55,7 +53,7 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
                                 {"--train_size", sizes.size()},
                                 {"--repeat", static_cast<std::size_t>(a->repeat)}});
       TrainRunOptions o;
-      applyRunOptions(a->f, o);
+      applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resume = a->resume;
       const TrainConfig base = baseConfig(a->f);
