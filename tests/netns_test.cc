@@ -51,7 +51,7 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
       {"sweep", "--strategies", "ring_all_reduce,ddp,param_server", "--n_gpus", "4", "--transport", "gloo"},
       tinyTraining());
   const std::string port = portFor(0), twoPath = tempPath("two_hosts.json"), onePath = tempPath("one_host.json");
-  const auto node1 = pair.start(1, concat(concat(sweep, twoNodes(1, port, "60")), {"--out", tempPath("unused.json")}));
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));  // no --out: node 0 writes
   const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", twoPath}));
   const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
   ASSERT_EQ(r0.exitCode, 0) << r0.err;
