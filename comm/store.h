@@ -30,6 +30,10 @@ class Store {
   // Blocks until the key exists (throws tpb::TimeoutError after the store's timeout).
   std::string get(const std::string& key);
   std::int64_t add(const std::string& key, std::int64_t delta);
+  // Whether the key exists now; never blocks (a watcher polls with it).
+  bool check(const std::string& key);
+  // The limit of every later blocking call (get, and the waits inside Gloo's and NCCL's setup).
+  void setTimeout(std::chrono::milliseconds timeout);
   std::uint16_t port() const;
 
   struct Impl;

@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "comm/net_iface.h"
 #include "common/error.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
@@ -259,6 +260,9 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
   }
   if (o.nodeRank == 0 && o.masterPort != 0) checkPortFree("--master_port", o.masterPort);
+  // The address the ranks will bind to: --iface's (which must exist and be up), else
+  // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).
+  bindAddress(o.masterAddr, o.iface);
   checkTempDir(std::getenv("TMPDIR"));
 }
 

@@ -130,7 +130,8 @@ void checkTempDir(const char* tmpdir);
 
 // Everything about a run or sweep that can be known before launching: every point's numbers,
 // sizes against the dataset, model state against memory (cpu; a GPU's is not queried), the
-// master port where this node binds it, and TMPDIR.
+// master port where this node binds it, the interface the ranks bind to (--iface,
+// GLOO_SOCKET_IFNAME, or a route to --master_addr), and TMPDIR.
 void checkTrainRun(const TrainRunOptions& o);
 
 // The same for the allreduce benchmark: points, whole float32 elements, buffers against memory.

@@ -13,10 +13,12 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "comm/store.h"
 #include "common/error.h"
 #include "common/run_id.h"
+#include "worker/point_sync.h"
 
 extern char** environ;
 
@@ -87,17 +89,50 @@ void drain(int& fd, LineForwarder& fwd) {
   }
 }
 
-std::string describe(const RankExit& e) {
-  std::string s = "rank " + std::to_string(e.rank);
+// "was killed by signal 9 (SIGKILL)" or "exited with code 1", then the last line on stderr.
+std::string exitReason(const RankExit& e) {
+  std::string s;
   if (e.signal) {
-    s += std::string(" was killed by signal ") + std::to_string(e.signal) + " (SIG" +
-         (sigabbrev_np(e.signal) ? sigabbrev_np(e.signal) : "?") + ")";
+    s = std::string("was killed by signal ") + std::to_string(e.signal) + " (SIG" +
+        (sigabbrev_np(e.signal) ? sigabbrev_np(e.signal) : "?") + ")";
   } else {
-    s += " exited with code " + std::to_string(e.exitCode);
+    s = "exited with code " + std::to_string(e.exitCode);
   }
   if (!e.lastError.empty()) s += ": " + e.lastError;
   return s;
 }
+
+std::string describe(const RankExit& e) { return "rank " + std::to_string(e.rank) + " " + exitReason(e); }
+
+// The launch's side of worker/point_sync.h on several nodes: posts this node's failures and
+// reads the first one posted. A store that stops answering (node 0 gone) is left alone: what
+// happens to the ranks then is their transports' to report.
+class SharedFailures {
+ public:
+  explicit SharedFailures(const LaunchSpec& spec) : spec_(spec), store_(spec.sharedStore) {}
+  bool active() const { return store_ != nullptr; }
+  void post(int rank, const std::string& reason) {
+    if (!store_) return;
+    try {
+      postFailure(*store_, spec_.pointPrefix, RankFailure{rank, spec_.host, spec_.address, reason});
+    } catch (const std::exception&) {
+      store_ = nullptr;
+    }
+  }
+  std::optional<std::string> first() {
+    if (!store_) return std::nullopt;
+    try {
+      if (auto f = postedFailure(*store_, spec_.pointPrefix)) return f->text(true);
+    } catch (const std::exception&) {
+      store_ = nullptr;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const LaunchSpec& spec_;
+  Store* store_;
+};
 
 }  // namespace
 
@@ -124,10 +159,12 @@ LaunchResult launch(const LaunchSpec& spec) {
   const int world = spec.nprocPerNode * spec.nnodes;
   const auto t0 = clock::now();
 
-  // Node 0 hosts the store for the whole launch; workers (and other nodes) connect to it.
+  // Node 0 hosts the store for the whole launch; workers (and other nodes) connect to it. Across
+  // nodes the sweep's shared store is used instead.
   std::unique_ptr<Store> store;
-  std::uint16_t port = spec.masterPort;
-  if (spec.nodeRank == 0) {
+  std::uint16_t port = spec.sharedStore ? spec.sharedStore->port() : spec.masterPort;
+  SharedFailures failures(spec);
+  if (spec.nodeRank == 0 && !spec.sharedStore) {
     store = Store::serve(spec.masterAddr, spec.masterPort, spec.timeout);
     port = store->port();
   }
@@ -212,7 +249,7 @@ LaunchResult launch(const LaunchSpec& spec) {
 
   int running = spec.nprocPerNode;
   bool stopping = false;
-  clock::time_point killAt{};
+  clock::time_point killAt{}, nextPoll = t0;
   auto stopAll = [&](const std::string& why) {
     if (stopping) return;
     stopping = true;
@@ -241,6 +278,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     // deaths are then the interrupt's doing, not a failure of the point.
     if (!stopping && gInterrupted.load()) {
       result.interrupted = true;
+      failures.post(-1, "was interrupted (SIGINT, SIGTERM or SIGHUP)");
       stopAll("interrupted");
     }
     for (auto& c : children) {
@@ -255,7 +293,10 @@ LaunchResult launch(const LaunchSpec& spec) {
       drain(c.errFd, c.err);
       c.exit.lastError = c.err.lastNonEmpty;
       const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
-      if (failed && !stopping) stopAll(describe(c.exit));
+      if (failed && !stopping) {
+        failures.post(c.exit.rank, exitReason(c.exit));
+        stopAll(describe(c.exit));
+      }
     }
     if (running == 0) {
       // Children are gone; pipes may still hold output of grandchildren: don't wait for them.
@@ -270,9 +311,15 @@ LaunchResult launch(const LaunchSpec& spec) {
     const auto now = clock::now();
     if (!stopping && now - t0 > spec.timeout) {
       result.timedOut = true;
-      stopAll("timed out after " +
-              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec.timeout).count()) +
-              " s (--timeout); ranks still running were stopped");
+      const std::string limit =
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec.timeout).count()) + " s (--timeout)";
+      failures.post(-1, "timed out after " + limit);
+      stopAll("timed out after " + limit + "; ranks still running were stopped");
+    }
+    // Another node's failure: stop this node's ranks within a poll period of it being posted.
+    if (!stopping && failures.active() && now >= nextPoll) {
+      nextPoll = now + std::chrono::milliseconds(100);
+      if (auto first = failures.first()) stopAll(*first);
     }
     if (stopping && now > killAt) {
       for (auto& c : children)
@@ -283,6 +330,9 @@ LaunchResult launch(const LaunchSpec& spec) {
 
   for (auto& c : children) result.ranks.push_back(c.exit);
   result.ok = !stopping;
+  // Every node records the point's first failure, wherever it happened.
+  if (!result.ok && !result.interrupted)
+    if (auto first = failures.first()) result.error = *first;
   result.wallSeconds = std::chrono::duration<double>(clock::now() - t0).count();
   if (spec.cleanup) spec.cleanup(result.runId, world);
   return result;

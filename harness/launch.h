@@ -22,6 +22,8 @@
 
 namespace tpb {
 
+class Store;
+
 struct LaunchSpec {
   int nprocPerNode = 1;
   int nnodes = 1;
@@ -38,6 +40,14 @@ struct LaunchSpec {
   bool shareRunId = true;
   // Runs after every rank has been reaped, whatever happened (e.g. removes shm names).
   std::function<void(const std::string& runId, int worldSize)> cleanup;
+  // Several nodes: the store the whole sweep shares (PointDriver hosts it on node 0 and joins it
+  // elsewhere) instead of one of this launch's own, and this point's key prefix there
+  // (worker/point_sync.h). The launch then posts its own ranks' failures, its timeout and an
+  // interrupt there, polls for the other nodes' failures and stops its ranks on one, and records
+  // the first failure posted as the point's error, so every node records the same one.
+  Store* sharedStore = nullptr;
+  std::string pointPrefix;
+  std::string host, address;  // this node's name and address, for the failures it posts
 };
 
 struct RankExit {

@@ -12,6 +12,7 @@
 #endif
 
 #include "comm/cuda/devices.h"
+#include "comm/net_iface.h"
 #include "common/error.h"
 #if __has_include("tpb_git_sha.h")
 #include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
@@ -36,12 +37,6 @@ std::string utcNow() {
   gmtime_r(&now, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
   return buf;
 }
 
@@ -84,7 +79,7 @@ Meta collectMeta(const std::string& command) {
   m.tpbenchVersion = TPB_VERSION;
   m.gitSha = TPB_GIT_SHA;
   m.timestampUtc = utcNow();
-  m.host = hostName();
+  m.host = thisHostName();
   m.cpuModel = cpuModel();
   if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0) m.cpuCores = cores;
   m.gpus = visibleGpuNames();

@@ -8,9 +8,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "comm/net_iface.h"
+#include "comm/store.h"
 #include "comm/transports.h"
 #include "common/error.h"
 #include "record/results.h"
+#include "worker/point_sync.h"
 #include "worker/worker.h"
 
 namespace tpb {
@@ -32,6 +35,43 @@ PointDriver::PointDriver(PointDriverOptions opt)
     : opt_(std::move(opt)), start_(std::chrono::steady_clock::now()) {
   installInterruptHandlers();
   dir_ = makeTempDir();
+  if (opt_.nnodes > 1) {
+    host_ = thisHostName();
+    address_ = bindAddress(opt_.masterAddr, opt_.iface).address;
+  }
+}
+
+Store& PointDriver::sharedStore() {
+  if (store_) return *store_;
+  const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.rendezvousTimeout);
+  if (opt_.nodeRank == 0) {
+    store_ = Store::serve(opt_.masterAddr, opt_.masterPort, wait);
+  } else {
+    try {
+      store_ = Store::connect(opt_.masterAddr, opt_.masterPort, wait);
+    } catch (const std::exception& e) {
+      TPB_THROW(Error, "rendezvous: node 0's store at " << opt_.masterAddr << ":" << opt_.masterPort
+                                                        << " was not reachable within " << opt_.rendezvousTimeout.count()
+                                                        << " s (--rendezvous_timeout): " << e.what());
+    }
+  }
+  store_->set("tpb/node/" + std::to_string(opt_.nodeRank),
+              json{{"node_rank", opt_.nodeRank}, {"host", host_}, {"address", address_}}.dump());
+  return *store_;
+}
+
+json PointDriver::nodeHosts() {
+  json nodes = json::array();
+  if (!store_) return nodes;
+  for (int n = 0; n < opt_.nnodes; ++n) {
+    const std::string key = "tpb/node/" + std::to_string(n);
+    try {
+      if (store_->check(key)) nodes.push_back(json::parse(store_->get(key)));
+    } catch (const std::exception&) {
+      // a node's entry that cannot be read is left out, not the point
+    }
+  }
+  return nodes;
 }
 
 PointDriver::~PointDriver() {
@@ -62,6 +102,8 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   job["result_path"] = out.resultPath;
   job["job_path"] = jobPath;
   job["comm_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count();
+  job["rendezvous_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.rendezvousTimeout).count();
+  job["point"] = index_;
   writeFileAtomic(jobPath, job.dump());
 
   LaunchSpec spec;
@@ -74,6 +116,22 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   spec.workerArgs = {"worker", "--job", jobPath};
   spec.timeout = opt_.timeout;
   spec.cleanup = findTransport(transport).cleanup;
+  if (!opt_.iface.empty())
+    spec.extraEnv = {{"GLOO_SOCKET_IFNAME", opt_.iface}, {"NCCL_SOCKET_IFNAME", opt_.iface}};
+  if (opt_.nnodes > 1) {
+    try {
+      spec.sharedStore = &sharedStore();
+    } catch (const Error& e) {
+      // Node 0 never came: this point fails here, the next one tries again.
+      ++launched_;
+      out.launch.error = e.what();
+      out.result = json::object();
+      return out;
+    }
+    spec.pointPrefix = pointPrefix(static_cast<long long>(index_));
+    spec.host = host_;
+    spec.address = address_;
+  }
   out.launch = launch(spec);
   ++launched_;
 

@@ -8,17 +8,26 @@
 // launches, and reads what rank 0 wrote to the result file. The scratch directory is made once
 // and removed when the driver goes, on every exit path (errors and interrupts included).
 // Constructing a driver installs the launcher's signal handling (harness/launch.h).
+//
+// Several nodes: node 0's driver hosts one rendezvous store for the whole sweep at
+// --master_addr:--master_port, the others join it (waiting up to --rendezvous_timeout), and
+// every point's keys live under "tpb/<k>/" (worker/point_sync.h), k being the point's index,
+// the same on every node because every node runs the same command. Each driver registers its
+// node's host name and address there (nodeHosts()).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "harness/launch.h"
 
 namespace tpb {
+
+class Store;
 
 struct PointDriverOptions {
   std::size_t total = 0;  // points in the sweep, skipped ones included: "[k/total]" and the ETA
@@ -27,6 +36,11 @@ struct PointDriverOptions {
   int nnodes = 1, nodeRank = 0;
   std::string masterAddr = "127.0.0.1";
   std::uint16_t masterPort = 0;  // 0 on one node: a free port
+  // How long the ranks of a point (and, on another node, this launcher) wait for the others.
+  std::chrono::seconds rendezvousTimeout{300};
+  // The interface the ranks bind to (--iface): GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME for
+  // them. Empty: the one that reaches --master_addr (comm/net_iface.h).
+  std::string iface;
 };
 
 struct PointOutcome {
@@ -50,9 +64,18 @@ class PointDriver {
   // kind-specific part; the driver adds transport, result_path, job_path and comm_timeout_ms.
   PointOutcome run(const std::string& what, nlohmann::json job, const std::string& transport,
                    int procsPerNode);
+  // Several nodes: [{"node_rank", "host", "address"}] of the nodes that joined so far (results
+  // meta.node_hosts); one node: [] .
+  nlohmann::json nodeHosts();
 
  private:
+  // Several nodes: hosts or joins the sweep's store on first use; throws Error when node 0's
+  // cannot be reached within the rendezvous timeout.
+  Store& sharedStore();
+
   PointDriverOptions opt_;
+  std::unique_ptr<Store> store_;
+  std::string host_, address_;
   std::string dir_;
   std::size_t index_ = 0, launched_ = 0;
   std::chrono::steady_clock::time_point start_;

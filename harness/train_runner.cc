@@ -143,7 +143,12 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.nodeRank = opt.nodeRank;
   dopt.masterAddr = opt.masterAddr;
   dopt.masterPort = opt.masterPort;
+  dopt.rendezvousTimeout = opt.rendezvousTimeout;
+  dopt.iface = opt.iface;
   PointDriver driver(dopt);
+  // Node 0 alone writes results and prints the table; the other nodes print their own ranks'
+  // outcome per point.
+  const bool reporter = opt.nodeRank == 0;
   int rc = 0;
   struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
   std::vector<Row> rows;
@@ -213,6 +218,11 @@ int runTraining(const TrainRunOptions& opt) {
       if (!run.ok()) {
         rc = 1;
         std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
+      } else if (!reporter) {
+        std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.name.c_str(), cfg.nGpus,
+                    cfg.batchSize, opt.nodeRank, opt.nodeRank * perNode, (opt.nodeRank + 1) * perNode - 1,
+                    lr.wallSeconds);
+        std::fflush(stdout);
       }
       run.summary = RunSummary::of(run.epochs);
       run.wallS = lr.wallSeconds;
@@ -221,7 +231,8 @@ int runTraining(const TrainRunOptions& opt) {
                       std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
       if (lr.interrupted) rc = 130;
     }
-    if (results && opt.nodeRank == 0) {
+    if (results && reporter) {
+      if (opt.nnodes > 1) results->meta().extra["node_hosts"] = driver.nodeHosts();
       auto& runs = results->runs();
       // A rerun of a failed point replaces it.
       runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.config == run.config; }),
@@ -232,7 +243,7 @@ int runTraining(const TrainRunOptions& opt) {
     }
   }
 
-  if (!rows.empty()) {
+  if (!rows.empty() && reporter) {
     std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size",
                 "status", "samples/s", "test_acc", "train_s");
     for (const auto& r : rows) {
@@ -247,7 +258,7 @@ int runTraining(const TrainRunOptions& opt) {
                   r.trainSize, r.status.c_str(), r.sps, acc, r.total);
     }
   }
-  if (results && opt.nodeRank == 0) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
+  if (results && reporter) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
   if (driver.interrupted()) {
     std::fprintf(stderr, "interrupted: finished points are saved\n");
     return 130;

@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "comm/net_iface.h"
 #include "comm/transports.h"
 #include "common/descriptors.h"
 #include "common/error.h"
 #include "common/run_id.h"
 #include "record/results.h"
 #include "worker/allreduce_job.h"
+#include "worker/point_sync.h"
 #include "worker/train_job.h"
 
 namespace tpb {
@@ -75,6 +77,9 @@ void pinBlasThreads() {
 }
 
 int workerMain(const std::string& jobPath) {
+  Worker w;
+  std::string prefix = pointPrefix(-1);
+  RankFailure self;  // what this rank posts when its job throws
   try {
     // One intra-op thread per rank: on CPU each rank stands for one device.
     at::set_num_threads(1);
@@ -84,14 +89,27 @@ int workerMain(const std::string& jobPath) {
     const auto it = jobKinds().find(kind);
     if (it == jobKinds().end()) TPB_THROW(Error, "job file " << jobPath << ": unknown kind '" << kind << "'");
 
-    Worker w;
     w.env = WorkerEnv::fromEnvironment();
+    self.rank = w.env.rank;
+    self.host = thisHostName();
+    // This host's end of the connections: the interface that reaches MASTER_ADDR, or
+    // GLOO_SOCKET_IFNAME's (comm/net_iface.h). 127.0.0.1 on one node.
+    const LocalAddress local = bindAddress(w.env.masterAddr);
+    self.address = local.address;
     const auto timeout = std::chrono::milliseconds(job.value("comm_timeout_ms", 60000));
-    w.store = Store::connect(w.env.masterAddr, w.env.masterPort, timeout);
+    const auto rendezvous = std::chrono::milliseconds(job.value("rendezvous_timeout_ms", std::chrono::milliseconds(kDefaultRendezvousTimeout).count()));
+    prefix = pointPrefix(job.value("point", -1LL));
+    w.store = Store::connect(w.env.masterAddr, w.env.masterPort, rendezvous);
+    awaitRanks(*w.store, prefix, w.env.rank, w.env.worldSize, self.host + " (" + self.address + ")", rendezvous);
+    w.store->setTimeout(timeout);
+    // Across nodes no launcher sees every rank: each rank watches for the others' failures.
+    std::unique_ptr<FailureWatch> watch;
+    if (w.env.localWorldSize < w.env.worldSize)
+      watch = std::make_unique<FailureWatch>(w.env.masterAddr, w.env.masterPort, prefix, w.env.rank, rendezvous);
     if (w.env.runId.empty()) {
       // Under torchrun nobody handed out a run id: rank 0 makes one and publishes it.
-      if (w.env.rank == 0) w.store->set("tpb/run_id", makeRunId());
-      w.env.runId = w.store->get("tpb/run_id");
+      if (w.env.rank == 0) w.store->set(prefix + "run_id", makeRunId());
+      w.env.runId = w.store->get(prefix + "run_id");
     }
     // The launcher resolved --device (auto included) before writing the job.
     const std::string deviceText = job.value("device", "cpu");
@@ -99,18 +117,28 @@ int workerMain(const std::string& jobPath) {
       TPB_THROW(Error, "job file " << jobPath << ": device '" << deviceText << "' is not cpu or cuda");
     const Device device = deviceText == "cuda" ? Device::Cuda : Device::Cpu;
     const std::string transportName = job.value("transport", "shm");
-    TransportArgs args{*w.store, w.env.runId, w.env.masterAddr, w.env.rank, w.env.worldSize,
+    TransportArgs args{*w.store, w.env.runId, local.address, w.env.rank, w.env.worldSize,
                        w.env.localWorldSize, device, timeout, w.env.localRank};
     const TransportInfo& info = findTransport(transportName);
     if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
       TPB_THROW(Error, "transport " << transportName << ": " << why);
     w.transport = info.make(args);
     markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
-    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});
+    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, local.address, w.env.runId, {}});
     it->second(w, job);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;
+    if (w.store) {
+      // The first failure of the point wins; the other nodes' launchers and ranks stop on it.
+      self.reason = std::string("failed: ") + e.what();
+      const bool severalNodes = w.env.localWorldSize < w.env.worldSize;
+      try {
+        postFailureAfter(*w.store, prefix, self, std::chrono::milliseconds(severalNodes ? 1000 : 0));
+      } catch (const std::exception&) {
+        // the store is gone too: this rank's launcher reports the exit
+      }
+    }
     return 1;
   }
 }

@@ -14,9 +14,6 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
     std::string strategy = "ring_all_reduce";
     int nGpus = 2, batch = 64;
     std::size_t trainSize = 0;
-    int nnodes = 1, nodeRank = 0, nprocPerNode = 0;
-    std::string masterAddr = "127.0.0.1";
-    int masterPort = 0;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -32,26 +29,11 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       ->capture_default_str();
   cmd->add_option("--out", a->f.out, "Write the run to this results JSON");
   addTrainFlags(cmd, a->f);
-  cmd->add_option("--nnodes", a->nnodes, "Nodes in the launch (torchrun's meaning)")->capture_default_str();
-  cmd->add_option("--node_rank", a->nodeRank, "This node's index")->capture_default_str();
-  cmd->add_option("--nproc_per_node", a->nprocPerNode, "Ranks on this node (default: all of --n_gpus)");
-  cmd->add_option("--master_addr", a->masterAddr, "Address of node 0's rendezvous store")->capture_default_str();
-  cmd->add_option("--master_port", a->masterPort,
-                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only)")
-      ->capture_default_str();
   cmd->callback([&action, a, cmd, commandLine] {
     action = [a, cmd, commandLine] {
-      checkGivenNotEmpty(cmd, "--out", a->f.out);
-      checkGivenNotEmpty(cmd, "--transport", a->f.transport);
-      checkInt("--master_port", a->masterPort, 0, 65535);
       TrainRunOptions o;
-      applyRunOptions(a->f, o);
+      applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
-      o.nnodes = a->nnodes;
-      o.nodeRank = a->nodeRank;
-      o.nprocPerNode = a->nprocPerNode;
-      o.masterAddr = a->masterAddr;
-      o.masterPort = static_cast<std::uint16_t>(a->masterPort);
       TrainPoint p;
       p.cfg = baseConfig(a->f);
       p.cfg.strategy = findStrategy("--strategy", a->strategy).name;

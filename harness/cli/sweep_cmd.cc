@@ -30,13 +30,14 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
                   "Training-set sizes, e.g. 6000,15000,60000 (0: all; at most the dataset's size)")
       ->capture_default_str();
   cmd->add_option("--repeat", a->repeat, "Runs of every point (timing statistics need >= 5)")->capture_default_str();
-  cmd->add_option("--out", a->f.out, "Results JSON (required)")->required();
+  cmd->add_option("--out", a->f.out, "Results JSON (required on node 0, which alone writes it)");
   cmd->add_flag("--resume", a->resume, "Keep the points already in --out and run only the missing or failed ones");
   addTrainFlags(cmd, a->f);
   cmd->callback([&action, a, cmd, commandLine] {
     action = [a, cmd, commandLine] {
       checkGivenNotEmpty(cmd, "--out", a->f.out);
-      checkGivenNotEmpty(cmd, "--transport", a->f.transport);
+      if (a->f.out.empty() && a->f.nodeRank == 0)
+        TPB_THROW(UsageError, "--out: required (node 0 writes the results there)");
       checkInt("--repeat", a->repeat, 1);
       std::vector<std::string> names;
       if (a->strategies == "all") {
@@ -55,7 +56,7 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
                                 {"--train_size", sizes.size()},
                                 {"--repeat", static_cast<std::size_t>(a->repeat)}});
       TrainRunOptions o;
-      applyRunOptions(a->f, o);
+      applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resume = a->resume;
       const TrainConfig base = baseConfig(a->f);

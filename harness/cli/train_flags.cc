@@ -26,6 +26,23 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: no limit; 0 is refused)")
       ->capture_default_str();
+  cmd->add_option("--nnodes", f.nnodes, "Nodes in the launch (torchrun's meaning); start the same command on each")
+      ->capture_default_str();
+  cmd->add_option("--node_rank", f.nodeRank, "This node's index (node 0 hosts the store, writes --out, prints the table)")
+      ->capture_default_str();
+  cmd->add_option("--nproc_per_node", f.nprocPerNode, "Ranks on this node (default: all of --n_gpus)");
+  cmd->add_option("--master_addr", f.masterAddr, "Address of node 0's rendezvous store (an address of node 0)")
+      ->capture_default_str();
+  cmd->add_option("--master_port", f.masterPort,
+                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only)")
+      ->capture_default_str();
+  cmd->add_option("--rendezvous_timeout", f.rendezvousTimeout,
+                  "Seconds the ranks of a point wait for each other (and another node for node 0's store); "
+                  "then the point fails naming the ranks missing")
+      ->capture_default_str();
+  cmd->add_option("--iface", f.iface,
+                  "Network interface this node's ranks bind to (sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME "
+                  "for them; default: GLOO_SOCKET_IFNAME, else the interface that routes to --master_addr)");
 }
 
 TrainConfig baseConfig(const TrainFlags& f) {
@@ -42,11 +59,23 @@ TrainConfig baseConfig(const TrainFlags& f) {
   return c;
 }
 
-void applyRunOptions(const TrainFlags& f, TrainRunOptions& o) {
+void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
+  checkGivenNotEmpty(cmd, "--out", f.out);
+  checkGivenNotEmpty(cmd, "--transport", f.transport);
+  checkGivenNotEmpty(cmd, "--iface", f.iface);
+  checkInt("--master_port", f.masterPort, 0, 65535);
+  checkInt("--rendezvous_timeout", f.rendezvousTimeout, 1);
   o.device = f.device;
   o.transport = f.transport;
   o.out = f.out;
   o.timeout = std::chrono::seconds(f.timeout);
+  o.nnodes = f.nnodes;
+  o.nodeRank = f.nodeRank;
+  o.nprocPerNode = f.nprocPerNode;
+  o.masterAddr = f.masterAddr;
+  o.masterPort = static_cast<std::uint16_t>(f.masterPort);
+  o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
+  o.iface = f.iface;
 }
 
 }  // namespace tpb::cli

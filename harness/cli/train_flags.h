@@ -20,12 +20,19 @@ struct TrainFlags {
   std::string device = "cpu", transport, out;
   int timeout = 1800;
   long maxSteps = -1;
+  // Layout over several nodes (torchrun's names) and how the nodes meet.
+  int nnodes = 1, nodeRank = 0, nprocPerNode = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 0;
+  int rendezvousTimeout = 300;
+  std::string iface;
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);
 // Fills everything but strategy, n_gpus, batch_size and train_size; checkTrainRun checks it.
 TrainConfig baseConfig(const TrainFlags& f);
-// Copies the shared launcher options (device, transport, out, timeout) into `o`.
-void applyRunOptions(const TrainFlags& f, TrainRunOptions& o);
+// Copies the shared launcher options (device, transport, out, timeout, layout) into `o`, after
+// the checks only the CLI can make (flags given empty, the port's range, the interface).
+void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o);
 
 }  // namespace tpb::cli

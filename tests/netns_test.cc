@@ -1,0 +1,172 @@
+// Two hosts for real: node 0 and node 1 in network namespaces of their own, joined by a veth
+// pair (tests/netns_util.h), each running `tpbench ... --nnodes 2 --node_rank N`. Suite Netns*
+// carries the ctest label `netns`; where namespaces cannot be made (not root) it skips with the
+// reason.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli_util.h"
+#include "tests/netns_util.h"
+
+namespace tpb::test {
+namespace {
+
+using nlohmann::json;
+
+// A different port per test process and case: tests may run side by side (each in namespaces of
+// its own, so they could not collide anyway; the host's one-node reference runs use port 0).
+std::string portFor(int test) { return std::to_string(20000 + (getpid() % 2000) * 4 + test); }
+
+// Tiny points: a 784-32-10 MLP over 512 samples, batch 32 per rank, one epoch.
+std::vector<std::string> tinyTraining() {
+  return {"--batch_size", "32", "--train_size", "512", "--test_size", "200", "--epochs", "1", "--hidden", "32",
+          "--timeout", "120"};
+}
+
+std::vector<std::string> twoNodes(int node, const std::string& port, const std::string& rendezvousS) {
+  return {"--nnodes",      "2", "--node_rank",  std::to_string(node), "--nproc_per_node", "2",
+          "--master_addr", NetnsPair::kAddress[0], "--master_port", port, "--rendezvous_timeout", rendezvousS};
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+#define TPB_NETNS_OR_SKIP(pair) \
+  if (!(pair).skipReason().empty()) GTEST_SKIP() << (pair).skipReason()
+
+// ring_all_reduce, ddp and param_server over gloo on two hosts with two ranks each (N = 4) train
+// exactly as the same four ranks on one host do.
+TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::vector<std::string> sweep = concat(
+      {"sweep", "--strategies", "ring_all_reduce,ddp,param_server", "--n_gpus", "4", "--transport", "gloo"},
+      tinyTraining());
+  const std::string port = portFor(0), twoPath = tempPath("two_hosts.json"), onePath = tempPath("one_host.json");
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));  // no --out: node 0 writes
+  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", twoPath}));
+  const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
+  ASSERT_EQ(r0.exitCode, 0) << r0.err;
+  ASSERT_EQ(r1.exitCode, 0) << r1.err;
+  const CliResult one = runCli(concat(sweep, {"--out", onePath}));
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+
+  const json two = readJson(twoPath), ref = readJson(onePath);
+  ASSERT_EQ(two["runs"].size(), 3u);
+  ASSERT_EQ(ref["runs"].size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json& a = two["runs"][i];
+    const json& b = ref["runs"][i];
+    SCOPED_TRACE(a["config"]["strategy"].get<std::string>());
+    EXPECT_EQ(a["status"], "ok");
+    EXPECT_EQ(a["config"]["strategy"], b["config"]["strategy"]);
+    EXPECT_EQ(a["config"]["n_gpus"], 4);
+    EXPECT_EQ(a["config"]["transport"], "gloo");
+    const double la = a["epochs"][0]["train_loss"], lb = b["epochs"][0]["train_loss"];
+    EXPECT_GT(la, 0.0);
+    EXPECT_NEAR(la, lb, 1e-5 * std::fabs(lb));
+    EXPECT_EQ(a["epochs"][0]["test_accuracy"], b["epochs"][0]["test_accuracy"]);
+    // Node 1 prints its own ranks' outcome per point, never the table.
+    EXPECT_NE(r1.out.find(a["config"]["strategy"].get<std::string>() + " N=4 batch 32: node 1 (ranks 2..3) ok"),
+              std::string::npos)
+        << r1.out;
+  }
+  EXPECT_EQ(r1.out.find("# strategy"), std::string::npos) << r1.out;
+  EXPECT_NE(r0.out.find("# strategy"), std::string::npos) << r0.out;
+  // Each node's host name and address, as it registered them.
+  const json& nodes = two["meta"]["node_hosts"];
+  ASSERT_EQ(nodes.size(), 2u) << two["meta"].dump();
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_EQ(nodes[n]["node_rank"], n);
+    EXPECT_EQ(nodes[n]["host"], "tpb-node" + std::to_string(n));
+    EXPECT_EQ(nodes[n]["address"], NetnsPair::kAddress[n]);
+  }
+}
+
+// A rank killed on node 1 ends the point on node 0 within seconds, recorded as failed with the
+// host, rank and reason; both nodes then run the next point.
+TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  // Point 1 (batch 8: 64 steps an epoch, 100 epochs) runs far longer than the kill takes to
+  // spread; point 2 (batch 512: one step an epoch) is quick.
+  const std::vector<std::string> sweep = {
+      "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--batch_size", "8,512", "--train_size", "2048",
+      "--test_size", "100", "--epochs", "100", "--hidden", "32", "--timeout", "120"};
+  const std::string port = portFor(1), out = tempPath("killed.json");
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
+  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
+
+  // Once rank 0 has printed its first epoch, SIGKILL rank 3 (on node 1).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (readText(node0.outPath).find("epoch 1/100") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(readText(node0.outPath).find("epoch 1/100"), std::string::npos) << readText(node0.errPath);
+  int victim = -1;
+  for (int pid : workerPids())
+    if (('\0' + readText("/proc/" + std::to_string(pid) + "/environ") + '\0').find(std::string(1, '\0') + "RANK=3" + '\0') !=
+        std::string::npos)
+      victim = pid;
+  ASSERT_GT(victim, 0) << "rank 3 not found";
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const auto killedAt = std::chrono::steady_clock::now();
+
+  // Node 0 saves the failed point (the results file is rewritten after every point).
+  double seconds = -1;
+  while (std::chrono::steady_clock::now() - killedAt < std::chrono::seconds(30)) {
+    const std::string text = readText(out);
+    if (!text.empty() && json::parse(text)["runs"].size() >= 1) {
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killedAt).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(seconds, 0) << "node 0 recorded nothing within 30 s of the kill";
+  EXPECT_LT(seconds, 10.0);
+
+  const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
+  EXPECT_EQ(r0.exitCode, 1) << r0.err;
+  EXPECT_EQ(r1.exitCode, 1) << r1.err;
+  const json doc = readJson(out);
+  ASSERT_EQ(doc["runs"].size(), 2u) << doc.dump();
+  EXPECT_EQ(doc["runs"][0]["status"], "failed");
+  const std::string why = "rank 3 on host tpb-node1 (10.77.0.2) was killed by signal 9 (SIGKILL)";
+  EXPECT_EQ(doc["runs"][0]["error"], why);
+  EXPECT_NE(r1.err.find(why), std::string::npos) << r1.err;  // node 1 records the same failure
+  EXPECT_EQ(doc["runs"][1]["status"], "ok") << doc["runs"][1].dump();
+  EXPECT_EQ(doc["runs"][1]["config"]["batch_size"], 512);
+  EXPECT_NE(r1.out.find("ring_all_reduce N=4 batch 512: node 1 (ranks 2..3) ok"), std::string::npos) << r1.out;
+}
+
+// Node 1 never starts: node 0 fails the point at the rendezvous timeout, naming ranks 2 and 3.
+TEST(NetnsTwoHosts, MissingNodeFailsAtTheRendezvousTimeout) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::string out = tempPath("missing.json");
+  const auto node0 = pair.start(
+      0, concat(concat(concat({"run", "--strategy", "ring_all_reduce", "--n_gpus", "4"}, tinyTraining()),
+                       twoNodes(0, portFor(2), "3")),
+                {"--out", out}));
+  const CliResult r0 = pair.wait(node0);
+  EXPECT_EQ(r0.exitCode, 1) << r0.err;
+  EXPECT_LT(r0.seconds, 30.0);
+  const json doc = readJson(out);
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["status"], "failed");
+  const std::string error = doc["runs"][0]["error"];
+  EXPECT_NE(error.find("ranks 2, 3 of 4 did not arrive within 3 s (--rendezvous_timeout"), std::string::npos) << error;
+  EXPECT_NE(error.find("on host tpb-node0 (10.77.0.1)"), std::string::npos) << error;
+  EXPECT_EQ(error.find("interrupted"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace tpb::test
