@@ -5,6 +5,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
 #include "core/registry.h"
+#include "harness/external_job.h"
 
 namespace tpb::cli {
 
@@ -25,7 +26,9 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
                   "single, param_server (N=1: the server trains alone), ring_all_reduce, allreduce, ddp "
                   "(= ring_all_reduce_builtin), data_parallel (= param_server_builtin)")
       ->capture_default_str();
-  cmd->add_option("--n_gpus", a->nGpus, "Devices (ranks on CPU; data_parallel: replicas in one process)")
+  cmd->add_option("--n_gpus", a->nGpus,
+                  "Devices (ranks on CPU; data_parallel: replicas in one process); under torchrun, srun or "
+                  "mpirun: the job's world size")
       ->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Batch size per device")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all; at most the dataset's size)")
@@ -48,11 +51,20 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       TrainRunOptions o;
       applyRunOptions(a->f, o);
       o.command = commandLine;
-      o.nnodes = a->nnodes;
-      o.nodeRank = a->nodeRank;
-      o.nprocPerNode = a->nprocPerNode;
-      o.masterAddr = a->masterAddr;
-      o.masterPort = static_cast<std::uint16_t>(a->masterPort);
+      auto given = [cmd](const std::string& flag, int v) { return cmd->count(flag) ? std::optional<int>(v) : std::nullopt; };
+      if (ExternalJob* ext = ExternalJob::current()) {
+        // One rank of torchrun's, srun's or mpirun's job: the launcher made the layout.
+        checkLayoutFlags(ext->env(), given("--nnodes", a->nnodes), given("--node_rank", a->nodeRank),
+                         given("--nproc_per_node", a->nprocPerNode));
+        ext->overrideMaster(cmd->count("--master_addr") ? a->masterAddr : "", a->masterPort);
+        if (!cmd->count("--n_gpus")) a->nGpus = std::stoi(externalDefaultRanks("run", ext->worldSize()));
+      } else {
+        o.nnodes = a->nnodes;
+        o.nodeRank = a->nodeRank;
+        o.nprocPerNode = a->nprocPerNode;
+        o.masterAddr = a->masterAddr;
+        o.masterPort = static_cast<std::uint16_t>(a->masterPort);
+      }
       TrainPoint p;
       p.cfg = baseConfig(a->f);
       p.cfg.strategy = findStrategy("--strategy", a->strategy).name;
