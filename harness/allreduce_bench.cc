@@ -153,9 +153,10 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
           recordsOf(po.result, po.resultPath, lr.ok ? std::string("worker wrote no result") : lr.error);
 
       if (print) printHeader(std::cout, algo, n, transport, devName);
+      if (!lr.ok) rc = 1;
       for (const auto& rec : recs) {
+        if (!print) continue;  // only rank 0 of an external job reads what the point measured
         if (rec.status != "ok") rc = 1;
-        if (!print) continue;
         if (rec.measured) printRow(std::cout, rec);
         else std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
       }

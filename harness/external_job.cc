@@ -218,8 +218,7 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
         if (watch->add(posted, 0) > 0) {
           why = watch->get(whatKey);
         } else if (clock_type::now() > deadline) {
-          why = "timed out after " + std::to_string(limitS) + " s (--timeout); rank " + std::to_string(rank) +
-                " stopped the job";
+          why = "timed out after " + std::to_string(limitS) + " s (--timeout), noticed by rank " + std::to_string(rank);
           if (watch->add(claim, 1) == 1) {
             watch->set(whatKey, why);
             watch->set(failedKey, point);

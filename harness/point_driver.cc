@@ -142,8 +142,8 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
   const int me = ext.rank();
   PointOutcome out;
   out.result = json::object();
-  // In the file before the point starts: what a launcher's teardown mid-point leaves behind.
   const std::string resultPath = job.value("result_path", std::string());
+  // In the file before the point starts: what a launcher's teardown mid-point leaves behind.
   if (record && reporter())
     record("the job ended while this point ran: a rank died or the launcher stopped the job "
            "(its log names the rank)", json::object());
@@ -159,9 +159,11 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
     };
   auto watchdog = std::make_unique<ExternalJob::Watchdog>(ext, point, onFailure);
   std::string failure;
+  // Outlives the catch: a failing rank posts its error before its transport closes, so that
+  // the peers' "connection closed" does not come first.
+  Worker w;
   if (me < ranks) {
     try {
-      Worker w;
       w.env.rank = me;
       w.env.worldSize = ranks;
       w.env.localRank = ext.localRankOf(me, ranks);
@@ -181,6 +183,10 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
     out.launch.error = ext.postFailure(point, failure);
     if (me != 0) ext.awaitRecorded();
   } else {
+    // This rank's part is done: its communicator goes before the barrier (users first).
+    w.comm.reset();
+    w.transport.reset();
+    w.store.reset();
     ext.barrier(point + "/done");
     watchdog->stop();
     // Every rank of the point is past it: what the transport left on this node can go.

@@ -212,6 +212,29 @@ TEST(ExternalLaunch, MpirunSweepWritesEveryPoint) {
   std::remove(out.c_str());
 }
 
+TEST(ExternalLaunch, MpirunAllreduceVerifiesExactly) {
+  const std::string mpirun = onPath("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
+  const std::string out = test::tempPath("ext_ar.json");
+  std::vector<std::string> args = mpirunArgs(2);
+  for (const auto& a : {"allreduce", "--algos", "ring,param_server,library", "--bytes", "4K,1M", "--iters", "3",
+                        "--warmup", "1", "--out"})
+    args.push_back(a);
+  args.push_back(out);
+  const CliResult r = runProgram(mpirun, args);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const json doc = readJson(out);
+  ASSERT_EQ(doc.at("allreduce").size(), 6u) << doc.dump();  // 3 algorithms x 2 sizes at N = 2..2
+  for (const auto& p : doc.at("allreduce")) {
+    EXPECT_EQ(p.at("status"), "ok") << p.dump();
+    EXPECT_EQ(p.at("n_gpus"), 2);
+    EXPECT_EQ(p.at("wrong"), 0);
+  }
+  EXPECT_EQ(doc.at("meta").at("launcher"), "mpirun");
+  EXPECT_EQ(countOf(r.out, "# allreduce  algo=ring"), 1u) << r.out;  // rank 0's tables only
+  std::remove(out.c_str());
+}
+
 // Runs `tpbench run` under mpirun -np 2 with TPB_FAULT=`fault`; expects the job to end non-zero
 // within `limitS`, nothing left running, and the point recorded as failed. Returns its error.
 std::string failedJobError(const std::string& fault, const std::string& timeout, double limitS) {
