@@ -39,9 +39,12 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
   cmd->add_option("--nnodes", a->nnodes, "Nodes in the launch (torchrun's meaning)")->capture_default_str();
   cmd->add_option("--node_rank", a->nodeRank, "This node's index")->capture_default_str();
   cmd->add_option("--nproc_per_node", a->nprocPerNode, "Ranks on this node (default: all of --n_gpus)");
-  cmd->add_option("--master_addr", a->masterAddr, "Address of node 0's rendezvous store")->capture_default_str();
+  cmd->add_option("--master_addr", a->masterAddr,
+                  "Address of node 0's rendezvous store (under torchrun, srun or mpirun: wins over MASTER_ADDR)")
+      ->capture_default_str();
   cmd->add_option("--master_port", a->masterPort,
-                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only)")
+                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only; "
+                  "under torchrun, srun or mpirun: wins over MASTER_PORT)")
       ->capture_default_str();
   cmd->callback([&action, a, cmd, commandLine] {
     action = [a, cmd, commandLine] {
