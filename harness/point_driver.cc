@@ -2,16 +2,22 @@
 
 #include <unistd.h>
 
+#include <ATen/Parallel.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 #include "comm/net_iface.h"
 #include "comm/store.h"
 #include "comm/transports.h"
 #include "common/error.h"
+#include "harness/external_job.h"
+#include "record/records.h"
 #include "record/results.h"
 #include "worker/point_sync.h"
 #include "worker/worker.h"
@@ -33,7 +39,22 @@ std::string makeTempDir() {
 
 PointDriver::PointDriver(PointDriverOptions opt)
     : opt_(std::move(opt)), start_(std::chrono::steady_clock::now()) {
-  installInterruptHandlers();
+  external_ = ExternalJob::current();
+  if (external_) {
+    // This process is a rank: signals keep their default action (the launcher's SIGTERM ends it),
+    // a closed pipe fails a write instead of killing; one intra-op and one BLAS thread, as a rank
+    // started by tpbench's own launcher.
+    signal(SIGPIPE, SIG_IGN);
+    at::set_num_threads(1);
+    pinBlasThreads();
+  } else {
+    installInterruptHandlers();
+  }
+  if (external_) {
+    // Before the scratch directory: a refusal from another rank throws out of here.
+    external_->setTimeout(opt_.timeout);
+    external_->join();
+  }
   dir_ = makeTempDir();
   if (opt_.nnodes > 1) {
     host_ = thisHostName();
@@ -75,24 +96,47 @@ json PointDriver::nodeHosts() {
 }
 
 PointDriver::~PointDriver() {
+  if (external_ && external_->joined()) {
+    // Unwinding from an error: tell the other ranks, who would otherwise wait at a barrier.
+    if (std::uncaught_exceptions() > 0) {
+      try {
+        external_->postFailure("end", "rank " + std::to_string(external_->rank()) + " ended with an error");
+      } catch (const std::exception&) {
+      }
+    }
+    external_->leave();
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }
 
-bool PointDriver::interrupted() const { return interruptRequested(); }
+bool PointDriver::interrupted() const { return !external_ && interruptRequested(); }
+
+bool PointDriver::reporter() const { return !external_ || external_->rank() == 0; }
+
+void PointDriver::describe(Meta& m) const {
+  if (external_) {
+    external_->describe(m);
+    return;
+  }
+  m.launcher = "tpbench";
+  m.nodes = opt_.nnodes;
+}
 
 void PointDriver::skip(const std::string& what) {
   ++index_;
-  std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());
+  if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());
 }
 
 PointOutcome PointDriver::run(const std::string& what, json job, const std::string& transport,
-                              int procsPerNode) {
+                              int procsPerNode, int ranks, const FailureRecorder& record) {
   ++index_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, what.c_str());
-  if (launched_ > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / launched_ * (opt_.total - index_ + 1));
-  std::fprintf(stderr, "\n");
+  if (reporter()) {
+    std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, what.c_str());
+    if (launched_ > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / launched_ * (opt_.total - index_ + 1));
+    std::fprintf(stderr, "\n");
+  }
 
   PointOutcome out;
   const std::string jobPath = dir_ + "/job.json";
@@ -105,6 +149,13 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   job["rendezvous_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.rendezvousTimeout).count();
   job["point"] = index_;
   writeFileAtomic(jobPath, job.dump());
+  if (external_) {
+    PointOutcome ext = runExternal(job, transport, ranks > 0 ? ranks : procsPerNode, record);
+    ext.resultPath = out.resultPath;
+    if (reporter() && access(out.resultPath.c_str(), R_OK) == 0) ext.result = readJsonFile(out.resultPath);
+    ++launched_;
+    return ext;
+  }
 
   LaunchSpec spec;
   spec.nprocPerNode = procsPerNode;
@@ -137,6 +188,72 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
 
   out.result = json::object();
   if (access(out.resultPath.c_str(), R_OK) == 0) out.result = readJsonFile(out.resultPath);
+  return out;
+}
+
+PointOutcome PointDriver::runExternal(const json& job, const std::string& transport, int ranks,
+                                      const FailureRecorder& record) {
+  ExternalJob& ext = *external_;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string point = "p" + std::to_string(index_);
+  const int me = ext.rank();
+  PointOutcome out;
+  out.result = json::object();
+  const std::string resultPath = job.value("result_path", std::string());
+  // In the file before the point starts: what a launcher's teardown mid-point leaves behind.
+  if (record && reporter())
+    record("the job ended while this point ran: a rank died or the launcher stopped the job "
+           "(its log names the rank)", json::object());
+  std::function<void(const std::string&)> onFailure;
+  if (record && reporter())
+    onFailure = [record, resultPath](const std::string& why) {
+      json partial = json::object();
+      try {
+        if (access(resultPath.c_str(), R_OK) == 0) partial = readJsonFile(resultPath);
+      } catch (const std::exception&) {
+      }
+      record(why, partial);
+    };
+  auto watchdog = std::make_unique<ExternalJob::Watchdog>(ext, point, onFailure);
+  std::string failure;
+  // Outlives the catch: a failing rank posts its error before its transport closes, so that
+  // the peers' "connection closed" does not come first.
+  Worker w;
+  if (me < ranks) {
+    try {
+      w.env.rank = me;
+      w.env.worldSize = ranks;
+      w.env.localRank = ext.localRankOf(me, ranks);
+      w.env.localWorldSize = ext.localSizeOf(me, ranks);
+      w.env.masterAddr = ext.masterAddr();
+      w.env.runId = ext.runId() + "-" + point;  // store keys and shm names of this point only
+      w.store = Store::connect(ext.masterAddr(), ext.masterPort(), opt_.timeout);
+      connectWorker(w, job, job.value("job_path", std::string("job")), bindAddress(ext.masterAddr()).address);
+      jobKindOf(job, "job")(w, job);
+    } catch (const std::exception& e) {
+      failure = "rank " + std::to_string(me) + ": " + e.what();
+    }
+  }
+  if (!failure.empty()) {
+    watchdog->stop();
+    std::fprintf(stderr, "%s\n", failure.c_str());
+    out.launch.error = ext.postFailure(point, failure);
+    if (me != 0) ext.awaitRecorded();
+  } else {
+    // This rank's part is done: its communicator goes before the barrier (users first).
+    w.comm.reset();
+    w.transport.reset();
+    w.store.reset();
+    ext.barrier(point + "/done");
+    watchdog->stop();
+    // Every rank of the point is past it: what the transport left on this node can go.
+    if (me < ranks && ext.localRankOf(me, ranks) == 0) {
+      if (const auto& cleanup = findTransport(transport).cleanup) cleanup(ext.runId() + "-" + point, ranks);
+    }
+  }
+  out.launch.ok = failure.empty();
+  out.launch.runId = ext.runId() + "-" + point;
+  out.launch.wallSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 

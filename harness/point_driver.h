@@ -14,11 +14,19 @@
 // every point's keys live under "tpb/<k>/" (worker/point_sync.h), k being the point's index,
 // the same on every node because every node runs the same command. Each driver registers its
 // node's host name and address there (nodeHosts()).
+//
+// Under an external launcher (harness/external_job.h: torchrun, srun, mpirun) the same driver
+// joins the job instead: the constructor joins, run() runs the point in-process on ranks
+// 0..ranks-1 while the others wait at the point's barrier, and only rank 0 (the reporter)
+// prints progress and reads the result. Before a point starts, rank 0's `record` saves it as
+// failed, so a job the launcher tears down mid-point leaves that in the results file; the real
+// outcome replaces it when the point ends.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,6 +51,13 @@ struct PointDriverOptions {
   std::string iface;
 };
 
+// Saves the point in flight as failed with `error` and what rank 0 of the point had written
+// so far (`partial`, an empty object when nothing): rank 0 under an external launcher.
+using FailureRecorder = std::function<void(const std::string& error, const nlohmann::json& partial)>;
+
+class ExternalJob;
+struct Meta;
+
 struct PointOutcome {
   LaunchResult launch;
   nlohmann::json result;   // what rank 0 wrote; an empty object when it wrote nothing
@@ -58,12 +73,21 @@ class PointDriver {
 
   // True once SIGINT, SIGTERM or SIGHUP arrived: start no more points.
   bool interrupted() const;
+  // The job this driver joined, or nullptr when it launches its own ranks.
+  ExternalJob* external() const { return external_; }
+  // Prints progress and tables and writes results: always under tpbench's own launcher; rank 0
+  // only under an external one.
+  bool reporter() const;
+  // meta.launcher, nodes, ranks_per_node, hosts.
+  void describe(Meta& m) const;
   // Counts a point that is not launched (skipped, already done) and prints "[k/total] <what>".
   void skip(const std::string& what);
-  // Counts and launches one point of `procsPerNode` ranks per node over `transport`. `job` is the
-  // kind-specific part; the driver adds transport, result_path, job_path and comm_timeout_ms.
+  // Counts and launches one point of `procsPerNode` ranks per node over `transport` (under an
+  // external launcher: runs it on ranks 0..ranks-1). `job` is the kind-specific part; the
+  // driver adds transport, result_path, job_path and comm_timeout_ms. An external job's first
+  // failed point ends the command on every rank: the runner records it and stops.
   PointOutcome run(const std::string& what, nlohmann::json job, const std::string& transport,
-                   int procsPerNode);
+                   int procsPerNode, int ranks = 0, const FailureRecorder& record = {});
   // Several nodes: [{"node_rank", "host", "address"}] of the nodes that joined so far (results
   // meta.node_hosts); one node: [] .
   nlohmann::json nodeHosts();
@@ -73,7 +97,11 @@ class PointDriver {
   // cannot be reached within the rendezvous timeout.
   Store& sharedStore();
 
+  PointOutcome runExternal(const nlohmann::json& job, const std::string& transport, int ranks,
+                           const FailureRecorder& record);
+
   PointDriverOptions opt_;
+  ExternalJob* external_ = nullptr;
   std::unique_ptr<Store> store_;
   std::string host_, address_;
   std::string dir_;

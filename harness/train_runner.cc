@@ -9,6 +9,7 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "harness/device_choice.h"
+#include "harness/external_job.h"
 #include "harness/point_driver.h"
 #include "core/registry.h"
 #include "harness/meta.h"
@@ -107,12 +108,20 @@ int runTraining(const TrainRunOptions& opt) {
     TPB_THROW(UsageError, "--node_rank: must be in 0.." << opt.nnodes - 1 << ", got " << opt.nodeRank);
   if (opt.nnodes > 1 && opt.masterPort == 0)
     TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
+  // Under torchrun, srun or mpirun this process is one rank of a job of W: a point needs at
+  // most W ranks, and each rank drives the GPU of its LOCAL_RANK.
+  ExternalJob* ext = ExternalJob::current();
   int gpusNeeded = 1;
   for (const auto& p : opt.points) {
     const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-    if (s.unsupported(Device::Cpu, p.cfg.nGpus).empty())  // the rest are skipped with a reason
-      gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg, opt.nprocPerNode));
+    if (!s.unsupported(Device::Cpu, p.cfg.nGpus).empty()) continue;  // skipped with a reason
+    gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg, opt.nprocPerNode));
+    if (ext && s.processes(p.cfg.nGpus) > ext->worldSize())
+      TPB_THROW(UsageError, "--n_gpus: " << s.name << " N=" << p.cfg.nGpus << " needs " << s.processes(p.cfg.nGpus)
+                                         << " ranks, the job " << ext->env().launcher << " started has "
+                                         << ext->worldSize());
   }
+  if (ext) gpusNeeded = std::min(gpusNeeded, ext->env().localWorldSize);
   // Resolved once, before anything is launched: no GPU, or fewer than a point needs on this
   // node, is one usage error (auto falls back to the CPU only when no GPU is usable at all).
   const Device device = chooseDevice(opt.device, gpusNeeded);
@@ -122,17 +131,17 @@ int runTraining(const TrainRunOptions& opt) {
       TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceText << ": " << why);
   }
 
+  // Rank 0 alone writes results under an external launcher; the file is created once every
+  // rank has passed its checks (the driver's join).
+  const bool writer = !ext || ext->rank() == 0;
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until every point is saved
-  if (!opt.out.empty()) {
+  if (!opt.out.empty() && writer) {
     checkWritable("--out", opt.out);
     outLock = std::make_unique<OutLock>("--out", opt.out);
-    if (opt.resume && std::filesystem::exists(opt.out)) {
+    if (opt.resume && std::filesystem::exists(opt.out))
       results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
-    } else {
-      results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, collectMeta(opt.command)));
-    }
-  } else if (opt.resume) {
+  } else if (opt.out.empty() && opt.resume) {
     TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
   }
 
@@ -146,9 +155,19 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.rendezvousTimeout = opt.rendezvousTimeout;
   dopt.iface = opt.iface;
   PointDriver driver(dopt);
-  // Node 0 alone writes results and prints the table; the other nodes print their own ranks'
-  // outcome per point.
-  const bool reporter = opt.nodeRank == 0;
+  if (!opt.out.empty() && writer && !results) {
+    Meta meta = collectMeta(opt.command);
+    driver.describe(meta);
+    if (!ext) {
+      if (opt.nprocPerNode > 0) meta.ranksPerNode = opt.nprocPerNode;
+      if (opt.nnodes == 1) meta.hosts = std::vector<std::string>{*meta.host};
+    }
+    results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, std::move(meta)));
+  }
+  // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
+  // wrote, writes results and prints the table; the other nodes print their own ranks' outcome
+  // per point, the other ranks of an external job only their errors.
+  const bool reporter = driver.reporter() && opt.nodeRank == 0;
   int rc = 0;
   struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
   std::vector<Row> rows;
@@ -158,8 +177,9 @@ int runTraining(const TrainRunOptions& opt) {
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
     const int procs = strategy.processes(cfg.nGpus);
-    const int perNode = opt.nprocPerNode > 0 ? opt.nprocPerNode : procs;
-    const int world = perNode * opt.nnodes;
+    // Under an external launcher the point's ranks are the job's first `procs`, wherever they are.
+    const int perNode = ext ? ext->maxLocalSizeOf(procs) : opt.nprocPerNode > 0 ? opt.nprocPerNode : procs;
+    const int world = ext ? procs : perNode * opt.nnodes;
     const std::string transport =
         opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
     TrainConfig canonical = cfg;
@@ -170,11 +190,16 @@ int runTraining(const TrainRunOptions& opt) {
     const std::string name = strategy.name + " N=" + std::to_string(cfg.nGpus);
     const std::string shortName = name + " b=" + std::to_string(cfg.batchSize);  // skip lines
 
-    if (results && opt.resume) {
-      const auto& runs = results->runs();
-      const bool have = std::any_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
-        return r.config == run.config && r.status != "failed";
-      });
+    if (opt.resume) {
+      bool have = false;
+      if (results) {
+        const auto& runs = results->runs();
+        have = std::any_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
+          return r.config == run.config && r.status != "failed";
+        });
+      }
+      // Only rank 0 holds the file: it tells the others which points it has.
+      if (ext) have = ext->fromRank0("resume/" + std::to_string(&point - opt.points.data()), have ? "1" : "0") == "1";
       if (have) {
         driver.skip(shortName + ": already in " + opt.out + ", skipped (--resume)");
         continue;
@@ -189,6 +214,18 @@ int runTraining(const TrainRunOptions& opt) {
           !t.empty() && world > 1)
         why = "transport " + transport + ": " + t;
     }
+    // The results file holds every point once: a rerun of a failed point replaces it.
+    auto save = [&](const RunRecord& r) {
+      if (!results || !reporter) return;
+      if (opt.nnodes > 1) results->meta().extra["node_hosts"] = driver.nodeHosts();
+      auto& runs = results->runs();
+      runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& o) { return o.config == r.config; }),
+                 runs.end());
+      results->addRun(r);
+      updateScalingEfficiency(results->runs());
+      results->save();
+    };
+    bool jobEnds = false;  // an external job's failed point ends the command on every rank
     if (!why.empty()) {
       run.status = "skipped";
       run.error = why;
@@ -196,18 +233,27 @@ int runTraining(const TrainRunOptions& opt) {
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
     } else {
       const json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
+      // Saves the point as failed (external launchers: before it starts, and from the watchdog).
+      const FailureRecorder recordFailed = [&, failed = run](const std::string& error, const json& partial) mutable {
+        bool done = false;
+        failed.status = "failed";
+        failed.error = error;
+        failed.epochs = readEpochs(partial, "result of the point in flight", done);
+        failed.summary = RunSummary::of(failed.epochs);
+        save(failed);
+      };
       const PointOutcome po = driver.run(
           name + " batch " + std::to_string(cfg.batchSize) + " train_size " + std::to_string(cfg.trainSize) +
               " epochs " + std::to_string(cfg.epochs) + " over " + (procs > 1 ? transport : "one process"),
-          job, transport, perNode);
+          job, transport, perNode, procs, recordFailed);
       const LaunchResult& lr = po.launch;
 
       bool complete = false;
       run.epochs = readEpochs(po.result, po.resultPath, complete);
-      if (lr.ok && (complete || opt.nodeRank != 0)) {
+      if (lr.ok && (complete || !reporter)) {
         run.status = "ok";
         // Ranks that exit cleanly after training on nothing measured nothing: not "ok".
-        if (std::string none = run.nothingMeasured(); !none.empty() && opt.nodeRank == 0) {
+        if (std::string none = run.nothingMeasured(); !none.empty() && reporter) {
           run.status = "failed";
           run.error = none + " (check --train_size, --batch_size, --max_steps)";
         }
@@ -217,8 +263,10 @@ int runTraining(const TrainRunOptions& opt) {
       }
       if (!run.ok()) {
         rc = 1;
-        std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
-      } else if (!reporter) {
+        jobEnds = ext != nullptr;
+        if (driver.reporter())
+          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
+      } else if (!ext && opt.nodeRank != 0) {
         std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.name.c_str(), cfg.nGpus,
                     cfg.batchSize, opt.nodeRank, opt.nodeRank * perNode, (opt.nodeRank + 1) * perNode - 1,
                     lr.wallSeconds);
@@ -231,16 +279,8 @@ int runTraining(const TrainRunOptions& opt) {
                       std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
       if (lr.interrupted) rc = 130;
     }
-    if (results && reporter) {
-      if (opt.nnodes > 1) results->meta().extra["node_hosts"] = driver.nodeHosts();
-      auto& runs = results->runs();
-      // A rerun of a failed point replaces it.
-      runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.config == run.config; }),
-                 runs.end());
-      results->addRun(run);
-      updateScalingEfficiency(results->runs());
-      results->save();
-    }
+    save(run);
+    if (jobEnds) break;
   }
 
   if (!rows.empty() && reporter) {

@@ -60,6 +60,11 @@ json Meta::toJson() const {
   putIfSet(j, "gloo", gloo);
   putIfSet(j, "build_type", buildType);
   putIfSet(j, "command", command);
+  putIfSet(j, "launcher", launcher);
+  putIfSet(j, "nodes", nodes);
+  putIfSet(j, "ranks_per_node", ranksPerNode);
+  putIfSet(j, "hosts", hosts);
+  putIfSet(j, "world_size", worldSize);
   return j;
 }
 
@@ -84,8 +89,18 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.gloo = optStr(in, "gloo");
   m.buildType = optStr(in, "build_type");
   m.command = optStr(in, "command");
+  m.launcher = optStr(in, "launcher");
+  m.nodes = optInteger(in, "nodes", 1, kMaxRanks);
+  m.ranksPerNode = optInteger(in, "ranks_per_node", 1, kMaxRanks);
+  m.worldSize = optInteger(in, "world_size", 1, kMaxRanks);
+  if (const auto h = in.find("hosts")) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < h->size(); ++i) names.push_back((*h)[i].str());
+    m.hosts = std::move(names);
+  }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
-                            "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command"});
+                            "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
+                            "launcher", "nodes", "ranks_per_node", "hosts", "world_size"});
   return m;
 }
 

@@ -34,6 +34,12 @@ struct Meta {
   std::optional<std::vector<std::string>> gpus;
   std::optional<std::string> driver, cuda, nccl;
   std::optional<std::string> libtorch, gloo, buildType, command;
+  // Who started the ranks and where: "tpbench", "torchrun", "slurm" or "mpirun"; the nodes, the
+  // ranks on each (absent when it varies), the host names of the nodes and the job's world size
+  // (absent for tpbench's own launcher, whose points choose their own). Absent in older files.
+  std::optional<std::string> launcher;
+  std::optional<long long> nodes, ranksPerNode, worldSize;
+  std::optional<std::vector<std::string>> hosts;
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;

@@ -1,9 +1,12 @@
 // tests/cli_util.h — runs the tpbench binary as a user would and captures what it says.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,9 +54,10 @@ inline std::string testTag() { return "TPB_TEST_PROCESS=" + std::to_string(getpi
 // the child leads a process group of its own (pgid = pid), so kill(-pid, sig) reaches it and
 // everything it starts, as a terminal's or a job scheduler's signal would, and not the test.
 using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done)>;
-inline CliResult runCli(const std::vector<std::string>& args,
-                        const std::vector<std::pair<std::string, std::string>>& env = {},
-                        const DuringRun& duringRun = nullptr, bool ownProcessGroup = false) {
+// runCli for any program (`program` is a path): a launcher such as mpirun that starts tpbench.
+inline CliResult runProgram(const std::string& program, const std::vector<std::string>& args,
+                            const std::vector<std::pair<std::string, std::string>>& env = {},
+                            const DuringRun& duringRun = nullptr, bool ownProcessGroup = false) {
   int outPipe[2], errPipe[2];
   if (pipe(outPipe) != 0 || pipe(errPipe) != 0) return {};
   const auto t0 = std::chrono::steady_clock::now();
@@ -67,10 +71,10 @@ inline CliResult runCli(const std::vector<std::string>& args,
     close_range(3, ~0U, 0);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     setenv("TPB_TEST_PROCESS", std::to_string(getppid()).c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(TPB_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(program.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(TPB_BINARY, argv.data());
+    execv(program.c_str(), argv.data());
     _exit(127);
   }
   close(outPipe[1]);
@@ -103,6 +107,12 @@ inline CliResult runCli(const std::vector<std::string>& args,
   r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+inline CliResult runCli(const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env = {},
+                        const DuringRun& duringRun = nullptr, bool ownProcessGroup = false) {
+  return runProgram(TPB_BINARY, args, env, duringRun, ownProcessGroup);
 }
 
 // Pids of live tpbench worker processes started through this test process's runCli (whatever
@@ -165,6 +175,19 @@ inline void expectAllRefused(const std::vector<std::string>& base, const std::ve
     expectRefusedUpFront(runCli(args, c.env), c.mustMention);
     EXPECT_TRUE(workerPids().empty()) << joined << ": launched workers despite bad input";
   }
+}
+
+// A loopback TCP port nothing listens on now (free a moment ago: good enough for tests).
+inline int freePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
 }
 
 inline std::string tempPath(const std::string& name) {

@@ -214,20 +214,8 @@ TEST(TrainCli, DuplicateListEntriesRunOnce) {
   std::remove(out.c_str());
 }
 
-int freePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
 TEST(TrainCli, TwoNodesOnOneMachineTrainLikeOneNode) {
-  const std::string port = std::to_string(freePort());
+  const std::string port = std::to_string(test::freePort());
   const std::vector<std::string> common = {"run", "--strategy", "ring_all_reduce", "--n_gpus", "4",
                                            "--batch_size", "32", "--epochs", "1", "--train_size", "4096",
                                            "--test_size", "1000"};

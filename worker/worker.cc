@@ -13,41 +13,31 @@
 #include "common/run_id.h"
 #include "record/results.h"
 #include "worker/allreduce_job.h"
+#include "worker/launch_env.h"
 #include "worker/point_sync.h"
 #include "worker/train_job.h"
 
 namespace tpb {
 
-namespace {
-
-int envInt(const char* name, bool required, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) {
-    if (required)
-      TPB_THROW(Error, name << " is not set: a worker is started by `tpbench` (or torchrun) with "
-                               "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
-    return fallback;
-  }
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > 1 << 20) TPB_THROW(Error, name << "='" << v << "' is not a valid number");
-  return static_cast<int>(x);
-}
-
-}  // namespace
-
 WorkerEnv WorkerEnv::fromEnvironment() {
+  std::optional<LaunchEnv> found;
+  try {
+    found = detectLaunchEnv(environmentMap());
+  } catch (const UsageError& e) {
+    TPB_THROW(Error, e.what());  // inside a rank it is a failure of the launch, not bad input
+  }
+  if (!found)
+    TPB_THROW(Error, "no rank of a job: a worker is started by `tpbench` (or torchrun, srun, mpirun) with "
+                     "RANK and WORLD_SIZE (or their launcher's names), MASTER_ADDR and MASTER_PORT");
   WorkerEnv e;
-  e.rank = envInt("RANK", true, 0);
-  e.worldSize = envInt("WORLD_SIZE", true, 1);
-  e.localRank = envInt("LOCAL_RANK", false, e.rank);
-  e.localWorldSize = envInt("LOCAL_WORLD_SIZE", false, e.worldSize);
-  const char* addr = std::getenv("MASTER_ADDR");
-  if (!addr || !*addr) TPB_THROW(Error, "MASTER_ADDR is not set");
-  e.masterAddr = addr;
-  e.masterPort = static_cast<std::uint16_t>(envInt("MASTER_PORT", true, 0));
+  e.rank = found->rank;
+  e.worldSize = found->worldSize;
+  e.localRank = found->localRank;
+  e.localWorldSize = found->localWorldSize;
+  if (found->masterAddr.empty()) TPB_THROW(Error, "MASTER_ADDR is not set");
+  e.masterAddr = found->masterAddr;
+  e.masterPort = static_cast<std::uint16_t>(found->masterPort > 0 ? found->masterPort : defaultMasterPort(*found));
   if (const char* id = std::getenv("TPB_RUN_ID")) e.runId = id;
-  TPB_CHECK(e.rank < e.worldSize, "RANK " << e.rank << " is not below WORLD_SIZE " << e.worldSize);
   return e;
 }
 
@@ -76,6 +66,31 @@ void pinBlasThreads() {
   if (auto* f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
 }
 
+void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobPath, const std::string& bindHost) {
+  const auto timeout = std::chrono::milliseconds(job.value("comm_timeout_ms", 60000));
+  // The launcher resolved --device (auto included) before writing the job.
+  const std::string deviceText = job.value("device", "cpu");
+  if (deviceText != "cpu" && deviceText != "cuda")
+    TPB_THROW(Error, "job file " << jobPath << ": device '" << deviceText << "' is not cpu or cuda");
+  const Device device = deviceText == "cuda" ? Device::Cuda : Device::Cpu;
+  const std::string transportName = job.value("transport", "shm");
+  TransportArgs args{*w.store, w.env.runId, bindHost, w.env.rank, w.env.worldSize,
+                     w.env.localWorldSize, device, timeout, w.env.localRank};
+  const TransportInfo& info = findTransport(transportName);
+  if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
+    TPB_THROW(Error, "transport " << transportName << ": " << why);
+  w.transport = info.make(args);
+  markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
+  w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, bindHost, w.env.runId, {}});
+}
+
+const JobFn& jobKindOf(const nlohmann::json& job, const std::string& jobPath) {
+  const std::string kind = job.value("kind", "");
+  const auto it = jobKinds().find(kind);
+  if (it == jobKinds().end()) TPB_THROW(Error, "job file " << jobPath << ": unknown kind '" << kind << "'");
+  return it->second;
+}
+
 int workerMain(const std::string& jobPath) {
   Worker w;
   std::string prefix = pointPrefix(-1);
@@ -85,9 +100,7 @@ int workerMain(const std::string& jobPath) {
     at::set_num_threads(1);
     pinBlasThreads();
     const nlohmann::json job = readJsonFile(jobPath);
-    const std::string kind = job.value("kind", "");
-    const auto it = jobKinds().find(kind);
-    if (it == jobKinds().end()) TPB_THROW(Error, "job file " << jobPath << ": unknown kind '" << kind << "'");
+    const JobFn& run = jobKindOf(job, jobPath);
 
     w.env = WorkerEnv::fromEnvironment();
     self.rank = w.env.rank;
@@ -111,21 +124,8 @@ int workerMain(const std::string& jobPath) {
       if (w.env.rank == 0) w.store->set(prefix + "run_id", makeRunId());
       w.env.runId = w.store->get(prefix + "run_id");
     }
-    // The launcher resolved --device (auto included) before writing the job.
-    const std::string deviceText = job.value("device", "cpu");
-    if (deviceText != "cpu" && deviceText != "cuda")
-      TPB_THROW(Error, "job file " << jobPath << ": device '" << deviceText << "' is not cpu or cuda");
-    const Device device = deviceText == "cuda" ? Device::Cuda : Device::Cpu;
-    const std::string transportName = job.value("transport", "shm");
-    TransportArgs args{*w.store, w.env.runId, local.address, w.env.rank, w.env.worldSize,
-                       w.env.localWorldSize, device, timeout, w.env.localRank};
-    const TransportInfo& info = findTransport(transportName);
-    if (std::string why = info.unsupported(device, w.env.worldSize, w.env.localWorldSize); !why.empty())
-      TPB_THROW(Error, "transport " << transportName << ": " << why);
-    w.transport = info.make(args);
-    markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
-    w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, local.address, w.env.runId, {}});
-    it->second(w, job);
+    connectWorker(w, job, jobPath, local.address);
+    run(w, job);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;

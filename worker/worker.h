@@ -41,6 +41,18 @@ const std::map<std::string, JobFn>& jobKinds();
 // Entry point of `tpbench worker`; returns the process exit code.
 int workerMain(const std::string& jobPath);
 
+// Builds w.transport and w.comm for rank w.env over w.store, with the job's device, transport
+// and comm_timeout_ms: what every rank does before running its job, in `tpbench worker` and in
+// a `tpbench run|sweep|allreduce` started as one rank by torchrun, srun or mpirun. The rank's
+// sockets bind to `bindHost`: this host's address towards MASTER_ADDR (comm/net_iface.h).
+void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobPath, const std::string& bindHost);
+
+// The job kind's function (Error naming the file when unknown).
+const JobFn& jobKindOf(const nlohmann::json& job, const std::string& jobPath);
+
+// Pins OpenBLAS to one thread (looked up at run time: the BLAS is the system's choice).
+void pinBlasThreads();
+
 // Reads a JSON file the launcher or rank 0 wrote (a job, a point's result), with the path in any
 // error (tpb::Error). Opened close-on-exec, and bounded like a results file.
 nlohmann::json readJsonFile(const std::string& path);

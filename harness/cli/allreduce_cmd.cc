@@ -5,6 +5,7 @@
 #include "harness/cli/commands.h"
 #include "harness/range.h"
 #include "core/registry.h"
+#include "harness/external_job.h"
 
 namespace tpb::cli {
 
@@ -26,7 +27,7 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
       "measurements (algos x n_gpus x bytes); repeated values in a list (ring,ring; 4K,4K; 2..4,4) count once.");
   cmd->add_option("--algos", a->algos, "Comma list of algorithms, or 'all' (see `tpbench list`)")
       ->capture_default_str();
-  cmd->add_option("--n_gpus", a->nGpus, "Ranks per run: 4, 1..8, 2..8:x2 or 1,2,4,8")->capture_default_str();
+  cmd->add_option("--n_gpus", a->nGpus, "Ranks per run: 4, 1..8, 2..8:x2 or 1,2,4,8 (under torchrun, srun or mpirun: 2..W)")->capture_default_str();
   cmd->add_option("--bytes", a->bytes, "Message sizes, whole float32 elements (multiples of 4): 4K..64M (x2 steps), 1M..64M:x4 or 1M,16M")
       ->capture_default_str();
   cmd->add_option("--iters", a->iters, "Timed iterations per size")->capture_default_str();
@@ -48,6 +49,8 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
       checkGivenNotEmpty(cmd, "--transport", a->transport);
       AllreduceBenchOptions o;
       o.algos = withoutDuplicates(a->algos == "all" ? allreduceNames() : splitList(a->algos));
+      if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
+        a->nGpus = externalDefaultRanks("allreduce", ext->worldSize());
       o.nGpus = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       o.bytes = parseByteRange("--bytes", a->bytes, 4, std::size_t(1) << 34);
       o.iters = a->iters;

@@ -6,10 +6,40 @@
 #include "common/error.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
+#include "harness/external_job.h"
 
 #ifndef TPB_VERSION
 #define TPB_VERSION "unknown"
 #endif
+
+namespace {
+
+// `run`, `sweep` and `allreduce` may be one rank of a torchrun, srun or mpirun job.
+bool gRankCommand = false;
+
+// Under torchrun, srun or mpirun every rank refuses the same input: only rank 0 says so.
+bool quietRank() {
+  if (!gRankCommand) return false;
+  try {
+    const tpb::ExternalJob* job = tpb::ExternalJob::current();
+    return job && job->rank() != 0;
+  } catch (const std::exception&) {
+    return false;  // a malformed environment: every rank says so
+  }
+}
+
+// A rank that refused its input before joining the job tells the others, so that every rank
+// exits 2 instead of waiting for it.
+void refuseToJob(const std::string& msg) {
+  if (!gRankCommand) return;
+  try {
+    if (tpb::ExternalJob* job = tpb::ExternalJob::current(); job && !job->joined()) job->join(msg);
+  } catch (const std::exception&) {
+    // join throws the refusal back (or cannot reach the store): exit 2 either way
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string commandLine;
@@ -28,6 +58,10 @@ int main(int argc, char** argv) {
   tpb::cli::addWorker(app, action);
   tpb::cli::checkIntegerOptions(app);
 
+  if (argc > 1) {
+    const std::string sub = argv[1];
+    gRankCommand = sub == "run" || sub == "sweep" || sub == "allreduce";
+  }
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
@@ -45,7 +79,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tpbench: " << e.what() << " (see --help)" << std::endl;
+    if (!quietRank()) std::cerr << "tpbench: " << e.what() << " (see --help)" << std::endl;
     return 2;
   }
   try {
@@ -54,7 +88,8 @@ int main(int argc, char** argv) {
     // Bad input is the user's to fix: the "[file:line] " of the check that caught it is noise.
     std::string msg = e.what();
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
-    std::cerr << "tpbench: " << msg << std::endl;
+    refuseToJob(msg);
+    if (!quietRank()) std::cerr << "tpbench: " << msg << std::endl;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "tpbench: error: " << e.what() << std::endl;

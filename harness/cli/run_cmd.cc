@@ -5,6 +5,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/train_flags.h"
 #include "core/registry.h"
+#include "harness/external_job.h"
 
 namespace tpb::cli {
 
@@ -22,7 +23,9 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
                   "single, param_server (N=1: the server trains alone), ring_all_reduce, allreduce, ddp "
                   "(= ring_all_reduce_builtin), data_parallel (= param_server_builtin)")
       ->capture_default_str();
-  cmd->add_option("--n_gpus", a->nGpus, "Devices (ranks on CPU; data_parallel: replicas in one process)")
+  cmd->add_option("--n_gpus", a->nGpus,
+                  "Devices (ranks on CPU; data_parallel: replicas in one process); under torchrun, srun or "
+                  "mpirun: the job's world size")
       ->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Batch size per device")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all; at most the dataset's size)")
@@ -34,6 +37,8 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       TrainRunOptions o;
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
+      if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
+        a->nGpus = std::stoi(externalDefaultRanks("run", ext->worldSize()));
       TrainPoint p;
       p.cfg = baseConfig(a->f);
       p.cfg.strategy = findStrategy("--strategy", a->strategy).name;

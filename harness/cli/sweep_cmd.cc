@@ -6,6 +6,7 @@
 #include "harness/cli/train_flags.h"
 #include "harness/range.h"
 #include "core/registry.h"
+#include "harness/external_job.h"
 
 namespace tpb::cli {
 
@@ -24,7 +25,7 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
       "1..4,2; an alias and its name) count once, so no point runs twice. The results file is rewritten "
       "after every point.");
   cmd->add_option("--strategies", a->strategies, "all, or a comma list of strategies")->capture_default_str();
-  cmd->add_option("--n_gpus", a->nGpus, "Devices: 1..8, 1,2,4 or 2..8:x2")->capture_default_str();
+  cmd->add_option("--n_gpus", a->nGpus, "Devices: 1..8, 1,2,4 or 2..8:x2 (under torchrun, srun or mpirun: 1..W)")->capture_default_str();
   cmd->add_option("--batch_size", a->batch, "Per-device batch sizes: 32,64,128")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize,
                   "Training-set sizes, e.g. 6000,15000,60000 (0: all; at most the dataset's size)")
@@ -47,6 +48,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
         if (names.empty()) TPB_THROW(UsageError, "--strategies: no strategy given");
       }
       names = withoutDuplicates(names);
+      if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
+        a->nGpus = externalDefaultRanks("sweep", ext->worldSize());
       const auto ns = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       const auto batches = parseIntRange("--batch_size", a->batch, 1, 1 << 20);
       const auto sizes = parseIntRange("--train_size", a->trainSize, 0, 1LL << 40);

@@ -1,5 +1,9 @@
 #include "harness/cli/train_flags.h"
 
+#include <optional>
+
+#include "harness/cli/cli_checks.h"
+#include "harness/external_job.h"
 #include "workload/model.h"
 
 namespace tpb::cli {
@@ -31,10 +35,13 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--node_rank", f.nodeRank, "This node's index (node 0 hosts the store, writes --out, prints the table)")
       ->capture_default_str();
   cmd->add_option("--nproc_per_node", f.nprocPerNode, "Ranks on this node (default: all of --n_gpus)");
-  cmd->add_option("--master_addr", f.masterAddr, "Address of node 0's rendezvous store (an address of node 0)")
+  cmd->add_option("--master_addr", f.masterAddr,
+                  "Address of node 0's rendezvous store (an address of node 0; under torchrun, srun or mpirun: "
+                  "wins over MASTER_ADDR)")
       ->capture_default_str();
   cmd->add_option("--master_port", f.masterPort,
-                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only)")
+                  "Port of node 0's rendezvous store, 1..65535 and free on node 0 (0: pick one; one node only; "
+                  "under torchrun, srun or mpirun: wins over MASTER_PORT)")
       ->capture_default_str();
   cmd->add_option("--rendezvous_timeout", f.rendezvousTimeout,
                   "Seconds the ranks of a point wait for each other (and another node for node 0's store); "
@@ -69,13 +76,23 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   o.transport = f.transport;
   o.out = f.out;
   o.timeout = std::chrono::seconds(f.timeout);
+  o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
+  o.iface = f.iface;
+  if (ExternalJob* ext = ExternalJob::current()) {
+    // One rank of torchrun's, srun's or mpirun's job: the launcher made the layout, and the
+    // layout flags, where given, must agree with it; --master_addr/--master_port win over the
+    // environment's.
+    auto given = [cmd](const std::string& flag, int v) { return cmd->count(flag) ? std::optional<int>(v) : std::nullopt; };
+    checkLayoutFlags(ext->env(), given("--nnodes", f.nnodes), given("--node_rank", f.nodeRank),
+                     given("--nproc_per_node", f.nprocPerNode));
+    ext->overrideMaster(cmd->count("--master_addr") ? f.masterAddr : "", f.masterPort);
+    return;
+  }
   o.nnodes = f.nnodes;
   o.nodeRank = f.nodeRank;
   o.nprocPerNode = f.nprocPerNode;
   o.masterAddr = f.masterAddr;
   o.masterPort = static_cast<std::uint16_t>(f.masterPort);
-  o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
-  o.iface = f.iface;
 }
 
 }  // namespace tpb::cli

@@ -1,0 +1,283 @@
+#include "harness/external_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/error.h"
+#include "common/run_id.h"
+
+namespace tpb {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+std::string thisHost() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "unknown";
+  return buf;
+}
+
+// Ends this rank at once with exit 1: the launcher sees a failed rank and ends the job.
+[[noreturn]] void endRank(int rank, const std::string& why) {
+  std::fprintf(stderr, "rank %d: %s\n", rank, why.c_str());
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+void checkLayoutFlags(const LaunchEnv& env, std::optional<int> nnodes, std::optional<int> nodeRank,
+                      std::optional<int> nprocPerNode) {
+  const std::string by = " (this process is rank " + std::to_string(env.rank) + " of " +
+                         std::to_string(env.worldSize) + " started by " + env.launcher + ")";
+  if (nnodes && env.nodes > 0 && *nnodes != env.nodes)
+    TPB_THROW(UsageError, "--nnodes " << *nnodes << " disagrees with the " << env.nodes << " nodes of the job" << by);
+  if (nodeRank && env.nodeRank >= 0 && *nodeRank != env.nodeRank)
+    TPB_THROW(UsageError, "--node_rank " << *nodeRank << " disagrees with this node's index " << env.nodeRank << by);
+  if (nprocPerNode && *nprocPerNode != env.localWorldSize)
+    TPB_THROW(UsageError, "--nproc_per_node " << *nprocPerNode << " disagrees with the " << env.localWorldSize
+                                              << " ranks the launcher started on this node" << by);
+}
+
+std::string externalDefaultRanks(const std::string& command, int worldSize) {
+  const std::string w = std::to_string(worldSize);
+  if (command == "run" || worldSize == 1) return w;
+  return (command == "allreduce" ? "2.." : "1..") + w;
+}
+
+ExternalJob* ExternalJob::current() {
+  // Detected once; a malformed environment throws on every call (each caller reports it).
+  static std::unique_ptr<ExternalJob> job = [] {
+    const std::optional<LaunchEnv> env = detectLaunchEnv(environmentMap());
+    return env ? std::unique_ptr<ExternalJob>(new ExternalJob(*env)) : nullptr;
+  }();
+  return job.get();
+}
+
+ExternalJob::ExternalJob(LaunchEnv env) : env_(std::move(env)) {
+  masterAddr_ = env_.masterAddr;
+  masterPort_ = env_.masterPort > 0 ? env_.masterPort : defaultMasterPort(env_);
+  prefix_ = "tpb/job/" + env_.jobKey + "/";
+}
+
+void ExternalJob::overrideMaster(const std::string& addr, int port) {
+  if (!addr.empty()) masterAddr_ = addr;
+  if (port > 0) masterPort_ = port;
+}
+
+std::int64_t ExternalJob::count(Store& s, const std::string& name) { return s.add(key(name), 0); }
+
+void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit) {
+  const auto deadline = clock_type::now() + limit;
+  auto pause = std::chrono::milliseconds(1);
+  while (count(*store_, name) < target) {
+    if (clock_type::now() > deadline)
+      TPB_THROW(TimeoutError, "waited " << limit.count() / 1000 << " s for all " << env_.worldSize
+                                        << " ranks at '" << name << "' (--timeout)");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+void ExternalJob::join(const std::string& refusal) {
+  TPB_CHECK(!store_, "joined twice");
+  if (masterAddr_.empty())
+    TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
+                                          << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
+  // Rank 0 hosts the store unless torchrun's agent already does at that port.
+  const bool host = env_.rank == 0 && !env_.agentStore;
+  const auto port = static_cast<std::uint16_t>(masterPort_);
+  store_ = host ? Store::serve(masterAddr_, port, timeout_) : Store::connect(masterAddr_, port, timeout_);
+
+  store_->set(key("hello/" + std::to_string(env_.rank)), json{{"host", thisHost()}, {"refusal", refusal}}.dump());
+  store_->add(key("hello"), 1);
+  json welcome;
+  if (env_.rank == 0) {
+    waitCount("hello", env_.worldSize, timeout_);
+    std::string first = refusal;
+    json hosts = json::array();
+    for (int r = 0; r < env_.worldSize; ++r) {
+      const json h = json::parse(store_->get(key("hello/" + std::to_string(r))));
+      hosts.push_back(h.at("host"));
+      const std::string why = h.at("refusal");
+      if (first.empty() && !why.empty()) first = "rank " + std::to_string(r) + ": " + why;
+    }
+    welcome = {{"hosts", hosts}, {"refusal", first}, {"run_id", makeRunId()}};
+    store_->set(key("welcome"), welcome.dump());
+  } else {
+    welcome = json::parse(store_->get(key("welcome")));
+  }
+  hosts_ = welcome.at("hosts").get<std::vector<std::string>>();
+  runId_ = welcome.at("run_id").get<std::string>();
+  if (const std::string why = welcome.at("refusal"); !why.empty()) {
+    leave();
+    throw UsageError(why);
+  }
+}
+
+int ExternalJob::localSizeOf(int r, int n) const {
+  return static_cast<int>(std::count(hosts_.begin(), hosts_.begin() + n, hosts_[r]));
+}
+
+int ExternalJob::localRankOf(int r, int n) const {
+  return static_cast<int>(std::count(hosts_.begin(), hosts_.begin() + std::min(r, n), hosts_[r]));
+}
+
+int ExternalJob::nodesOf(int n) const {
+  std::vector<std::string> h(hosts_.begin(), hosts_.begin() + n);
+  std::sort(h.begin(), h.end());
+  return static_cast<int>(std::unique(h.begin(), h.end()) - h.begin());
+}
+
+int ExternalJob::maxLocalSizeOf(int n) const {
+  int most = 0;
+  for (int r = 0; r < n; ++r) most = std::max(most, localSizeOf(r, n));
+  return most;
+}
+
+void ExternalJob::describe(Meta& m) const {
+  m.launcher = env_.launcher;
+  std::vector<std::string> nodes;  // in the order of their first rank
+  std::map<std::string, long long> perNode;
+  for (const auto& h : hosts_) {
+    if (perNode[h]++ == 0) nodes.push_back(h);
+  }
+  m.nodes = static_cast<long long>(nodes.size());
+  bool even = !perNode.empty();
+  for (const auto& [h, n] : perNode) even = even && n == perNode.begin()->second;
+  if (even) m.ranksPerNode = perNode.begin()->second;
+  m.hosts = nodes;
+  m.worldSize = env_.worldSize;
+}
+
+std::string ExternalJob::fromRank0(const std::string& name, const std::string& value) {
+  if (env_.rank == 0) {
+    store_->set(key("from0/" + name), value);
+    return value;
+  }
+  return store_->get(key("from0/" + name));
+}
+
+void ExternalJob::barrier(const std::string& name) {
+  store_->add(key(name), 1);
+  // The watchdog ends the process on a failure; this bound is the last resort.
+  waitCount(name, env_.worldSize, timeout_ + std::chrono::minutes(1));
+}
+
+std::string ExternalJob::postFailure(const std::string& point, const std::string& what) {
+  failed_ = true;
+  if (store_->add(key(point + "/fail/claim"), 1) == 1) {
+    store_->set(key(point + "/fail/what"), what);
+    store_->set(key("failed_point"), point);
+  }
+  store_->add(key(point + "/fail/posted"), 1);
+  return store_->get(key(point + "/fail/what"));
+}
+
+std::optional<std::string> ExternalJob::postedFailure(const std::string& point) {
+  if (count(*store_, point + "/fail/posted") == 0) return std::nullopt;
+  return store_->get(key(point + "/fail/what"));
+}
+
+// ---- the watchdog ------------------------------------------------------------------------------
+
+struct ExternalJob::Watchdog::State {
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+};
+
+ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
+                                std::function<void(const std::string&)> record)
+    : state_(std::make_shared<State>()) {
+  // Its own connection: the main thread may be blocked inside a store call of its own.
+  std::shared_ptr<Store> watch = Store::connect(job.masterAddr_, static_cast<std::uint16_t>(job.masterPort_),
+                                                std::chrono::seconds(30));
+  const auto deadline = clock_type::now() + job.timeout_;
+  const std::string posted = job.key(point + "/fail/posted"), whatKey = job.key(point + "/fail/what");
+  const int rank = job.rank();
+  const auto limitS = std::chrono::duration_cast<std::chrono::seconds>(job.timeout_).count();
+  state_->thread = std::thread([s = state_, watch, deadline, posted, whatKey, rank, limitS, point,
+                                claim = job.key(point + "/fail/claim"), failedKey = job.key("failed_point"),
+                                recorded = job.key("recorded"), record = std::move(record)] {
+    std::unique_lock<std::mutex> lock(s->m);
+    while (!s->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->stop; })) {
+      // Still holding the lock: stop() waits while this rank records and ends.
+      std::string why;
+      try {
+        if (watch->add(posted, 0) > 0) {
+          why = watch->get(whatKey);
+        } else if (clock_type::now() > deadline) {
+          why = "timed out after " + std::to_string(limitS) + " s (--timeout), noticed by rank " + std::to_string(rank);
+          if (watch->add(claim, 1) == 1) {
+            watch->set(whatKey, why);
+            watch->set(failedKey, point);
+          }
+          watch->add(posted, 1);
+          why = watch->get(whatKey);
+        }
+      } catch (const std::exception& e) {
+        why = "the rendezvous store went away (rank 0 or the launcher's agent ended): " + std::string(e.what());
+      }
+      if (why.empty()) continue;
+      if (record) {
+        try {
+          record(why);
+          watch->add(recorded, 1);  // the rank that posted it may leave now
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "rank %d: could not record the failed point: %s\n", rank, e.what());
+        }
+      }
+      endRank(rank, "leaving: " + why);
+    }
+  });
+}
+
+void ExternalJob::Watchdog::stop() {
+  {
+    std::lock_guard<std::mutex> lock(state_->m);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+ExternalJob::Watchdog::~Watchdog() { stop(); }
+
+void ExternalJob::awaitRecorded() {
+  try {
+    waitCount("recorded", 1, std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(30)));
+  } catch (const std::exception&) {
+    // Rank 0 ended without recording (the launcher may have stopped it): nothing to wait for.
+  }
+}
+
+void ExternalJob::leave() {
+  if (!store_ || left_) return;
+  left_ = true;
+  try {
+    if (env_.rank != 0) {
+      store_->add(key("bye"), 1);
+      return;
+    }
+    // A failure posted by another rank: rank 0 has recorded it by now.
+    store_->add(key("recorded"), 1);
+    // After a failure the other ranks end without a goodbye: nobody to wait for.
+    if (!env_.agentStore && !failed_)
+      waitCount("bye", env_.worldSize - 1, std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(30)));
+  } catch (const std::exception&) {
+    // Ranks that ended early (a failure) never say goodbye: nothing more to wait for.
+  }
+}
+
+}  // namespace tpb

@@ -1,0 +1,254 @@
+#include "worker/launch_env.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <cstdint>
+
+#include "common/error.h"
+
+extern char** environ;
+
+namespace tpb {
+
+EnvMap environmentMap() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) env.emplace(std::string(static_cast<const char*>(*e), eq), std::string(eq + 1));
+  }
+  return env;
+}
+
+namespace {
+
+constexpr long long kMaxRanks = 1 << 20;
+
+const std::string* find(const EnvMap& env, const std::string& name) {
+  const auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+// A whole decimal number in [lo, hi].
+long long parseNumber(const std::string& name, const std::string& text, long long lo, long long hi) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    TPB_THROW(UsageError, name << "='" << text << "' is not a whole number");
+  const long long v = std::stoll(text);
+  if (v < lo || v > hi) TPB_THROW(UsageError, name << "=" << v << " is outside " << lo << ".." << hi);
+  return v;
+}
+
+int number(const EnvMap& env, const std::string& name, long long lo, long long hi) {
+  const std::string* v = find(env, name);
+  if (!v) TPB_THROW(UsageError, name << " is not set (the other variables of its launcher are)");
+  return static_cast<int>(parseNumber(name, *v, lo, hi));
+}
+
+std::optional<int> optNumber(const EnvMap& env, const std::string& name, long long lo, long long hi) {
+  const std::string* v = find(env, name);
+  if (!v) return std::nullopt;
+  return static_cast<int>(parseNumber(name, *v, lo, hi));
+}
+
+std::string text(const EnvMap& env, const std::string& name) {
+  const std::string* v = find(env, name);
+  return v ? *v : std::string();
+}
+
+void takeMaster(const EnvMap& env, LaunchEnv& e) {
+  e.masterAddr = text(env, "MASTER_ADDR");
+  if (auto p = optNumber(env, "MASTER_PORT", 1, 65535)) e.masterPort = *p;
+}
+
+LaunchEnv fromTorchrun(const EnvMap& env) {
+  LaunchEnv e;
+  e.launcher = "torchrun";
+  e.worldSize = number(env, "WORLD_SIZE", 1, kMaxRanks);
+  e.rank = number(env, "RANK", 0, e.worldSize - 1);
+  e.localWorldSize = optNumber(env, "LOCAL_WORLD_SIZE", 1, e.worldSize).value_or(e.worldSize);
+  e.localRank = optNumber(env, "LOCAL_RANK", 0, e.localWorldSize - 1).value_or(e.rank % e.localWorldSize);
+  e.nodes = optNumber(env, "GROUP_WORLD_SIZE", 1, e.worldSize).value_or(0);
+  e.nodeRank = optNumber(env, "GROUP_RANK", 0, kMaxRanks).value_or(-1);
+  takeMaster(env, e);
+  const std::string agent = text(env, "TORCHELASTIC_USE_AGENT_STORE");
+  e.agentStore = agent == "True" || agent == "true" || agent == "1";
+  if (const std::string id = text(env, "TORCHELASTIC_RUN_ID"); !id.empty())
+    e.jobKey = id + "." + text(env, "TORCHELASTIC_RESTART_COUNT");
+  return e;
+}
+
+LaunchEnv fromMpi(const EnvMap& env, const std::string& rankVar, const std::string& sizeVar,
+                  const std::string& localRankVar, const std::string& localSizeVar) {
+  LaunchEnv e;
+  e.launcher = "mpirun";
+  e.worldSize = number(env, sizeVar, 1, kMaxRanks);
+  e.rank = number(env, rankVar, 0, e.worldSize - 1);
+  e.localWorldSize = optNumber(env, localSizeVar, 1, e.worldSize).value_or(e.worldSize);
+  e.localRank = optNumber(env, localRankVar, 0, e.localWorldSize - 1).value_or(e.rank % e.localWorldSize);
+  if (e.worldSize % e.localWorldSize == 0) e.nodes = e.worldSize / e.localWorldSize;
+  takeMaster(env, e);
+  // One node and nobody named the master: the store is on this host.
+  if (e.masterAddr.empty() && e.localWorldSize == e.worldSize) e.masterAddr = "127.0.0.1";
+  e.jobKey = text(env, "OMPI_MCA_ess_base_jobid");
+  return e;
+}
+
+LaunchEnv fromSlurm(const EnvMap& env) {
+  LaunchEnv e;
+  e.launcher = "slurm";
+  e.worldSize = number(env, "SLURM_NTASKS", 1, kMaxRanks);
+  e.rank = number(env, "SLURM_PROCID", 0, e.worldSize - 1);
+  const std::string listVar = find(env, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST"
+                              : find(env, "SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST"
+                                                                 : "SLURM_NODELIST";
+  if (const std::string list = text(env, listVar); !list.empty()) {
+    try {
+      e.nodeList = expandSlurmHostList(list);
+    } catch (const UsageError& err) {
+      TPB_THROW(UsageError, listVar << ": " << err.what());
+    }
+  }
+  e.nodes = optNumber(env, "SLURM_STEP_NUM_NODES", 1, kMaxRanks)
+                .value_or(optNumber(env, "SLURM_NNODES", 1, kMaxRanks).value_or(static_cast<int>(e.nodeList.size())));
+  e.nodeRank = optNumber(env, "SLURM_NODEID", 0, kMaxRanks).value_or(-1);
+  // Tasks on this node: a plain --ntasks-per-node, else this node's entry of the step's layout.
+  std::optional<int> local;
+  if (const std::string* v = find(env, "SLURM_NTASKS_PER_NODE"); v && v->find_first_not_of("0123456789") == std::string::npos)
+    local = static_cast<int>(parseNumber("SLURM_NTASKS_PER_NODE", *v, 1, e.worldSize));
+  for (const char* var : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    const std::string* v = find(env, var);
+    if (local || !v) continue;
+    const std::vector<int> perNode = expandSlurmTasksPerNode(*v);
+    const int node = e.nodeRank >= 0 ? e.nodeRank : 0;
+    if (node < static_cast<int>(perNode.size())) local = perNode[node];
+  }
+  e.localWorldSize = local.value_or(e.nodes == 1 ? e.worldSize : 1);
+  e.localRank = optNumber(env, "SLURM_LOCALID", 0, e.localWorldSize - 1).value_or(e.rank % e.localWorldSize);
+  takeMaster(env, e);
+  if (e.masterAddr.empty()) {
+    // One node: loopback, as tpbench's own launcher uses; several: the step's first host, where
+    // task 0 runs under Slurm's block distribution.
+    if (e.nodes == 1) e.masterAddr = "127.0.0.1";
+    else if (!e.nodeList.empty()) e.masterAddr = e.nodeList.front();
+  }
+  if (const std::string job = text(env, "SLURM_JOB_ID"); !job.empty())
+    e.jobKey = job + "." + (find(env, "SLURM_STEP_ID") ? text(env, "SLURM_STEP_ID") : text(env, "SLURM_STEPID"));
+  return e;
+}
+
+}  // namespace
+
+std::optional<LaunchEnv> detectLaunchEnv(const EnvMap& env) {
+  if (find(env, "RANK") || find(env, "WORLD_SIZE")) return fromTorchrun(env);
+  if (find(env, "OMPI_COMM_WORLD_RANK") || find(env, "OMPI_COMM_WORLD_SIZE"))
+    return fromMpi(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (find(env, "PMI_RANK") || find(env, "PMI_SIZE"))
+    return fromMpi(env, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
+  if (find(env, "SLURM_PROCID") && find(env, "SLURM_STEP_NODELIST")) {
+    // One task is a shell or `srun -n 1 tpbench ...`: tpbench launches its ranks itself.
+    if (const std::string* n = find(env, "SLURM_NTASKS"); n && *n == "1") return std::nullopt;
+    return fromSlurm(env);
+  }
+  return std::nullopt;
+}
+
+// ---- Slurm's compact forms -------------------------------------------------------------------
+
+namespace {
+
+// "01-04,07" inside one pair of brackets -> {"01", "02", "03", "04", "07"}.
+std::vector<std::string> expandBracket(const std::string& body, const std::string& whole) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const std::size_t comma = std::min(body.find(',', start), body.size());
+    const std::string item = body.substr(start, comma - start);
+    const std::size_t dash = item.find('-');
+    const std::string lo = item.substr(0, dash), hi = dash == std::string::npos ? lo : item.substr(dash + 1);
+    const auto digits = [](const std::string& s) {
+      return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!digits(lo) || !digits(hi)) TPB_THROW(UsageError, "malformed host range '" << item << "' in '" << whole << "'");
+    const long a = std::stol(lo), b = std::stol(hi);
+    if (b < a || b - a > 100000) TPB_THROW(UsageError, "malformed host range '" << item << "' in '" << whole << "'");
+    const std::size_t width = lo.size();  // "01-04": zero padded to the low bound's width
+    for (long x = a; x <= b; ++x) {
+      std::string s = std::to_string(x);
+      if (s.size() < width) s.insert(0, width - s.size(), '0');
+      out.push_back(s);
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> expandSlurmHostList(const std::string& list) {
+  std::vector<std::string> hosts;
+  std::size_t start = 0;
+  while (start < list.size()) {
+    // A host expression ends at a comma outside brackets.
+    std::size_t end = start;
+    int depth = 0;
+    for (; end < list.size(); ++end) {
+      if (list[end] == '[') ++depth;
+      else if (list[end] == ']') --depth;
+      else if (list[end] == ',' && depth == 0) break;
+      if (depth < 0 || depth > 1) TPB_THROW(UsageError, "unbalanced brackets in '" << list << "'");
+    }
+    if (depth != 0) TPB_THROW(UsageError, "unbalanced brackets in '" << list << "'");
+    const std::string expr = list.substr(start, end - start);
+    if (expr.empty()) TPB_THROW(UsageError, "empty host name in '" << list << "'");
+    // Cartesian product of the literal parts and bracket groups, left to right.
+    std::vector<std::string> partial{""};
+    std::size_t pos = 0;
+    while (pos < expr.size()) {
+      const std::size_t open = expr.find('[', pos);
+      const std::string literal = expr.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+      for (auto& p : partial) p += literal;
+      if (open == std::string::npos) break;
+      const std::size_t close = expr.find(']', open);
+      std::vector<std::string> next;
+      for (const auto& p : partial)
+        for (const auto& n : expandBracket(expr.substr(open + 1, close - open - 1), list)) next.push_back(p + n);
+      partial = std::move(next);
+      pos = close + 1;
+    }
+    hosts.insert(hosts.end(), partial.begin(), partial.end());
+    start = end + 1;
+  }
+  if (hosts.empty()) TPB_THROW(UsageError, "no host in '" << list << "'");
+  return hosts;
+}
+
+std::vector<int> expandSlurmTasksPerNode(const std::string& text) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t paren = item.find("(x");
+    const std::string count = item.substr(0, paren);
+    const std::string times = paren == std::string::npos ? "1" : item.substr(paren + 2, item.size() - paren - 3);
+    if (paren != std::string::npos && item.back() != ')')
+      TPB_THROW(UsageError, "malformed tasks per node '" << item << "' in '" << text << "'");
+    const long long c = parseNumber("tasks per node", count, 1, kMaxRanks);
+    const long long t = parseNumber("tasks per node repeat", times, 1, kMaxRanks);
+    for (long long i = 0; i < t; ++i) out.push_back(static_cast<int>(c));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int defaultMasterPort(const LaunchEnv& env) {
+  if (env.jobKey.empty()) return 29500;
+  // FNV-1a of the job's id (the same on every node, whatever the build) into 20000..39999,
+  // below the usual ephemeral range.
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : env.jobKey) h = (h ^ c) * 1099511628211ULL;
+  return 20000 + static_cast<int>(h % 20000);
+}
+
+}  // namespace tpb
