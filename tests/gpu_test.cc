@@ -243,6 +243,18 @@ TEST(GpuNccl, AllreduceExactSumsTwoRanks) {
 #endif
 }
 
+// Every visible GPU (3..8): the parameter server's server and workers group their chunks
+// differently than at N = 2 (the server waits for each worker in turn), and the ring's
+// neighbours differ from its peers; a grouping that leans on concurrency NCCL does not promise
+// shows up as a stall here (a TimeoutError after runGpuThreads' 60 s).
+TEST(GpuNccl, AllreduceExactSumsEveryGpuFromThree) {
+  TPB_REQUIRE_GPU(true);
+  if (visibleCudaDevices() < 3) GTEST_SKIP() << "needs 3 GPUs, " << visibleCudaDevices() << " visible";
+#ifdef TPB_HAVE_NCCL
+  checkAllreduceExact(std::min(visibleCudaDevices(), 8));
+#endif
+}
+
 TEST(GpuNccl, PointToPointAndRecvReduceTwoRanks) {
   TPB_REQUIRE_GPU(true);
   if (visibleCudaDevices() < 2) GTEST_SKIP() << "needs 2 GPUs, " << visibleCudaDevices() << " visible";
