@@ -147,7 +147,9 @@ SKIPPED=0  # objects that never ran because something they are ordered after fai
 for o in "${OBJECTS[@]}"; do [ -f "$BUILD/$o" ] || SKIPPED=$((SKIPPED + 1)); done
 WARNINGS="$(grep -c ': warning: ' "$BUILD/compile.log" || true)"
 # The CUDA objects must be compiled for the requested architecture only, not for Caffe2's list.
-CU_ARCHS="$(ninja -C "$BUILD" -t commands "${OBJECTS[@]}" 2>/dev/null | grep -E 'nvcc' | grep -oE '(arch|code)=[a-z_,0-9]+' | sort -u | tr '\n' ' ')"
+CU_ARCHS="$(ninja -C "$BUILD" -t commands "${OBJECTS[@]}" 2>/dev/null | grep nvcc |
+  grep -oE -- '(--generate-code=|-gencode[= ])[^ ]+' | sed 's/^--generate-code=//; s/^-gencode[= ]//' |
+  sort -u | tr '\n' ' ' || true)"
 
 echo
 say "summary (LibTorch $(sed -n 's/.*LibTorch        : \([^ ]*\).*/\1/p' "$BUILD/configure.log"), CUDA and NCCL on)"
