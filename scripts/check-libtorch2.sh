@@ -161,11 +161,13 @@ printf '  %-28s %s\n' "CUDA gencode in use" "${CU_ARCHS:-none}"
 printf '  %-28s %ss fetch, %ss configure, %ss compile\n' "time" "$T_FETCH" "$T_CONF" "$T_COMP"
 if [ "${#FAILED[@]}" -gt 0 ] || [ "$SKIPPED" -gt 0 ] || [ "$RC" -ne 0 ]; then
   echo
-  echo "failed translation units:"
-  printf '  %s\n' "${FAILED[@]}"
-  echo "first errors:"
-  grep -E ': (fatal )?error' "$BUILD/compile.log" | sort -u | head -20 | sed 's/^/  /'
-  echo "check-libtorch2: FAILED: ${#FAILED[@]} translation unit(s) do not compile against LibTorch 2.x (see $BUILD/compile.log)" >&2
+  if [ "${#FAILED[@]}" -gt 0 ]; then
+    echo "failed:"
+    printf '  %s\n' "${FAILED[@]}"
+    echo "first errors:"
+    grep -E ': (fatal )?error' "$BUILD/compile.log" | sort -u | head -20 | sed 's/^/  /' || true
+  fi
+  echo "check-libtorch2: FAILED: ${#FAILED[@]} step(s) failed and $SKIPPED of ${#OBJECTS[@]} translation units were not compiled against LibTorch 2.x (see $BUILD/compile.log)" >&2
   exit 1
 fi
 echo "check-libtorch2: ok: every translation unit compiles against LibTorch 2.x"
