@@ -3,8 +3,9 @@
 #
 # Sets TPB_HAVE_CUDA / TPB_HAVE_NCCL, enables the CUDA language, and defines tpb::nccl (an
 # imported-style interface target carrying nccl.h's directory and the library). NCCL is looked
-# for in NCCL_HOME first (a -D variable or the environment: PyTorch's nvidia-nccl wheel ships
-# include/nccl.h and lib/libnccl.so.2, with no libnccl.so link), then beside CUDA.
+# for in NCCL_HOME only when it is set (a -D variable or the environment: PyTorch's nvidia-nccl
+# wheel ships include/nccl.h and lib/libnccl.so.2, with no libnccl.so link), else on the default
+# paths and beside CUDA.
 set(TPB_HAVE_CUDA OFF)
 set(TPB_HAVE_NCCL OFF)
 set(TPB_CUDA_SUMMARY "off")
@@ -25,10 +26,19 @@ if(NOT CMAKE_CUDA_COMPILER)
 endif()
 
 # H100 (sm_90, plus compute_90 PTX that newer GPUs JIT-compile) unless the user names others,
-# e.g. -DCMAKE_CUDA_ARCHITECTURES=80 for A100; scripts/gpu-check.sh passes the GPU's own.
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-  set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures to compile for" FORCE)
+# e.g. -DCMAKE_CUDA_ARCHITECTURES=80 for A100; scripts/gpu-check.sh passes the GPU's own. The
+# value was remembered before find_package(Torch) (cmake/cuda_arch.cmake): a CUDA LibTorch sets
+# CMAKE_CUDA_ARCHITECTURES to OFF and puts its own -gencode list into CMAKE_CUDA_FLAGS, which
+# would compile the kernels for Torch's architectures instead (or fail on ones nvcc dropped).
+if(NOT DEFINED TPB_CUDA_ARCHITECTURES)
+  set(TPB_CUDA_ARCHITECTURES 90)
 endif()
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL ""
+   OR CMAKE_CUDA_ARCHITECTURES STREQUAL "OFF")
+  set(CMAKE_CUDA_ARCHITECTURES "${TPB_CUDA_ARCHITECTURES}" CACHE STRING "CUDA architectures to compile for" FORCE)
+  set(CMAKE_CUDA_ARCHITECTURES "${TPB_CUDA_ARCHITECTURES}")  # over Torch's normal variable OFF
+endif()
+string(REGEX REPLACE "-gencode[ =]+arch=[^ ]+" "" CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS}")
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 # One CUDA runtime per process: the shared libcudart that CUDA::cudart links. Mixing it with the
@@ -52,10 +62,20 @@ foreach(home "${NCCL_HOME}" "$ENV{NCCL_HOME}")
     list(APPEND TPB_NCCL_HINTS "${home}")
   endif()
 endforeach()
-find_path(TPB_NCCL_INCLUDE nccl.h HINTS ${TPB_NCCL_HINTS} PATH_SUFFIXES include
-          PATHS ${CUDAToolkit_INCLUDE_DIRS})
-find_library(TPB_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${TPB_NCCL_HINTS} PATH_SUFFIXES lib lib64
-             PATHS ${CUDAToolkit_LIBRARY_DIR})
+# Header and library from one NCCL. With NCCL_HOME, both come from there and nowhere else: a
+# default search would let a libnccl.so on a system path win over the wheel's libnccl.so.2 (names
+# are tried in order across all directories unless NAMES_PER_DIR), pairing one NCCL's header
+# with another's library, and libtorch_cuda would then bind to the NCCL tpbench linked.
+if(TPB_NCCL_HINTS)
+  find_path(TPB_NCCL_INCLUDE nccl.h PATHS ${TPB_NCCL_HINTS} PATH_SUFFIXES include NO_DEFAULT_PATH)
+  find_library(TPB_NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR PATHS ${TPB_NCCL_HINTS}
+               PATH_SUFFIXES lib lib64 NO_DEFAULT_PATH)
+  set(_tpb_nccl_where "NCCL_HOME=${TPB_NCCL_HINTS}")
+else()
+  find_path(TPB_NCCL_INCLUDE nccl.h PATHS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(TPB_NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR PATHS ${CUDAToolkit_LIBRARY_DIR})
+  set(_tpb_nccl_where "the default paths and beside CUDA; set NCCL_HOME to choose one")
+endif()
 if(TPB_NCCL_INCLUDE AND TPB_NCCL_LIBRARY)
   set(TPB_HAVE_NCCL ON)
   add_library(tpb_nccl_lib INTERFACE)
@@ -67,5 +87,5 @@ if(TPB_NCCL_INCLUDE AND TPB_NCCL_LIBRARY)
          _tpb_nccl_ver "${_tpb_nccl_ver}")
   set(TPB_NCCL_SUMMARY "${_tpb_nccl_ver} (${TPB_NCCL_LIBRARY})")
 else()
-  set(TPB_NCCL_SUMMARY "not found (looked in NCCL_HOME and beside CUDA): no nccl transport")
+  set(TPB_NCCL_SUMMARY "not found (looked in ${_tpb_nccl_where}): no nccl transport")
 endif()

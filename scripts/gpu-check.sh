@@ -2,19 +2,24 @@
 # scripts/gpu-check.sh [RESULTS_DIR] — build and check tpbench's GPU path on a machine with an
 # NVIDIA GPU, the CUDA toolkit and PyTorch installed, and no network.
 #
-#   1. configures a separate build (build-gpu/) against PyTorch's own LibTorch (2.x, CUDA), with
-#      NCCL from /usr/local/cuda or, failing that, from PyTorch's nvidia-nccl wheel;
+#   1. configures a separate build (build-gpu/) against PyTorch's own LibTorch (2.x, CUDA, found
+#      by asking python3: torch.utils.cmake_prefix_path), with PyTorch's own NCCL (the nvidia
+#      nccl package's include/ and lib/, the libnccl.so.2 libtorch_cuda is linked against), or
+#      the toolkit's where PyTorch has none; NCCL_HOME overrides. Kernels are compiled for the
+#      GPU's own architecture, and TORCH_CUDA_ARCH_LIST is set to match;
 #   2. builds tpbench and the tests;
 #   3. runs the tests labelled gpu (ctest -L gpu);
-#   4. runs `tpbench allreduce --device cuda` at 1 GPU (and 2..N when there are more), 4K..256M;
+#   4. runs `tpbench allreduce --device cuda` at 1 GPU (every algorithm must run and verify; its
+#      bandwidth means nothing, the summary prints n/a) and at 2..N when CUDA sees more, 4K..256M;
 #   5. runs tpbench_cuda_sum: the CUDA sum kernel's bandwidth against a device-to-device copy in
 #      the same run, 1M..1G, and whether it reaches the goal of 85 % of the copy at 1 GiB;
 #   6. trains every strategy on one GPU (`tpbench sweep --device cuda --n_gpus 1`, batch 64 and
 #      512, 3 epochs), then draws a report of that sweep and the 1-GPU allreduce results;
 #   7. compares `tpbench run --strategy single --device cuda` with PyTorch's own training loop
 #      (scripts/torch_single.py) at batch 64 and 512, 5 epochs each;
-#   8. writes and prints a summary: allreduce table, sum-kernel table and verdict, training table,
-#      and tpbench single vs PyTorch (samples/s, median over epochs 2..5).
+#   8. writes and prints a summary: a table of every step and its status, the allreduce table,
+#      sum-kernel table and verdict, training table, tpbench single vs PyTorch (samples/s, median
+#      over epochs 2..5), and which libnccl.so.2 tpbench loaded when the machine has several.
 # Everything it produces goes to RESULTS_DIR (default results/gpu): build.log, environment.txt,
 # gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
 # cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, report/ (charts, index.md, index.html),
@@ -40,11 +45,13 @@ OUT="$(cd "$OUT" && pwd)"
 say "checking the machine"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU and driver"
 nvidia-smi -L >/dev/null 2>&1 || die "nvidia-smi cannot talk to the driver (is a GPU visible? CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
-GPUS="$(nvidia-smi -L | grep -c '^GPU ' || true)"
-[ "$GPUS" -ge 1 ] || die "nvidia-smi lists no GPU"
 command -v cmake >/dev/null || die "cmake not found (scripts/install-deps.sh installs it)"
 command -v python3 >/dev/null || die "python3 not found: LibTorch is taken from PyTorch's installation"
 python3 -c 'import torch' 2>/dev/null || die "python3 cannot import torch: install PyTorch (with CUDA) first"
+# The GPUs CUDA sees (CUDA_VISIBLE_DEVICES applies; nvidia-smi -L lists them all regardless).
+GPUS="$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)"
+[[ "$GPUS" =~ ^[0-9]+$ ]] || GPUS=0
+[ "$GPUS" -ge 1 ] || die "CUDA sees no GPU (torch.cuda.device_count() is 0; nvidia-smi lists $(nvidia-smi -L | grep -c '^GPU ' || true); CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
 
 NVCC="${CUDACXX:-}"
 [ -n "$NVCC" ] || NVCC="$(command -v nvcc || true)"
@@ -73,34 +80,60 @@ if [ -z "$ARCH" ]; then
   [[ "$ARCH" =~ ^[0-9]+$ ]] || ARCH="$(python3 -c 'import torch; m, n = torch.cuda.get_device_capability(0); print(f"{m}{n}")' 2>/dev/null || true)"
   [[ "$ARCH" =~ ^[0-9]+$ ]] || ARCH=90
 fi
+# A CUDA LibTorch's CMake config adds its own -gencode list (from TORCH_CUDA_ARCH_LIST, else from
+# detection); cmake/cuda.cmake drops it for tpbench's kernels, and this keeps Torch's choice the
+# same: "90" -> "9.0".
+if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ] && [[ "$ARCH" =~ ^([0-9]+)([0-9])$ ]]; then
+  export TORCH_CUDA_ARCH_LIST="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+fi
 
-# NCCL: the toolkit's when it has one, else PyTorch's nvidia-nccl wheel (include/ + lib/).
+# NCCL: PyTorch's own (the nvidia nccl package: include/nccl.h, lib/libnccl.so.2), since
+# libtorch_cuda is linked against it and a process loads one libnccl.so.2; else the toolkit's.
+# NCCL_HOME, when set, wins; cmake/cuda.cmake then takes header and library from there only.
 NCCL_ARGS=()
 CUDA_HOME_GUESS="$(cd "$(dirname "$NVCC")/.." && pwd)"
-if [ -z "${NCCL_HOME:-}" ] && [ ! -f "$CUDA_HOME_GUESS/include/nccl.h" ]; then
-  NCCL_HOME="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if getattr(nvidia.nccl, "__file__", None) else list(nvidia.nccl.__path__)[0])' 2>/dev/null || true)"
-  [ -n "$NCCL_HOME" ] && [ -f "$NCCL_HOME/include/nccl.h" ] \
-    || die "no NCCL: $CUDA_HOME_GUESS/include/nccl.h is missing and PyTorch's nvidia-nccl package was not found (set NCCL_HOME)"
+TORCH_NCCL_HOME="$(python3 -c '
+import os
+try:
+    import nvidia.nccl as m
+except Exception:
+    raise SystemExit(0)
+for d in ([os.path.dirname(m.__file__)] if getattr(m, "__file__", None) else []) + list(getattr(m, "__path__", [])):
+    if os.path.isfile(os.path.join(d, "include", "nccl.h")) and os.path.isdir(os.path.join(d, "lib")):
+        print(d)
+        break
+' 2>/dev/null || true)"
+NCCL_FROM="NCCL_HOME (set by the caller)"
+if [ -z "${NCCL_HOME:-}" ]; then
+  if [ -n "$TORCH_NCCL_HOME" ]; then
+    NCCL_HOME="$TORCH_NCCL_HOME"
+    NCCL_FROM="PyTorch's nvidia nccl package"
+  elif [ -f "$CUDA_HOME_GUESS/include/nccl.h" ]; then
+    NCCL_HOME="$CUDA_HOME_GUESS"
+    NCCL_FROM="the CUDA toolkit (PyTorch has no nvidia nccl package)"
+  else
+    die "no NCCL: PyTorch's nvidia nccl package was not found and $CUDA_HOME_GUESS/include/nccl.h is missing (set NCCL_HOME)"
+  fi
 fi
-if [ -n "${NCCL_HOME:-}" ]; then
-  export NCCL_HOME
-  NCCL_ARGS=(-DNCCL_HOME="$NCCL_HOME")
-fi
+[ -f "$NCCL_HOME/include/nccl.h" ] || die "NCCL_HOME=$NCCL_HOME has no include/nccl.h"
+export NCCL_HOME
+NCCL_ARGS=(-DNCCL_HOME="$NCCL_HOME")
 
 {
   echo "date:       $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host:       $(hostname)"
   echo "nvcc:       $NVCC ($("$NVCC" --version | tail -1))"
   echo "pytorch:    $TORCH_VERSION (CUDA $TORCH_CUDA, cxx11 ABI $TORCH_ABI) at $TORCH_PREFIX"
-  echo "nccl home:  ${NCCL_HOME:-$CUDA_HOME_GUESS}"
-  echo "cuda arch:  $ARCH"
+  echo "nccl home:  $NCCL_HOME (from $NCCL_FROM)"
+  echo "cuda arch:  $ARCH (TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset})"
+  echo "gpus:       $GPUS seen by CUDA (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
   echo
   nvidia-smi
 } > "$OUT/environment.txt" 2>&1
-sed -n '1,6p' "$OUT/environment.txt"
-echo "GPUs:       $GPUS"
+sed -n '1,7p' "$OUT/environment.txt"
 
 # ---- configure and build ---------------------------------------------------------------------
+: > "$OUT/build.log"  # this run's log only: the "compiled" check below must not match an earlier run
 PREFIX_PATH="$TORCH_PREFIX"
 if [ "$TORCH_ABI" = 0 ]; then
   # PyTorch built with the pre-C++11 string ABI: everything linked with it must be too, and
@@ -137,15 +170,44 @@ cmake --build "$BUILD" -j "$JOBS" >> "$OUT/build.log" 2>&1 \
   || { grep -m 20 -E "error|Error" "$OUT/build.log" >&2 || true; die "build failed (see $OUT/build.log)"; }
 TPBENCH="$BUILD/tpbench"
 [ -x "$TPBENCH" ] || die "build finished but $TPBENCH is missing"
-"$TPBENCH" list | sed -n '/devices/,$p'
+MISSING_LIBS="$(ldd "$TPBENCH" 2>/dev/null | grep 'not found' || true)"
+[ -z "$MISSING_LIBS" ] || die "$TPBENCH cannot start: shared libraries not found (not on its RPATH or LD_LIBRARY_PATH):
+$MISSING_LIBS"
+if ! LIST_OUT="$("$TPBENCH" list 2>&1)"; then
+  printf '%s\n' "$LIST_OUT" | tail -5 >&2
+  die "$TPBENCH list failed: the binary does not start (output above)"
+fi
+printf '%s\n' "$LIST_OUT" | sed -n '/devices/,$p'
+
+# Which libnccl.so.2 tpbench loads (the loader takes the first of that name; libtorch_cuda then
+# uses it too), and every other one on this machine, which a different search order could pick.
+NCCL_LOADED="$(LD_DEBUG=libs "$TPBENCH" list 2>&1 >/dev/null | sed -n 's/.*calling init: \(.*libnccl\.so[.0-9]*\)$/\1/p' | head -1 || true)"
+[ -n "$NCCL_LOADED" ] || NCCL_LOADED="$(ldd "$TPBENCH" | sed -n 's/.*libnccl\.so[.0-9]* => \([^ ]*\).*/\1/p' | head -1 || true)"
+NCCL_LOADED="$(readlink -f "$NCCL_LOADED" 2>/dev/null || echo "$NCCL_LOADED")"
+NCCL_ALL="$( { ldconfig -p 2>/dev/null | sed -n 's/.*libnccl\.so\.2 .*=> //p'
+               ls "$CUDA_HOME_GUESS"/lib*/libnccl.so.2 "$TORCH_NCCL_HOME"/lib/libnccl.so.2 2>/dev/null || true; } |
+             while read -r f; do readlink -f "$f" || true; done | sort -u || true)"
+{
+  echo "libnccl loaded by tpbench: ${NCCL_LOADED:-unknown}"
+  if [ "$(printf '%s\n' "$NCCL_ALL" | grep -c . || true)" -gt 1 ]; then
+    echo "this machine has several libnccl.so.2 (tpbench and libtorch_cuda share the loaded one):"
+    printf '%s\n' "$NCCL_ALL" | sed 's/^/  /'
+  fi
+} | tee -a "$OUT/environment.txt"
 
 # ---- tests -----------------------------------------------------------------------------------
 STATUS=0
+STEPS="$OUT/steps.tsv"  # one line per step: name<TAB>status, printed as the summary's first table
+printf 'build\tok (%s)\n' "$BUILD" > "$STEPS"
+record() { printf '%s\t%s\n' "$1" "$2" >> "$STEPS"; }  # record NAME STATUS
+
 say "GPU tests (ctest -L gpu; log: $OUT/gpu-tests.log)"
 if (cd "$BUILD" && ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1; then
   grep -E "tests passed|Total Test time" "$OUT/gpu-tests.log" || true
+  record "gpu tests" "ok ($(grep -oE '[0-9]+% tests passed.*' "$OUT/gpu-tests.log" | head -1))"
 else
   STATUS=1
+  record "gpu tests" "FAILED (see gpu-tests.log)"
   grep -E "tests passed|\*\*\*|Failed|Not Run" "$OUT/gpu-tests.log" || true
   echo "some GPU tests FAILED (see $OUT/gpu-tests.log)"
 fi
@@ -158,11 +220,15 @@ fi
 run_bench() {  # run_bench N_GPUS NAME
   local json="$OUT/allreduce-cuda-$2.json" txt="$OUT/allreduce-cuda-$2.txt"
   say "tpbench allreduce --device cuda --n_gpus $1 --bytes 4K..256M"
-  if "$TPBENCH" allreduce --device cuda --n_gpus "$1" --bytes 4K..256M --out "$json" > "$txt" 2> "$txt.stderr"; then
+  local rc=0
+  "$TPBENCH" allreduce --device cuda --n_gpus "$1" --bytes 4K..256M --out "$json" > "$txt" 2> "$txt.stderr" || rc=$?
+  if [ "$rc" -eq 0 ]; then
     echo "ok: $json"
+    record "allreduce n=$1" ok
   else
     STATUS=1
-    echo "FAILED (exit $?): see $txt and $txt.stderr"
+    record "allreduce n=$1" "FAILED (exit $rc)"
+    echo "FAILED (exit $rc): see $txt and $txt.stderr"
     tail -5 "$txt.stderr" || true
   fi
 }
@@ -172,14 +238,19 @@ if [ "$GPUS" -ge 2 ]; then
   run_bench "2..$MAXN" "n2-$MAXN"
 fi
 
-# step LOG COMMAND...: runs COMMAND with its output in LOG. On failure it marks the check failed,
-# shows the end of LOG and returns 1, so callers write `if step ...; then` (set -e stays quiet).
+# step NAME LOG COMMAND...: runs COMMAND with its output in LOG and records NAME's status. On
+# failure it marks the check failed, shows the end of LOG and returns 1, so callers write
+# `if step ...; then` (set -e stays quiet).
 step() {
-  local log="$1"
-  shift
-  "$@" > "$log" 2>&1 && return 0
-  local rc=$?
+  local name="$1" log="$2" rc=0
+  shift 2
+  "$@" > "$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    record "$name" ok
+    return 0
+  fi
   STATUS=1
+  record "$name" "FAILED (exit $rc; $(basename "$log"))"
   echo "FAILED (exit $rc): see $log"
   tail -5 "$log" || true
   return 1
@@ -190,15 +261,16 @@ say "tpbench_cuda_sum: sum kernel vs D2D copy bandwidth, 1M..1G (goal: >= 85% of
 rm -f "$OUT/cuda-sum.json"  # a failed run must not leave an earlier run's figures behind
 if [ ! -x "$BUILD/tpbench_cuda_sum" ]; then
   STATUS=1
+  record "sum kernel vs copy" "FAILED (not built)"
   echo "FAILED: $BUILD/tpbench_cuda_sum was not built (see $OUT/build.log)"
-elif step "$OUT/cuda-sum.txt" "$BUILD/tpbench_cuda_sum" --json "$OUT/cuda-sum.json"; then
+elif step "sum kernel vs copy" "$OUT/cuda-sum.txt" "$BUILD/tpbench_cuda_sum" --json "$OUT/cuda-sum.json"; then
   tail -1 "$OUT/cuda-sum.txt"
 fi
 
 # ---- one-GPU training sweep and its report -----------------------------------------------------
 say "tpbench sweep --device cuda --strategies all --n_gpus 1 --batch_size 64,512 --epochs 3"
 rm -f "$OUT/sweep-cuda.json"
-if step "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --device cuda --strategies all --n_gpus 1 \
+if step "sweep n=1 (all strategies)" "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --device cuda --strategies all --n_gpus 1 \
      --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json"; then
   echo "ok: $OUT/sweep-cuda.json"
 fi
@@ -209,8 +281,9 @@ for f in "$OUT/sweep-cuda.json" "$OUT/allreduce-cuda-n1.json"; do
 done
 if [ "${#REPORT_INPUTS[@]}" -eq 0 ]; then
   STATUS=1
+  record "report" "FAILED (nothing to report)"
   echo "FAILED: neither sweep-cuda.json nor allreduce-cuda-n1.json exists: nothing to report"
-elif step "$OUT/report.txt" "$TPBENCH" report "${REPORT_INPUTS[@]}" --out "$OUT/report"; then
+elif step "report" "$OUT/report.txt" "$TPBENCH" report "${REPORT_INPUTS[@]}" --out "$OUT/report"; then
   grep -E "^index:" "$OUT/report.txt" || true
 fi
 
@@ -218,11 +291,11 @@ fi
 for B in 64 512; do
   say "batch $B: tpbench run --strategy single --device cuda --epochs 5, then scripts/torch_single.py"
   rm -f "$OUT/single-cuda-b$B.json" "$OUT/torch-single-b$B.json"
-  if step "$OUT/single-cuda-b$B.txt" "$TPBENCH" run --device cuda --strategy single --n_gpus 1 \
+  if step "single b=$B (tpbench)" "$OUT/single-cuda-b$B.txt" "$TPBENCH" run --device cuda --strategy single --n_gpus 1 \
        --batch_size "$B" --epochs 5 --out "$OUT/single-cuda-b$B.json"; then
     echo "ok: $OUT/single-cuda-b$B.json"
   fi
-  if step "$OUT/torch-single-b$B.txt" python3 "$ROOT/scripts/torch_single.py" --batch_size "$B" \
+  if step "single b=$B (pytorch)" "$OUT/torch-single-b$B.txt" python3 "$ROOT/scripts/torch_single.py" --batch_size "$B" \
        --epochs 5 --json "$OUT/torch-single-b$B.json"; then
     echo "ok: $OUT/torch-single-b$B.json"
   fi
@@ -249,7 +322,19 @@ def load(name):
 def num(v, fmt):
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
-print("== allreduce (busbw GB/s, median of timed iterations; wrong = elements failing the exact check)")
+print("== steps")
+try:
+    steps = [l.rstrip("\n").split("\t", 1) for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
+except OSError:
+    steps = []
+for name, status in steps:
+    print(f"{name:<28} {status}")
+for line in open(os.path.join(out, "environment.txt")):
+    if line.startswith("libnccl loaded") or line.startswith("this machine has several") or line.startswith("  /"):
+        print(line.rstrip())
+
+print("\n== allreduce (busbw GB/s, median of timed iterations; wrong = elements failing the exact check;"
+      "\n   at N = 1 nothing moves: bandwidth n/a, the point only checks that the algorithm runs)")
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "allreduce-cuda-*.json"))):
     try:
@@ -270,9 +355,12 @@ print(f"\n{'algo':<13} {'N':>2} {'bytes':>6} {'median_us':>11} {'algbw':>9} {'bu
 for r in rows:
     t = r.get("time_us") or {}
     med = t.get("median")
+    one = r.get("n_gpus") == 1
+    algbw = "n/a" if one else f"{r.get('algbw_gbps', 0) or 0:.2f}"
+    busbw = "n/a" if one else f"{r.get('busbw_gbps', 0) or 0:.2f}"
     print(f"{r.get('algo',''):<13} {r.get('n_gpus',''):>2} {size(r.get('bytes', 0)):>6} "
           f"{(f'{med:.1f}' if med is not None else '-'):>11} "
-          f"{r.get('algbw_gbps', 0) or 0:>9.2f} {r.get('busbw_gbps', 0) or 0:>9.2f} "
+          f"{algbw:>9} {busbw:>9} "
           f"{str(r.get('wrong', '-')):>6}  {r.get('status', '')}{(': ' + r['error']) if r.get('error') else ''}")
 bad = [r for r in rows if r.get("status") != "ok"]
 print(f"\n{len(rows)} points, {len(bad)} not ok")
@@ -312,6 +400,13 @@ if doc is not None:
     bad = [r for r in runs if r.get("status") == "failed"]
     print(f"{len(runs)} runs, {len(bad)} failed, "
           f"{sum(1 for r in runs if r.get('status') == 'skipped')} skipped")
+    # Goal: ddp at N = 1 within 5 % of single (its only extra work is the bucket copies).
+    rate = {(r.get("config", {}).get("strategy"), r.get("config", {}).get("batch_size")):
+            (r.get("summary") or {}).get("samples_per_s") for r in runs if r.get("status") == "ok"}
+    for b in sorted({k[1] for k in rate if k[1] is not None}):
+        d, s1 = rate.get(("ddp", b)), rate.get(("single", b))
+        if isinstance(d, (int, float)) and isinstance(s1, (int, float)) and s1 > 0:
+            print(f"ddp/single at batch {b}: {d / s1:.3f} (goal >= 0.95: {'met' if d / s1 >= 0.95 else 'NOT met'})")
 
 # tpbench single against PyTorch's own loop: median samples/s over epochs 2..E (1 if E == 1).
 print("\n== tpbench single vs PyTorch's own loop (samples/s, median over epochs 2..E; not slower: ratio >= 0.97)")

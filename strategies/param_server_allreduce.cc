@@ -37,12 +37,17 @@ class ParamServerAllreduce final : public Allreduce {
       }
     } else {
       // The sum of chunk c comes back only after the server has our chunk c, so receiving into
-      // the same memory we send from is safe.
+      // the same memory we send from is safe. Chunk c's send and chunk c-1's receive are waited
+      // together, one chunk at a time: on nccl they form one small group per chunk, matching the
+      // server's per-chunk groups, instead of one group holding every chunk's send and receive.
+      std::unique_ptr<Request> prevRecv;
       for (std::size_t off = 0; off < count_; off += chunk_) {
         const std::size_t len = std::min(chunk_, count_ - off);
         reqs_.push_back(t_.isend(0, buf_ + off, len * sizeof(float)));
-        reqs_.push_back(t_.irecv(0, buf_ + off, len * sizeof(float)));
+        if (prevRecv) prevRecv->wait();
+        prevRecv = t_.irecv(0, buf_ + off, len * sizeof(float));
       }
+      if (prevRecv) prevRecv->wait();
     }
     for (auto& q : reqs_) q->wait();
   }

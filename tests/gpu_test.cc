@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -17,6 +18,7 @@
 #include "comm/cuda/devices.h"
 #include "comm/store.h"
 #include "comm/transports.h"
+#include "common/error.h"
 #include "core/registry.h"
 #include "harness/launch.h"
 #include "tests/cli_util.h"
@@ -240,6 +242,56 @@ TEST(GpuNccl, AllreduceExactSumsTwoRanks) {
   if (visibleCudaDevices() < 2) GTEST_SKIP() << "needs 2 GPUs, " << visibleCudaDevices() << " visible";
 #ifdef TPB_HAVE_NCCL
   checkAllreduceExact(2);
+#endif
+}
+
+// Every visible GPU (3..8): the parameter server's server and workers group their chunks
+// differently than at N = 2 (the server waits for each worker in turn), and the ring's
+// neighbours differ from its peers; a grouping that leans on concurrency NCCL does not promise
+// shows up as a stall here (a TimeoutError after runGpuThreads' 60 s).
+TEST(GpuNccl, AllreduceExactSumsEveryGpuFromThree) {
+  TPB_REQUIRE_GPU(true);
+  if (visibleCudaDevices() < 3) GTEST_SKIP() << "needs 3 GPUs, " << visibleCudaDevices() << " visible";
+#ifdef TPB_HAVE_NCCL
+  checkAllreduceExact(std::min(visibleCudaDevices(), 8));
+#endif
+}
+
+// A peer that never sends: the wait must end in a TimeoutError after the transport's timeout
+// (ncclCommAbort ends the stuck receive), not hang, and the transport refuses later calls.
+TEST(GpuNccl, APeerThatNeverSendsIsATimeoutNotAHang) {
+  TPB_REQUIRE_GPU(true);
+  if (visibleCudaDevices() < 2) GTEST_SKIP() << "needs 2 GPUs, " << visibleCudaDevices() << " visible";
+#ifdef TPB_HAVE_NCCL
+  std::atomic<bool> rank0Done{false};
+  std::string firstError, secondError;
+  double waitedS = -1;
+  test::runThreads("nccl", 2, [&](CommContext& ctx) {
+    Transport& t = ctx.transport;
+    if (t.rank() == 1) {  // connected (the constructor's exchange), then silent until rank 0 is done
+      while (!rank0Done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+    float* d = deviceFloats(1024);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      t.recv(1, d, 1024 * sizeof(float));
+    } catch (const TimeoutError& e) {
+      firstError = e.what();
+    }
+    waitedS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    try {
+      t.recv(1, d, sizeof(float));
+    } catch (const Error& e) {
+      secondError = e.what();
+    }
+    cudaFree(d);
+    rank0Done.store(true);
+  }, std::chrono::milliseconds(2000), Device::Cuda);
+  EXPECT_NE(firstError.find("timed out"), std::string::npos) << firstError;
+  EXPECT_GE(waitedS, 2.0);
+  EXPECT_LT(waitedS, 30.0);
+  EXPECT_NE(secondError.find("aborted"), std::string::npos) << secondError;
 #endif
 }
 

@@ -1,11 +1,11 @@
 #include "workload/train.h"
 
-#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "workload/evaluate.h"
@@ -26,7 +26,10 @@ torch::Device torchDevice(const TrainConfig& cfg, int offset) {
 }
 
 void synchronize(const TrainConfig& cfg, int offset) {
-  if (cfg.device == Device::Cuda) torch::cuda::synchronize(cfg.deviceIndex + offset);
+  // The default stream only, not the whole device: an NCCL collective in flight on the
+  // transport's stream (ddp's buckets, started during backward) is the exchange's to wait for,
+  // under its timeout, and its time is communication, not compute.
+  if (cfg.device == Device::Cuda) waitDefaultStream(cfg.deviceIndex + offset);
 }
 
 FlatSgd::FlatSgd(double lr, double momentum, const torch::Tensor& like, Impl impl)

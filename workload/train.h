@@ -40,8 +40,9 @@ struct TrainConfig {
 
 // The LibTorch device of `cfg`'s replica (replica `offset` for multi-device data_parallel).
 torch::Device torchDevice(const TrainConfig& cfg, int offset = 0);
-// On CUDA, blocks until every kernel queued on the device of `cfg` (replica `offset`) has run,
-// so host clocks read afterwards measure the work; a no-op on the CPU.
+// On CUDA, blocks until every kernel queued on the default stream of the device of `cfg`
+// (replica `offset`) has run, so host clocks read afterwards measure the work; other streams
+// (the nccl transport's) are not waited for (waitDefaultStream). A no-op on the CPU.
 void synchronize(const TrainConfig& cfg, int offset = 0);
 
 struct EpochStats {

@@ -6,7 +6,7 @@
 #ifdef TPB_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
-#ifdef TPB_HAVE_NCCL
+#ifdef TPB_HAVE_CUDA
 #include "comm/cuda/cuda_check.h"
 #endif
 
@@ -99,13 +99,7 @@ std::optional<std::string> cudaDriverVersion() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (std::getline(in, line)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
-    const std::size_t at = line.find("Kernel Module");
-    if (at != std::string::npos) {
-      std::istringstream rest(line.substr(at + 13));
-      std::string v;
-      if (rest >> v && !v.empty()) return v;
-    }
+    if (auto v = parseDriverVersionLine(line)) return v;
   }
 #ifdef TPB_HAVE_CUDA
   int code = 0;
@@ -113,6 +107,44 @@ std::optional<std::string> cudaDriverVersion() {
     return "CUDA " + versionFromCode(code) + " driver API";
 #endif
   return std::nullopt;
+}
+
+std::optional<std::string> parseDriverVersionLine(const std::string& line) {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024"
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build  (...)"
+  // Words before the version hold letters ("x86_64", "aarch64"), the date after it has colons.
+  std::istringstream words(line);
+  std::string w;
+  while (words >> w) {
+    bool digitBefore = false, ok = true;
+    int dots = 0;
+    for (const char c : w) {
+      if (c >= '0' && c <= '9') {
+        digitBefore = true;
+      } else if (c == '.' && digitBefore) {
+        ++dots;
+        digitBefore = false;
+      } else {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && dots > 0 && digitBefore) return w;
+  }
+  return std::nullopt;
+}
+
+void waitDefaultStream(int device) {
+#ifdef TPB_HAVE_CUDA
+  int current = -1;
+  TPB_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device) TPB_CUDA_CHECK(cudaSetDevice(device));
+  const cudaError_t err = cudaStreamSynchronize(cudaStreamLegacy);
+  if (current != device) cudaSetDevice(current);  // restore even when the wait failed
+  TPB_CUDA_CHECK(err);
+#else
+  (void)device;
+#endif
 }
 
 std::optional<std::string> cudaRuntimeVersion() {

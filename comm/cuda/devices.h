@@ -26,6 +26,19 @@ std::vector<std::string> cudaDeviceNames();
 // NVIDIA driver version ("550.54.15" from /proc/driver/nvidia/version, else the CUDA driver API
 // version "CUDA 12.4 driver API"); nullopt when there is no driver.
 std::optional<std::string> cudaDriverVersion();
+// The driver version in one line of /proc/driver/nvidia/version: its first word that is a dotted
+// number ("550.54.15"), whatever precedes it ("NVIDIA UNIX x86_64 Kernel Module", or the open
+// module's "NVIDIA UNIX Open Kernel Module for x86_64"); nullopt when there is none.
+std::optional<std::string> parseDriverVersionLine(const std::string& line);
+
+// Blocks the host until the work queued so far on GPU `device`'s default stream has finished:
+// the legacy default stream, where LibTorch queues its kernels unless a stream guard says
+// otherwise. Work on other streams is not waited for, unlike cudaDeviceSynchronize (and
+// torch::cuda::synchronize, which calls it): a collective in flight on the nccl transport's own
+// stream neither lands in the caller's compute time nor, when a peer is dead, hangs the caller
+// outside the transport's timeout. The calling thread's current device is left as it was.
+// Throws tpb::Error on a CUDA error; does nothing in a build without CUDA.
+void waitDefaultStream(int device);
 // CUDA runtime linked into this build ("13.0"); nullopt without CUDA.
 std::optional<std::string> cudaRuntimeVersion();
 // NCCL library loaded ("2.28.9"); nullopt without NCCL.

@@ -94,16 +94,19 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
       // the parameter server's first groups are one-sided (rank 0 receives from one worker while
       // that worker's group also holds receives from rank 0), and doing the setup here keeps
       // that exchange out of the timed loop as well.
-      char* bytes = nullptr;
-      TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&bytes), 2 * static_cast<std::size_t>(size)));
+      // Owned, so a wait that throws (a peer that never connects) does not leak it; after an
+      // abort the stream is idle and freeing it is safe.
+      void* raw = nullptr;
+      TPB_CUDA_CHECK(cudaMalloc(&raw, 2 * static_cast<std::size_t>(size)));
+      const std::unique_ptr<char, void (*)(char*)> bytes(static_cast<char*>(raw),
+                                                         [](char* b) { cudaFree(b); });
       std::vector<std::unique_ptr<Request>> reqs;
       for (int p = 0; p < size; ++p) {
         if (p == rank) continue;
-        reqs.push_back(irecv(p, bytes + p, 1));
-        reqs.push_back(isend(p, bytes + size + p, 1));
+        reqs.push_back(irecv(p, bytes.get() + p, 1));
+        reqs.push_back(isend(p, bytes.get() + size + p, 1));
       }
       for (auto& r : reqs) r->wait();
-      TPB_CUDA_CHECK(cudaFree(bytes));
     }
   } catch (...) {
     // The destructor does not run for a throwing constructor: release here.
