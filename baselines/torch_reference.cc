@@ -309,7 +309,7 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
       json j;
       try {
         j = json::parse(line);
-      } catch (const std::exception& e) {
+      } catch (const std::exception&) {
         TPB_THROW(Error, name << ": the script reported '" << line << "', not JSON");
       }
       const std::string event = j.value("event", "");

@@ -170,6 +170,15 @@ def train(a, rep):
 
     torch.set_num_threads(1)  # one device per rank, as tpbench's ranks
     ddp = a.mode == "ddp"
+    timeout = datetime.timedelta(seconds=a.timeout_s)
+    if ddp:
+        # First of all, so that the other ranks start while this one loads its data.
+        if a.rank == 0:
+            store = dist.TCPStore(a.store_addr, a.store_port, a.world, True, timeout=timeout,
+                                  wait_for_workers=False)
+            rep.send(event="store", port=store.port)
+        else:
+            store = dist.TCPStore(a.store_addr, a.store_port, a.world, False, timeout=timeout)
     dev = torch.device("cuda", a.device_index) if a.device == "cuda" else torch.device("cpu")
     if a.device == "cuda":
         torch.cuda.set_device(dev)
@@ -186,18 +195,11 @@ def train(a, rep):
         raise ValueError(f"{a.order}: expected [{a.epochs}, samples] indices, got {list(order.shape)}")
     plain = model  # evaluated, and written out, without the wrapper
 
-    timeout = datetime.timedelta(seconds=a.timeout_s)
     last_grad = [0.0]
     measure_comm = ddp and a.device == "cpu"
     if ddp:
         if a.store_addr.startswith("127.") or a.store_addr == "localhost":
             os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one node: Gloo pairs over loopback
-        if a.rank == 0:
-            store = dist.TCPStore(a.store_addr, a.store_port, a.world, True, timeout=timeout,
-                                  wait_for_workers=False)
-            rep.send(event="store", port=store.port)
-        else:
-            store = dist.TCPStore(a.store_addr, a.store_port, a.world, False, timeout=timeout)
         dist.init_process_group("nccl" if a.device == "cuda" else "gloo", store=store, rank=a.rank,
                                 world_size=a.world, timeout=timeout)
         model = nn.parallel.DistributedDataParallel(
