@@ -13,10 +13,11 @@ enum class Origin {
   Library,            // a communication library's own collective (baselines/: gloo, nccl)
   BuiltinEquivalent,  // a framework's algorithm rebuilt here (DDP, DataParallel)
   Reference,          // no synchronisation at all (the one-device loop)
+  PyTorchReference,   // PyTorch's own implementation, run as Python (torch_ddp, torch_dp)
 };
 
-// "from scratch", "library", "builtin-equivalent", "reference": the text results and
-// `tpbench list` show.
+// "from scratch", "library", "builtin-equivalent", "reference", "reference (PyTorch)": the text
+// results and `tpbench list` show.
 const char* originName(Origin o);
 
 struct EntryInfo {
@@ -25,6 +26,9 @@ struct EntryInfo {
   std::string description;  // one line for `tpbench list`
   int order = 100;          // display order in tables and chart legends (ascending)
   std::string color;        // "#rrggbb": the same in every chart
+  // A PyTorch reference: the entry here that rebuilds its algorithm ("ddp" for torch_ddp), so
+  // that charts drawing that entry draw its reference beside it. Empty for everything else.
+  std::string referenceOf;
 };
 
 }  // namespace tpb

@@ -14,6 +14,7 @@ const char* originName(Origin o) {
     case Origin::Library: return "library";
     case Origin::BuiltinEquivalent: return "builtin-equivalent";
     case Origin::Reference: return "reference";
+    case Origin::PyTorchReference: return "reference (PyTorch)";
   }
   return "unknown";
 }

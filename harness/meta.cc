@@ -99,6 +99,7 @@ EntryRecord entryRecordOf(const EntryInfo& entry, std::optional<int> dataRanks) 
   e.order = entry.order;
   e.color = entry.color;
   e.dataRanks = dataRanks;
+  if (!entry.referenceOf.empty()) e.referenceOf = entry.referenceOf;
   return e;
 }
 

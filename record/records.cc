@@ -282,7 +282,7 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
   r.wallS = optNumber(in, "wall_s");
   r.entry = EntryRecord::readFrom(in);
   r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "origin", "order", "color",
-                            "data_ranks"});
+                            "data_ranks", "reference_of"});
   return r;
 }
 
@@ -297,6 +297,7 @@ void EntryRecord::writeInto(json& record) const {
   putIfSet(record, "order", order);
   putIfSet(record, "color", color);
   putIfSet(record, "data_ranks", dataRanks);
+  putIfSet(record, "reference_of", referenceOf);
 }
 
 EntryRecord EntryRecord::readFrom(const JsonIn& record) {
@@ -306,6 +307,7 @@ EntryRecord EntryRecord::readFrom(const JsonIn& record) {
   e.color = optStr(record, "color");
   if (e.color && !isHexColor(*e.color)) record.at("color").fail("a colour \"#rrggbb\"");
   if (const auto d = optInteger(record, "data_ranks", 0, kMaxRanks)) e.dataRanks = static_cast<int>(*d);
+  e.referenceOf = optStr(record, "reference_of");
   return e;
 }
 
@@ -370,7 +372,8 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
-                            "warmup", "origin", "order", "color", "data_ranks"});
+                            "warmup", "origin", "order", "color", "data_ranks",
+                            "reference_of"});
   return c;
 }
 

@@ -105,10 +105,12 @@ bool isHexColor(const std::string& s);
 // beside every record so that a report drawn from any build's files needs no registry and never
 // switches on names. Absent in files older than the fields.
 struct EntryRecord {
-  std::optional<std::string> origin;  // "from scratch", "library", "builtin-equivalent", "reference"
+  std::optional<std::string> origin;  // "from scratch", "library", "builtin-equivalent", "reference",
+                                      // "reference (PyTorch)"
   std::optional<int> order;           // display order, ascending
   std::optional<std::string> color;   // "#rrggbb"
   std::optional<int> dataRanks;       // runs only: ranks that consume training data
+  std::optional<std::string> referenceOf;  // a PyTorch reference: the entry rebuilding its algorithm
 
   void writeInto(nlohmann::json& record) const;
   static EntryRecord readFrom(const JsonIn& record);

@@ -28,6 +28,7 @@ void Styles::add(SeriesKind kind, const std::string& name, const EntryRecord& en
   if (!e.order) e.order = entry.order;
   if (!e.color) e.color = entry.color;
   if (!e.origin) e.origin = entry.origin;
+  if (!e.referenceOf) e.referenceOf = entry.referenceOf;
 }
 
 SeriesStyle Styles::of(SeriesKind kind, const std::string& name) const {
@@ -42,6 +43,7 @@ SeriesStyle Styles::of(SeriesKind kind, const std::string& name) const {
     if (e.order) s.order = *e.order;
     if (e.color && isHexColor(*e.color)) s.color = *e.color;
     if (e.origin) s.origin = *e.origin;
+    if (e.referenceOf) s.referenceOf = *e.referenceOf;
   }
   if (s.color.empty()) s.color = spareColor(name);
   return s;
@@ -55,8 +57,9 @@ bool Styles::less(SeriesKind kind, const std::string& a, const std::string& b) c
 std::string Styles::label(SeriesKind kind, const std::string& name) const {
   const std::string origin = this->origin(kind, name);
   if (origin.empty()) return name;
-  // The seed's word for a framework's algorithm rebuilt here.
-  return name + " (" + (origin == "builtin-equivalent" ? "builtin" : origin) + ")";
+  // The seed's word for a framework's algorithm rebuilt here; PyTorch's own for its references.
+  const std::string word = origin == "builtin-equivalent" ? "builtin" : origin == kOriginPyTorch ? "PyTorch" : origin;
+  return name + " (" + word + ")";
 }
 
 std::string positionColor(std::size_t i) {

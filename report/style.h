@@ -29,24 +29,27 @@ enum class SeriesKind { Strategy, Allreduce };
 // Origins as results files spell them (results/README.md).
 constexpr const char* kOriginReference = "reference";
 constexpr const char* kOriginLibrary = "library";
+constexpr const char* kOriginPyTorch = "reference (PyTorch)";
 
 struct SeriesStyle {
   int order = INT_MAX;  // display order, ascending
   std::string color;    // "#rrggbb"
-  std::string origin;   // "from scratch", "library", "builtin-equivalent", "reference"; "" unknown
+  std::string origin;   // "from scratch", "library", "builtin-equivalent", "reference",
+                        // "reference (PyTorch)"; "" unknown
+  std::string referenceOf;  // a PyTorch reference: the series rebuilding its algorithm; "" none
 };
 
 // The registry's style for a name of `kind`, or nullopt when this build does not know it.
 using StyleLookup = std::function<std::optional<SeriesStyle>(SeriesKind kind, const std::string& name)>;
 
-// The style of the entry called `name` among `entries` (each with name, order, color and
-// origin members; originText turns an origin into its text): how a caller turns its registry
-// into a StyleLookup without report/ knowing the registry's types.
+// The style of the entry called `name` among `entries` (each with name, order, color, origin
+// and referenceOf members; originText turns an origin into its text): how a caller turns its
+// registry into a StyleLookup without report/ knowing the registry's types.
 template <typename Entries, typename OriginText>
 std::optional<SeriesStyle> styleAmong(const Entries& entries, const std::string& name,
                                       OriginText originText) {
   for (const auto& e : entries) {
-    if (e.name == name) return SeriesStyle{e.order, e.color, originText(e.origin)};
+    if (e.name == name) return SeriesStyle{e.order, e.color, originText(e.origin), e.referenceOf};
   }
   return std::nullopt;
 }
@@ -67,11 +70,14 @@ class Styles {
   int order(SeriesKind kind, const std::string& name) const { return of(kind, name).order; }
   std::string color(SeriesKind kind, const std::string& name) const { return of(kind, name).color; }
   std::string origin(SeriesKind kind, const std::string& name) const { return of(kind, name).origin; }
+  // For a PyTorch reference, the series that rebuilds its algorithm ("ddp"); else "".
+  std::string referenceOf(SeriesKind kind, const std::string& name) const { return of(kind, name).referenceOf; }
 
   // Order, then name.
   bool less(SeriesKind kind, const std::string& a, const std::string& b) const;
 
-  // "ddp (builtin)", "ring_all_reduce (from scratch)"; the bare name when the origin is unknown.
+  // "ddp (builtin)", "ring_all_reduce (from scratch)", "torch_ddp (PyTorch)"; the bare name when
+  // the origin is unknown.
   std::string label(SeriesKind kind, const std::string& name) const;
 
  private:

@@ -14,7 +14,7 @@ packages=(
   gnuplot-nox                       # charts
   libopenblas0-pthread              # optimised, thread-safe BLAS behind libblas.so.3 (workers pin it to 1 thread)
   zlib1g-dev                        # gzipped MNIST files
-  python3-torch                     # torchrun (python3 -m torch.distributed.run): tests of external launch
+  python3-torch                     # PyTorch (/usr/bin/python3): torch_ddp/torch_dp references, torchrun tests
   libopenmpi-dev openmpi-bin        # mpirun: tests of external launch
 )
 

@@ -30,7 +30,7 @@ using test::writeText;
 
 // A registry that knows one strategy, "known".
 std::optional<SeriesStyle> oneEntryRegistry(SeriesKind kind, const std::string& name) {
-  if (kind == SeriesKind::Strategy && name == "known") return SeriesStyle{3, "#1f77b4", "from scratch"};
+  if (kind == SeriesKind::Strategy && name == "known") return SeriesStyle{3, "#1f77b4", "from scratch", ""};
   return std::nullopt;
 }
 
@@ -84,7 +84,7 @@ TEST(ReportStyle, FallbackIsDeterministicAndAfterTheKnownOnes) {
 
 TEST(ReportStyle, OnlyAValidColourIsHandedOut) {
   const std::string hostile = "#1f77b4' . system('touch x') . '";
-  Styles styles([&](SeriesKind, const std::string&) { return SeriesStyle{0, hostile, ""}; });
+  Styles styles([&](SeriesKind, const std::string&) { return SeriesStyle{0, hostile, "", ""}; });
   EXPECT_TRUE(isHexColor(styles.color(SeriesKind::Strategy, "x")));
   EntryRecord bad;  // record/ refuses such a file; Styles does not rely on that
   bad.color = hostile;

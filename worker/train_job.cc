@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,7 @@ void trainJob(Worker& w, const json& job) {
   // same one), the CPU otherwise.
   cfg.device = w.comm->device();
   cfg.deviceIndex = cfg.device == Device::Cuda ? w.env.localRank : 0;
+  cfg.scratchDir = std::filesystem::path(jobPath).parent_path().string();
   const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
   const std::string resultPath = job.at("result_path");
   const bool reporter = w.env.rank == 0;

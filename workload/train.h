@@ -36,6 +36,9 @@ struct TrainConfig {
   // data_parallel puts replica i on cuda:deviceIndex+i).
   Device device = Device::Cpu;
   int deviceIndex = 0;
+  // A directory this rank may write files into for the point (the launcher removes it after the
+  // sweep; the worker sets the job file's directory); empty: $TMPDIR, else /tmp.
+  std::string scratchDir;
 };
 
 // The LibTorch device of `cfg`'s replica (replica `offset` for multi-device data_parallel).

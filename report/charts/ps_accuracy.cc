@@ -3,8 +3,9 @@
 //
 // The experiment's definition (one of the seed's): it compares two strategies by name,
 // "param_server" (drawn solid) and "data_parallel" (dashed). These names are the chart; they
-// appear nowhere else in report/. Labels, "(from scratch)" or "(builtin)", come from each
-// series' origin (report/style.h).
+// appear nowhere else in report/. A PyTorch reference of either (its entry's reference_of names
+// it: torch_dp for data_parallel) is drawn too, dotted. Labels, "(from scratch)", "(builtin)" or
+// "(PyTorch)", come from each series' origin (report/style.h).
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -21,8 +22,19 @@ void build(Chart& c, const Inputs& in) {
   if (noOkRuns(c, runs)) return;
   // The pair compared (see the top of this file).
   const std::vector<std::string> pair = {"param_server", "data_parallel"};
+  const auto inPair = [&](const std::string& name) { return std::find(pair.begin(), pair.end(), name) != pair.end(); };
+  // The pair, then the references of its members, in display order.
+  std::vector<std::string> drawn = pair;
+  for (const Run& r : runs) {
+    if (inPair(in.styles.referenceOf(SeriesKind::Strategy, r.strategy)) &&
+        std::find(drawn.begin(), drawn.end(), r.strategy) == drawn.end())
+      drawn.push_back(r.strategy);
+  }
+  std::sort(drawn.begin() + static_cast<std::ptrdiff_t>(pair.size()), drawn.end(), [&](const std::string& a, const std::string& b) {
+    return in.styles.less(SeriesKind::Strategy, a, b);
+  });
   auto relevant = [&](const Run& r) {
-    return std::find(pair.begin(), pair.end(), r.strategy) != pair.end() &&
+    return std::find(drawn.begin(), drawn.end(), r.strategy) != drawn.end() &&
            std::any_of(r.accuracy.begin(), r.accuracy.end(),
                        [](double a) { return std::isfinite(a); });
   };
@@ -48,14 +60,14 @@ void build(Chart& c, const Inputs& in) {
   std::vector<Series> series;
   std::map<std::string, std::map<int, std::pair<int, double>>> finalAcc;  // strategy, N -> (epoch, acc)
   int maxEpoch = 1;
-  for (std::size_t which = 0; which < pair.size(); ++which) {
-    const std::string& name = pair[which];
+  for (std::size_t which = 0; which < drawn.size(); ++which) {
+    const std::string& name = drawn[which];
     for (const auto& [n, byEpoch] : acc[name]) {
       Series ser;
       ser.title = in.styles.label(SeriesKind::Strategy, name) + " N=" + std::to_string(n);
       ser.color = positionColor(static_cast<std::size_t>(std::distance(ns.begin(), ns.find(n))));
-      ser.dash = which == 0 ? 1 : 2;
-      ser.pointType = which == 0 ? 7 : 5;
+      ser.dash = which == 0 ? 1 : which == 1 ? 2 : 3;
+      ser.pointType = which == 0 ? 7 : which == 1 ? 5 : 9;
       for (const auto& [e, xs] : byEpoch) {
         ser.points.push_back(
             {static_cast<double>(e + 1), 100 * median(xs), static_cast<int>(xs.size())});

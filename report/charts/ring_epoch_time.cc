@@ -4,8 +4,9 @@
 // The experiment's definition (one of the seed's): it compares two strategies by name,
 // "ring_all_reduce" and "ddp", and the reading says how they differ. These names are the chart;
 // they appear nowhere else in report/. Every strategy whose origin is "library" is drawn beside
-// them, as the library's own allreduce; labels ("(from scratch)", "(builtin)", "(library)")
-// come from each series' origin (report/style.h).
+// them, as the library's own allreduce, and so is every PyTorch reference of either (its entry's
+// reference_of names it: torch_ddp for ddp); labels ("(from scratch)", "(builtin)", "(library)",
+// "(PyTorch)") come from each series' origin (report/style.h).
 #include <algorithm>
 #include <cmath>
 
@@ -32,7 +33,8 @@ void build(Chart& c, const Inputs& in) {
   const std::vector<std::string> required = {ring, ddp};
   const Styles& styles = in.styles;
   auto relevant = [&](const Run& r) {
-    const bool inGroup = r.strategy == ring || r.strategy == ddp ||
+    const std::string refOf = styles.referenceOf(SeriesKind::Strategy, r.strategy);
+    const bool inGroup = r.strategy == ring || r.strategy == ddp || refOf == ring || refOf == ddp ||
                          styles.origin(SeriesKind::Strategy, r.strategy) == kOriginLibrary;
     return inGroup && std::isfinite(r.meanWall());
   };

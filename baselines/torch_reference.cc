@@ -1,0 +1,344 @@
+// baselines/torch_reference.cc — see torch_reference.h.
+//
+// How ranks start. A torch_ddp point runs under tpbench's launcher like every strategy: N rank
+// processes (`tpbench worker`, or the ranks of torchrun, srun or mpirun), each with its
+// CommContext. The strategy's run() starts one Python child per rank,
+//   $TPB_PYTHON scripts/torch_ddp.py --mode ddp --rank r --world N ...,
+// relays what it reports, and waits for it (baselines/child_process.h). torch_dp is one rank
+// whose child drives all N GPUs. The alternatives were worse: a rank that exec'd Python would
+// vanish from tpbench (no epoch written as it finishes, no failure turned into one line), and
+// torch.multiprocessing spawned from rank 0 would leave failures, the node layout and the GPU
+// per rank to torch instead of tpbench's launcher, and could not span nodes. With a child per
+// rank nothing above baselines/ knows Python is involved: the launcher's failure handling applies
+// unchanged (a child that fails makes its rank exit non-zero with the child's last stderr line; a
+// rank that dies takes its child along, PR_SET_PDEATHSIG), worker/train_job.cc records the epochs
+// as for every strategy, and the registry-driven tests run it with threads as ranks.
+//
+// Rendezvous: rank 0's child hosts torch.distributed's TCPStore on a free port and reports the
+// port; rank 0 publishes it in tpbench's store, and ranks 1..N-1 start their children with it.
+// Nobody picks a port in advance (no race for it), and tpbench's store need not speak the wire
+// protocol of whatever torch version $TPB_PYTHON has.
+//
+// Same arithmetic: one rank per host (elected through the store) writes the dataset, the test
+// split and the initial weights as IDX files (workload/idx_file.h) into a directory in the
+// point's scratch directory; every rank writes its own sample order, the indices tpbench's
+// DistributedSampler gives it in each epoch (for torch_dp: the one-process order, N*B rows per
+// step). The script trains on exactly those and writes its final weights back as IDX.
+#include "baselines/torch_reference.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "baselines/child_process.h"
+#include "comm/store.h"
+#include "common/error.h"
+#include "workload/idx_file.h"
+#include "workload/sampler.h"
+
+namespace tpb {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string torchPython() {
+  const char* p = std::getenv("TPB_PYTHON");
+  return p && *p ? p : "/usr/bin/python3";
+}
+
+std::string torchScript() {
+  if (const char* s = std::getenv("TPB_TORCH_SCRIPT"); s && *s) return s;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) {
+    // build/tpbench and build/tests/tpb_tests, wherever the tree was copied to.
+    candidates.push_back(exe.parent_path() / ".." / "scripts" / "torch_ddp.py");
+    candidates.push_back(exe.parent_path() / ".." / ".." / "scripts" / "torch_ddp.py");
+  }
+#ifdef TPB_SOURCE_DIR
+  candidates.push_back(fs::path(TPB_SOURCE_DIR) / "scripts" / "torch_ddp.py");
+#endif
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
+  return "";
+}
+
+namespace {
+
+// What the script says about this machine's torch (--probe), asked once per process.
+struct Probe {
+  std::string why;  // "" when torch is importable
+  std::string torch;
+  bool cuda = false, gloo = false, nccl = false;
+  int gpus = 0;
+};
+
+Probe runProbe() {
+  Probe p;
+  const std::string python = torchPython(), script = torchScript();
+  if (script.empty()) {
+    p.why = "scripts/torch_ddp.py was not found beside this build or its sources (set TPB_TORCH_SCRIPT)";
+    return p;
+  }
+  if (::access(python.c_str(), X_OK) != 0) {
+    p.why = "no Python at " + python + " (set TPB_PYTHON to one with PyTorch)";
+    return p;
+  }
+  std::string report;
+  ChildRun run;
+  run.argv = {python, script, "--probe", "--report_fd", "3"};
+  run.env = {"PYTHONDONTWRITEBYTECODE=1"};
+  run.onReport = [&](const std::string& line) { report = line; };
+  run.forwardStderr = false;
+  run.limit = std::chrono::seconds(120);
+  try {
+    const ChildExit e = runChild(run);
+    if (!e.ok() || report.empty()) {
+      p.why = "PyTorch is not usable from " + python + " (set TPB_PYTHON): " + script + " --probe " + e.describe();
+      return p;
+    }
+    const json j = json::parse(report);
+    p.torch = j.at("torch").get<std::string>();
+    p.cuda = j.at("cuda").get<bool>();
+    p.gpus = j.at("gpus").get<int>();
+    p.gloo = j.at("gloo").get<bool>();
+    p.nccl = j.at("nccl").get<bool>();
+  } catch (const std::exception& e) {
+    p.why = "asking " + python + " about PyTorch failed: " + e.what();
+  }
+  return p;
+}
+
+const Probe& probe() {
+  static const Probe p = runProbe();  // thread-safe initialisation
+  return p;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+// The directory the script reads the data and weights from, shared by this host's ranks; its
+// writer (the first rank of the host to ask) removes it when every rank is done.
+class SharedFiles {
+ public:
+  SharedFiles(CommContext& ctx, const TrainConfig& cfg) {
+    const std::string key = ctx.runId + "/torch_ref/files/" + hostName();
+    writer_ = ctx.store.add(key + "/writers", 1) == 1;
+    if (!writer_) {
+      const std::string v = ctx.store.get(key + "/dir");
+      if (v.rfind("!", 0) == 0) TPB_THROW(Error, "the rank writing this host's data failed: " << v.substr(1));
+      const std::size_t space = v.find(' ');
+      trainSize_ = std::stoull(v.substr(0, space));
+      dir_ = v.substr(space + 1);
+      return;
+    }
+    try {
+      write(cfg);
+    } catch (const std::exception& e) {
+      ctx.store.set(key + "/dir", std::string("!") + e.what());
+      throw;
+    }
+    ctx.store.set(key + "/dir", std::to_string(trainSize_) + " " + dir_);
+  }
+  ~SharedFiles() {
+    std::error_code ec;
+    if (writer_ && !dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  SharedFiles(const SharedFiles&) = delete;
+  SharedFiles& operator=(const SharedFiles&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  std::size_t trainSize() const { return trainSize_; }
+
+ private:
+  void write(const TrainConfig& cfg) {
+    std::string base = cfg.scratchDir;
+    if (base.empty()) {
+      const char* t = std::getenv("TMPDIR");
+      base = t && *t ? t : "/tmp";
+    }
+    std::string tmpl = base + "/torch_ref.XXXXXX";
+    if (!::mkdtemp(tmpl.data())) TPB_THROW(Error, "mkdtemp(" << tmpl << "): " << std::strerror(errno));
+    dir_ = tmpl;
+    {
+      const DataSplit data = loadDataset(cfg.dataset, cfg.trainSize, cfg.seed);
+      trainSize_ = data.train.size();
+      Dataset test = data.test;
+      if (cfg.testSize > 0 && cfg.testSize < test.size()) {
+        test.images = test.images.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
+        test.labels = test.labels.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
+      }
+      writeIdx(dir_ + "/train-images.idx", data.train.images);
+      writeIdx(dir_ + "/train-labels.idx", data.train.labels.to(torch::kUInt8));
+      writeIdx(dir_ + "/test-images.idx", test.images);
+      writeIdx(dir_ + "/test-labels.idx", test.labels.to(torch::kUInt8));
+    }
+    Mlp model = makeModel(cfg.model, cfg.seed);
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : orderedParameters(model)) flat.push_back(p.detach().reshape({-1}));
+    writeIdx(dir_ + "/weights.idx", torch::cat(flat));
+  }
+
+  bool writer_ = false;
+  std::string dir_;
+  std::size_t trainSize_ = 0;
+};
+
+// This rank's sample order for every epoch, [epochs, samples] (what trainReplicated's sampler
+// gives it; world 1 for DataParallel's one process).
+torch::Tensor sampleOrder(const TrainConfig& cfg, std::size_t trainSize, int world, int rank) {
+  DistributedSampler sampler(trainSize, world, rank, /*shuffle=*/true, cfg.seed);
+  const auto per = static_cast<int64_t>(sampler.numSamples());
+  torch::Tensor order = torch::empty({cfg.epochs, per}, torch::kInt32);
+  for (int e = 0; e < cfg.epochs; ++e) {
+    sampler.setEpoch(static_cast<std::uint64_t>(e));
+    const auto idx = sampler.indices();
+    std::int32_t* row = order[e].data_ptr<std::int32_t>();
+    for (int64_t i = 0; i < per; ++i) row[i] = static_cast<std::int32_t>(idx[static_cast<std::size_t>(i)]);
+  }
+  return order;
+}
+
+double numberOr(const json& j, const char* key, double fallback) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? fallback : it->get<double>();
+}
+
+EpochStats epochOf(const json& j) {
+  EpochStats s;
+  s.epoch = j.at("epoch").get<int>();
+  s.wallS = j.at("wall_s").get<double>();
+  s.computeS = numberOr(j, "compute_s", NAN);  // null where the script cannot split the step
+  s.commS = numberOr(j, "comm_s", NAN);
+  s.trainLoss = j.at("train_loss").get<double>();
+  s.testAccuracy = numberOr(j, "test_accuracy", -1);
+  s.evalS = numberOr(j, "eval_s", 0);
+  s.steps = j.at("steps").get<long>();
+  s.samples = j.at("samples").get<std::size_t>();
+  s.samplesPerS = s.wallS > 0 ? static_cast<double>(s.samples) / s.wallS : 0;
+  return s;
+}
+
+std::string str(double x) {
+  std::ostringstream o;
+  o.precision(17);
+  o << x;
+  return o.str();
+}
+
+}  // namespace
+
+std::string torchUnsupported(TorchWrapper wrapper, Device device, int n) {
+  if (wrapper == TorchWrapper::DataParallel && device == Device::Cpu)
+    return "torch.nn.DataParallel replicates over CUDA devices only (on the CPU it runs the module unreplicated); "
+           "torch_ddp is the CPU reference";
+  const Probe& p = probe();
+  if (!p.why.empty()) return p.why;
+  const std::string torch = "PyTorch " + p.torch + " (" + torchPython() + ")";
+  if (device == Device::Cpu) return p.gloo ? "" : torch + " has no Gloo backend";
+  if (!p.cuda) return torch + " sees no CUDA device";
+  if (wrapper == TorchWrapper::Ddp && !p.nccl) return torch + " has no NCCL backend";
+  if (wrapper == TorchWrapper::DataParallel && p.gpus < n)
+    return "needs " + std::to_string(n) + " GPUs in one process, " + torch + " sees " + std::to_string(p.gpus);
+  return "";
+}
+
+TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainConfig& cfg,
+                           const EpochCallback& onEpoch) {
+  const bool ddp = wrapper == TorchWrapper::Ddp;
+  const std::string name = ddp ? "torch_ddp" : "torch_dp";
+  TPB_CHECK(ddp || ctx.size() == 1, name << " runs in one process");
+  const std::string script = torchScript();
+  if (script.empty()) TPB_THROW(Error, name << ": scripts/torch_ddp.py was not found (set TPB_TORCH_SCRIPT)");
+  const int rank = ctx.rank(), world = ctx.size();
+  const std::string storeKey = ctx.runId + "/torch_ref/store";
+  bool published = false;
+  // Ranks 1..N-1 wait for rank 0's port: tell them when rank 0 fails before it has one.
+  const auto failStore = [&](const std::string& why) {
+    if (!ddp || rank != 0 || world == 1 || published) return;
+    try {
+      ctx.store.set(storeKey, "!" + why);
+    } catch (const std::exception&) {
+      // The store is gone too: the other ranks' wait times out instead.
+    }
+  };
+  try {
+    SharedFiles files(ctx, cfg);
+    const std::string order = files.dir() + "/order-r" + std::to_string(rank) + ".idx";
+    const std::string paramsOut = files.dir() + "/params-r" + std::to_string(rank) + ".idx";
+    writeIdx(order, sampleOrder(cfg, files.trainSize(), world, rank));
+
+    std::string storeAddr = ctx.host, storePort = "0";
+    if (ddp && rank != 0) {
+      const std::string v = ctx.store.get(storeKey);
+      if (v.rfind("!", 0) == 0) TPB_THROW(Error, name << ": rank 0 failed before the rendezvous: " << v.substr(1));
+      storeAddr = v.substr(0, v.rfind(' '));
+      storePort = v.substr(v.rfind(' ') + 1);
+    }
+    std::string hidden;
+    for (int h : cfg.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+    const bool gpu = cfg.device == Device::Cuda;
+    ChildRun run;
+    run.argv = {torchPython(), script, "--mode", ddp ? "ddp" : "dp", "--report_fd", "3",
+                "--data", files.dir(), "--order", order, "--params_out", paramsOut,
+                "--hidden", hidden, "--batch_size", std::to_string(cfg.batchSize),
+                "--epochs", std::to_string(cfg.epochs), "--max_steps", std::to_string(cfg.maxSteps),
+                "--lr", str(cfg.lr), "--momentum", str(cfg.momentum), "--bucket_mb", str(cfg.bucketMb),
+                "--evaluate", cfg.evaluate ? "1" : "0", "--device", gpu ? "cuda" : "cpu",
+                "--device_index", std::to_string(cfg.deviceIndex), "--n_devices", std::to_string(ddp ? 1 : cfg.nGpus),
+                "--rank", std::to_string(rank), "--world", std::to_string(world),
+                "--store_addr", storeAddr, "--store_port", storePort,
+                "--timeout_s", std::to_string(std::chrono::duration<double>(ctx.timeout()).count())};
+    // One thread per rank, as every tpbench rank (the launcher pins OpenBLAS the same way); no
+    // __pycache__ written into the source tree; stderr lines as they come.
+    run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
+               "MKL_NUM_THREADS=1"};
+    TrainResult result;
+    bool done = false;
+    run.onReport = [&](const std::string& line) {
+      json j;
+      try {
+        j = json::parse(line);
+      } catch (const std::exception&) {
+        TPB_THROW(Error, name << ": the script reported '" << line << "', not JSON");
+      }
+      const std::string event = j.value("event", "");
+      if (event == "store" && ddp && rank == 0) {
+        ctx.store.set(storeKey, storeAddr + " " + std::to_string(j.at("port").get<int>()));
+        published = true;
+      } else if (event == "epoch") {
+        const EpochStats s = epochOf(j);
+        if (onEpoch) onEpoch(s);
+        result.epochs.push_back(s);
+      } else if (event == "done") {
+        done = true;
+      }
+    };
+    const ChildExit exit = runChild(run);
+    if (!exit.ok() || !done)
+      TPB_THROW(Error, name << ": " << script << " (rank " << rank << ") "
+                            << (exit.ok() ? "ended without reporting done" : exit.describe()));
+    const torch::Tensor params = readIdx(paramsOut);
+    TPB_CHECK(params.scalar_type() == torch::kFloat32 && params.dim() == 1,
+              paramsOut << ": expected a float32 vector of weights");
+    result.params.assign(params.data_ptr<float>(), params.data_ptr<float>() + params.numel());
+    // The files go with the writer's SharedFiles: not before every rank has read its weights.
+    ctx.transport.barrier();
+    return result;
+  } catch (const std::exception& e) {
+    failStore(e.what());
+    throw;
+  }
+}
+
+}  // namespace tpb

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""scripts/torch_ddp.py — PyTorch's own DistributedDataParallel (--mode ddp) or DataParallel
+(--mode dp) training tpbench's MLP: the measured references `tpbench run --strategy torch_ddp`
+and `torch_dp` run (baselines/torch_reference.cc starts one of these per rank and reads what it
+reports). Needs nothing but torch (no numpy, no torchvision, no network).
+
+Everything that decides the arithmetic comes from tpbench, in IDX files in --data (big-endian,
+as MNIST's): train-images.idx (float32 [n, 784], already normalised), train-labels.idx (uint8),
+test-images.idx / test-labels.idx (the first test_size samples), weights.idx (float32, every
+parameter flattened in order fc0.weight, fc0.bias, fc1.weight, ...), and --order, this rank's
+sample indices per epoch (int32 [epochs, samples], what tpbench's DistributedSampler gives the
+rank). So the model starts from tpbench's weights and sees tpbench's batches in tpbench's order:
+after K steps its weights equal `tpbench run --strategy single` at the global batch.
+
+The loop is the idiomatic fast one, as scripts/torch_single.py: per step index_select of the
+batch's rows from in-memory tensors (a DataLoader would add per-sample Python collation and
+measure that instead), forward, cross-entropy, zero_grad(set_to_none=True), backward, SGD step
+(torch.optim.SGD, the same rule as tpbench's flat SGD); the loss is summed on the device and read
+once per epoch. Per epoch, like tpbench: the ranks meet (dist.barrier), the clock runs over the
+steps only, and rank 0 evaluates after the clock stops.
+
+  ddp: torch.distributed over a TCPStore that rank 0 hosts (--store_port 0: a free port, reported
+       to tpbench, which hands it to the other ranks), Gloo on the CPU, NCCL on cuda:--device_index;
+       DistributedDataParallel(bucket_cap_mb=--bucket_mb). comm_s on the CPU is DDP's exposed
+       communication: from the moment the step's last gradient is computed (a tensor hook on every
+       parameter notes the time; DDP's own reducer, hooks and buckets are left as they are) to
+       backward()'s return, which DDP holds until every bucket's allreduce is done. On a GPU
+       backward returns without waiting for NCCL, so compute_s and comm_s are null there.
+  dp:  one process, DataParallel over cuda:--device_index .. +--n_devices-1, global batches of
+       --batch_size x --n_devices rows; compute_s and comm_s are null (scatter, replicate and
+       reduce happen inside forward and backward).
+
+Reports to tpbench, one JSON object per line on file descriptor --report_fd: {"event": "store",
+"port": P} (ddp rank 0, before the rendezvous), {"event": "epoch", ...} per epoch (rank 0, the
+figures of all ranks: wall_s the slowest rank's, compute_s and comm_s the mean, train_loss the
+mean over all steps), {"event": "done"} after --params_out (this rank's final weights, IDX
+float32) is written. --probe reports {"event": "probe", "torch", "cuda", "gpus", "gloo", "nccl"}
+and exits: how tpbench finds out whether it can run at all.
+
+Exit: 0 done, 1 a failure (traceback on stderr), 2 bad usage or torch missing.
+"""
+import argparse
+import array
+import json
+import os
+import struct
+import sys
+import time
+
+# IDX type codes: (array typecode, torch dtype name, bytes per element).
+IDX_TYPES = {0x08: ("B", "uint8", 1), 0x0C: ("i", "int32", 4), 0x0D: ("f", "float32", 4),
+             0x0E: ("d", "float64", 8)}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="PyTorch's DDP / DataParallel on tpbench's MLP, data and order.")
+    p.add_argument("--probe", action="store_true", help="report torch's version and devices, then exit")
+    p.add_argument("--report_fd", type=int, default=1, help="file descriptor for the JSON lines (default 1)")
+    p.add_argument("--mode", choices=["ddp", "dp"], default="ddp")
+    p.add_argument("--data", help="directory of tpbench's IDX files")
+    p.add_argument("--order", help="this rank's sample order, IDX int32 [epochs, samples]")
+    p.add_argument("--params_out", help="where to write the final weights (IDX float32)")
+    p.add_argument("--hidden", default="512,512")
+    p.add_argument("--batch_size", type=int, default=64, help="per device")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max_steps", type=int, default=-1, help="optimizer steps in all; -1: no limit")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--bucket_mb", type=float, default=25.0)
+    p.add_argument("--evaluate", type=int, default=1)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--device_index", type=int, default=0)
+    p.add_argument("--n_devices", type=int, default=1, help="dp: replicas")
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world", type=int, default=1)
+    p.add_argument("--store_addr", default="127.0.0.1")
+    p.add_argument("--store_port", type=int, default=0, help="0 on rank 0: host the store on a free port")
+    p.add_argument("--timeout_s", type=float, default=300)
+    a = p.parse_args(argv)
+    if not a.probe:
+        for name in ("data", "order", "params_out"):
+            if not getattr(a, name):
+                p.error(f"--{name} is required")
+        if a.batch_size < 1 or a.epochs < 0 or a.n_devices < 1 or not 0 <= a.rank < a.world:
+            p.error("--batch_size, --epochs, --n_devices, --rank and --world are out of range")
+    return a
+
+
+class Reporter:
+    def __init__(self, fd):
+        self.fd = fd
+
+    def send(self, **obj):
+        line = (json.dumps(obj, allow_nan=False) + "\n").encode()
+        while line:
+            line = line[os.write(self.fd, line):]
+
+
+def read_idx(path, torch):
+    """An IDX file as a tensor (the body byte-swapped from big-endian on little-endian hosts)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+        if len(head) != 4 or head[0] or head[1] or head[2] not in IDX_TYPES:
+            raise ValueError(f"{path}: not an IDX file of a supported type")
+        code, rank = head[2], head[3]
+        dims = struct.unpack(">" + "I" * rank, f.read(4 * rank))
+        typecode, dtype, size = IDX_TYPES[code]
+        count = 1
+        for d in dims:
+            count *= d
+        body = array.array(typecode)
+        if body.itemsize != size:
+            raise ValueError(f"array typecode {typecode} is {body.itemsize} bytes here, IDX needs {size}")
+        body.fromfile(f, count)  # raises EOFError when the file is short
+        if f.read(1):
+            raise ValueError(f"{path}: longer than its header says")
+    if size > 1 and sys.byteorder == "little":
+        body.byteswap()
+    t = torch.frombuffer(body, dtype=getattr(torch, dtype)) if count else torch.empty(0, dtype=getattr(torch, dtype))
+    return t.reshape(dims).clone()  # own the memory: `body` goes away
+
+
+def write_idx_float(path, t):
+    body = array.array("f", t.detach().float().cpu().reshape(-1).tolist())
+    if sys.byteorder == "little":
+        body.byteswap()
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(bytes([0, 0, 0x0D, 1]) + struct.pack(">I", len(body)))
+        body.tofile(f)
+    os.replace(tmp, path)
+
+
+def probe(rep):
+    import torch
+    import torch.distributed as dist
+    avail = dist.is_available()
+    rep.send(event="probe", torch=torch.__version__, cuda=bool(torch.cuda.is_available()),
+             gpus=torch.cuda.device_count() if torch.cuda.is_available() else 0,
+             gloo=bool(avail and dist.is_gloo_available()), nccl=bool(avail and dist.is_nccl_available()))
+
+
+def make_model(nn, widths):
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def load_weights(torch, model, flat):
+    params = list(model.parameters())
+    total = sum(p.numel() for p in params)
+    if flat.numel() != total:
+        raise ValueError(f"weights.idx holds {flat.numel()} values, the model has {total} parameters")
+    offset = 0
+    with torch.no_grad():
+        for p in params:
+            p.copy_(flat[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+
+
+def train(a, rep):
+    import datetime
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)  # one device per rank, as tpbench's ranks
+    ddp = a.mode == "ddp"
+    timeout = datetime.timedelta(seconds=a.timeout_s)
+    if ddp:
+        # First of all, so that the other ranks start while this one loads its data.
+        if a.rank == 0:
+            store = dist.TCPStore(a.store_addr, a.store_port, a.world, True, timeout=timeout,
+                                  wait_for_workers=False)
+            rep.send(event="store", port=store.port)
+        else:
+            store = dist.TCPStore(a.store_addr, a.store_port, a.world, False, timeout=timeout)
+    dev = torch.device("cuda", a.device_index) if a.device == "cuda" else torch.device("cpu")
+    if a.device == "cuda":
+        torch.cuda.set_device(dev)
+    widths = [784] + [int(h) for h in a.hidden.split(",")] + [10]
+    model = make_model(nn, widths)
+    load_weights(torch, model, read_idx(os.path.join(a.data, "weights.idx"), torch))
+    model.to(dev)
+    x = read_idx(os.path.join(a.data, "train-images.idx"), torch).to(dev)
+    y = read_idx(os.path.join(a.data, "train-labels.idx"), torch).long().to(dev)
+    tx = read_idx(os.path.join(a.data, "test-images.idx"), torch).to(dev)
+    ty = read_idx(os.path.join(a.data, "test-labels.idx"), torch).long().to(dev)
+    order = read_idx(a.order, torch).long().to(dev)
+    if order.dim() != 2 or order.size(0) < a.epochs:
+        raise ValueError(f"{a.order}: expected [{a.epochs}, samples] indices, got {list(order.shape)}")
+    plain = model  # evaluated, and written out, without the wrapper
+
+    last_grad = [0.0]
+    measure_comm = ddp and a.device == "cpu"
+    if ddp:
+        if a.store_addr.startswith("127.") or a.store_addr == "localhost":
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one node: Gloo pairs over loopback
+        dist.init_process_group("nccl" if a.device == "cuda" else "gloo", store=store, rank=a.rank,
+                                world_size=a.world, timeout=timeout)
+        model = nn.parallel.DistributedDataParallel(
+            model, device_ids=[a.device_index] if a.device == "cuda" else None, bucket_cap_mb=a.bucket_mb)
+        if measure_comm:
+            def note(grad):
+                last_grad[0] = time.perf_counter()
+            for p in plain.parameters():
+                p.register_hook(note)
+        rows = a.batch_size
+    else:
+        ids = list(range(a.device_index, a.device_index + a.n_devices))
+        model = nn.DataParallel(model, device_ids=ids, output_device=a.device_index)
+        rows = a.batch_size * a.n_devices
+    opt = torch.optim.SGD(plain.parameters(), lr=a.lr, momentum=a.momentum)
+
+    def sync():
+        if a.device == "cuda":
+            torch.cuda.synchronize(dev)
+
+    total_steps = 0
+
+    def steps_left():
+        return a.max_steps < 0 or total_steps < a.max_steps
+
+    model.train()
+    for epoch in range(a.epochs):
+        if not steps_left():
+            break
+        idx = order[epoch]
+        n = idx.numel()
+        loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+        compute = comm = 0.0
+        steps = samples = 0
+        sync()
+        if ddp:
+            dist.barrier()
+        t0 = time.perf_counter()
+        for begin in range(0, n, rows):
+            if not steps_left():
+                break
+            c0 = time.perf_counter()
+            sel = idx[begin:begin + rows]
+            loss = F.cross_entropy(model(x.index_select(0, sel)), y.index_select(0, sel))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            c1 = time.perf_counter()
+            opt.step()
+            loss_sum += loss.detach()
+            c2 = time.perf_counter()
+            if measure_comm:
+                wait = max(0.0, c1 - max(last_grad[0], c0))
+                comm += wait
+                compute += c2 - c0 - wait
+            steps += 1
+            samples += sel.numel()
+            total_steps += 1
+        loss_total = loss_sum.item()  # on a GPU this waits for the epoch's last step
+        wall = time.perf_counter() - t0
+        figures = torch.tensor([compute, comm, loss_total, steps, samples], dtype=torch.float64, device=dev)
+        slowest = torch.tensor([wall], dtype=torch.float64, device=dev)
+        if ddp:
+            dist.all_reduce(figures)
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        if a.rank != 0:
+            continue
+        ranks = a.world if ddp else 1
+        compute, comm, loss_total, steps, samples = figures.tolist()
+        wall = slowest.item()
+        accuracy, eval_s = None, None
+        if a.evaluate and ty.numel() > 0:
+            e0 = time.perf_counter()
+            with torch.no_grad():
+                correct = 0
+                for begin in range(0, ty.numel(), 1000):
+                    logits = plain(tx[begin:begin + 1000])
+                    correct += int((logits.argmax(1) == ty[begin:begin + 1000]).sum().item())
+            accuracy, eval_s = correct / ty.numel(), time.perf_counter() - e0
+        rep.send(event="epoch", epoch=epoch + 1, wall_s=wall,
+                 compute_s=compute / ranks if measure_comm else None,
+                 comm_s=comm / ranks if measure_comm else None,
+                 train_loss=loss_total / steps if steps else 0.0, test_accuracy=accuracy, eval_s=eval_s,
+                 steps=int(steps), samples=int(samples))
+    sync()
+    write_idx_float(a.params_out, torch.cat([p.detach().reshape(-1).cpu() for p in plain.parameters()]))
+    if ddp:
+        dist.barrier()  # no rank tears the group down while another still uses it
+        dist.destroy_process_group()
+    rep.send(event="done")
+
+
+def main(argv):
+    a = parse_args(argv)
+    rep = Reporter(a.report_fd)
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        print(f"torch_ddp: cannot import torch ({e}) with {sys.executable}", file=sys.stderr)
+        return 2
+    if a.probe:
+        probe(rep)
+    else:
+        train(a, rep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
