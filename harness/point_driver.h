@@ -32,6 +32,7 @@
 #include <string>
 
 #include "harness/launch.h"
+#include "worker/point_sync.h"
 
 namespace tpb {
 
@@ -45,7 +46,7 @@ struct PointDriverOptions {
   std::string masterAddr = "127.0.0.1";
   std::uint16_t masterPort = 0;  // 0 on one node: a free port
   // How long the ranks of a point (and, on another node, this launcher) wait for the others.
-  std::chrono::seconds rendezvousTimeout{300};
+  std::chrono::seconds rendezvousTimeout = kDefaultRendezvousTimeout;
   // The interface the ranks bind to (--iface): GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME for
   // them. Empty: the one that reaches --master_addr (comm/net_iface.h).
   std::string iface;

@@ -10,6 +10,7 @@
 
 #include "record/records.h"
 #include "workload/train.h"
+#include "worker/point_sync.h"
 
 namespace tpb {
 
@@ -30,7 +31,7 @@ struct TrainRunOptions {
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;  // 0: the point's process count
   std::string masterAddr = "127.0.0.1";
   std::uint16_t masterPort = 0;
-  std::chrono::seconds rendezvousTimeout{300};  // ranks of a point wait this long for each other
+  std::chrono::seconds rendezvousTimeout = kDefaultRendezvousTimeout;  // ranks of a point wait this long for each other
   std::string iface;                            // --iface: the interface this node's ranks bind to
 };
 

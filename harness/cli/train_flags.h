@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/train_runner.h"
+#include "worker/point_sync.h"
 
 namespace tpb::cli {
 
@@ -24,7 +25,7 @@ struct TrainFlags {
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;
   std::string masterAddr = "127.0.0.1";
   int masterPort = 0;
-  int rendezvousTimeout = 300;
+  int rendezvousTimeout = static_cast<int>(kDefaultRendezvousTimeout.count());
   std::string iface;
 };
 
