@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/run_id.h"
 #include "record/results.h"
-#include "worker/allreduce_job.h"
+#include "worker/collective_job.h"
 #include "worker/train_job.h"
 
 namespace tpb {
@@ -51,7 +51,8 @@ WorkerEnv WorkerEnv::fromEnvironment() {
 
 const std::map<std::string, JobFn>& jobKinds() {
   static const std::map<std::string, JobFn> table = {
-      {"allreduce", allreduceJob},
+      {"allreduce", collectiveJob},
+      {"collective", collectiveJob},
       {"train", trainJob},
   };
   return table;
