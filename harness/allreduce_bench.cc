@@ -40,7 +40,7 @@ void printRow(std::ostream& os, const CollectiveRecord& p) {
   if (p.traffic && p.traffic->ranks())
     sent = std::to_string(*std::max_element(p.traffic->bytesSent.begin(), p.traffic->bytesSent.end()));
   std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.1f %11.1f %11.1f %11.3f %11.3f %7s %12s\n",
-                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.inPlace ? "in" : "out",
+                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.isInPlace() ? "in" : "out",
                 p.timeMedianUs, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
   os << line;
 }

@@ -176,7 +176,7 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
       groups;
   for (const auto& r : records) {
     if (!r.ok() || !r.measured || !(r.timeMedianUs > 0) || r.bytes == 0 || r.nGpus < 2) continue;
-    groups[{r.op, r.algo, r.transport, r.device, r.nGpus, r.inPlace}][double(r.bytes)].push_back(r.timeMedianUs);
+    groups[{r.op, r.algo, r.transport, r.device, r.nGpus, r.isInPlace()}][double(r.bytes)].push_back(r.timeMedianUs);
   }
   std::vector<Fit> fits;
   for (const auto& [key, bySize] : groups) {

@@ -66,7 +66,7 @@ std::string runLabel(const RunConfig& c) {
 
 bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
   return a.op == b.op && a.algo == b.algo && a.transport == b.transport && a.device == b.device &&
-         a.nGpus == b.nGpus && a.bytes == b.bytes && a.inPlace == b.inPlace && a.root == b.root;
+         a.nGpus == b.nGpus && a.bytes == b.bytes && a.isInPlace() == b.isInPlace() && a.root == b.root;
 }
 
 // Points are matched by value (a linear search: files hold hundreds of points, not millions).
@@ -87,7 +87,7 @@ Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) 
   Point p;
   p.coll = rec;
   p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
-            rec.transport + (rec.inPlace ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
+            rec.transport + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
   points.push_back(std::move(p));
   return points.back();
 }

@@ -350,7 +350,7 @@ json CollectiveRecord::toJson() const {
   j["device"] = device;
   j["n_gpus"] = nGpus;
   putIfSet(j, "root", root);
-  j["in_place"] = inPlace;
+  putIfSet(j, "in_place", inPlace);
   j["bytes"] = bytes;
   j["count"] = count;
   if (measured) {

@@ -153,8 +153,8 @@ struct CollectiveRecord {
   std::string algo, transport, device;
   std::optional<int> root;      // rooted ops (broadcast, reduce) only
   // nccl-tests' in place (true) or out of place (false); absent in files older than the field,
-  // which hold in-place allreduce points only: read as true.
-  bool inPlace = true;
+  // which hold in-place allreduce points only (isInPlace() says true), and kept absent on rewrite.
+  std::optional<bool> inPlace;
   int nGpus = 1;
   std::uint64_t bytes = 0, count = 0;
   // Measured fields: absent when the point did not run to the end (measured == false).
@@ -172,6 +172,7 @@ struct CollectiveRecord {
   nlohmann::json extra = nlohmann::json::object();
 
   bool ok() const { return status == "ok"; }
+  bool isInPlace() const { return inPlace.value_or(true); }
   nlohmann::json toJson() const;
   static CollectiveRecord fromJson(const JsonIn& in);
 };

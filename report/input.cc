@@ -55,7 +55,7 @@ Run runOf(const RunRecord& r) {
 ArPoint pointOf(const CollectiveRecord& c) {
   ArPoint a;
   a.op = c.op;
-  a.inPlace = c.inPlace;
+  a.inPlace = c.isInPlace();
   a.algo = c.algo;
   a.transport = c.transport;
   a.device = c.device;
