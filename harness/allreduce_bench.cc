@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "comm/transports.h"
@@ -71,13 +72,12 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   if (opt.ops.empty()) TPB_THROW(UsageError, "--op: no collective given");
   if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
   if (opt.inPlace.empty()) TPB_THROW(UsageError, "--place: no placement given");
-  std::size_t total = 0;
   for (const auto& op : opt.ops) {
     const CollectiveOp& o = findOp("--op", op);
     for (bool p : opt.inPlace)
       if (p && !o.hasInPlace && opt.inPlace.size() == 1)
         TPB_THROW(UsageError, "--place: " << op << " has no in-place form (use --place out)");
-    total += algosFor(opt, op).size() * opt.nGpus.size();
+    algosFor(opt, op);
   }
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
@@ -96,10 +96,18 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
       for (const auto& op : opt.ops)
         if (findOp("--op", op).rooted)
           TPB_THROW(UsageError, "--root: " << opt.root << " is not a rank of N=" << nLL << " (0.." << nLL - 1 << ")");
-  for (const auto& op : opt.ops)
-    for (const auto& a : algosFor(opt, op))
-      if (std::string why = findCollective("--algos", op, a).unsupported(device); !why.empty())
+  // The algorithms each op runs on this device.
+  std::map<std::string, std::vector<std::string>> runs;
+  std::size_t total = 0;
+  for (const auto& op : opt.ops) {
+    for (const auto& a : algosFor(opt, op)) {
+      const std::string why = findCollective("--algos", op, a).unsupported(device);
+      if (why.empty()) runs[op].push_back(a);
+      else if (!opt.skipUnsupported)
         TPB_THROW(UsageError, "--algos: " << op << " " << a << " cannot run on " << devName << ": " << why);
+    }
+    total += runs[op].size() * opt.nGpus.size();
+  }
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until the last save
   if (!opt.out.empty()) {
@@ -124,7 +132,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     std::string how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
     how += placements.size() > 1 ? ", in and out of place" : placements[0] ? ", in place" : ", out of place";
     if (op.rooted) how += ", root " + std::to_string(opt.root);
-    for (const auto& algo : algosFor(opt, opName)) {
+    for (const auto& algo : runs[opName]) {
       for (const auto nLL : opt.nGpus) {
         if (driver.interrupted()) break;
         const int n = static_cast<int>(nLL);

@@ -19,6 +19,8 @@ struct AllreduceBenchOptions {
   // Algorithm names. With one op each must be one of its algorithms; with several, each must be
   // an algorithm of at least one op, and every op runs those of them it has (none: refused).
   std::vector<std::string> algos;
+  // --algos all: an algorithm that cannot run on the device is left out instead of refused.
+  bool skipUnsupported = false;
   int root = 0;                    // rooted ops (broadcast, reduce)
   std::vector<bool> inPlace{true};  // placements to measure: in place, out of place or both
   std::vector<long long> nGpus;

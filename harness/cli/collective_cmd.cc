@@ -43,6 +43,7 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
           o.algos.insert(o.algos.end(), names.begin(), names.end());
         }
         o.algos = withoutDuplicates(o.algos);
+        o.skipUnsupported = true;  // all there is for this device
       } else {
         o.algos = withoutDuplicates(splitList(f->algos));
       }
