@@ -50,7 +50,7 @@ TEST(AlphaBeta, OneDisturbedSizeDoesNotMoveTheFit) {
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_NEAR(fits[0].alphaUs, 8.0, 0.08);
   EXPECT_NEAR(fits[0].betaUsPerByte, 2e-4, 2e-6);
-  EXPECT_GT(fits[0].line.maxRelErr, 1.0);  // the outlier is reported, not hidden
+  EXPECT_GT(fits[0].line.maxRelErr, 0.75);  // the outlier (5x) is reported, not hidden: 1/5 - 1
 }
 
 TEST(AlphaBeta, CoefficientsStayNonNegative) {
