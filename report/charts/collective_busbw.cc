@@ -67,7 +67,7 @@ void build(Chart& c, const Inputs& in) {
   buildBusbwChart(c, series, sizes, bws, "message size (bytes, nccl-tests' convention per op)");
 }
 
-const ChartRegistrar kChart(65, "collective_busbw", "Collective bus bandwidth vs message size (other ops)", build);
+const ChartRegistrar kChart(65, "collective_busbw", "Bus bandwidth of the other collectives vs message size", build);
 
 }  // namespace
 }  // namespace tpb::report
