@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/registry.h"
+#include "strategies/ring_allreduce.h"
 #include "tests/thread_world.h"
 #include "tests/train_util.h"
 
@@ -400,7 +401,8 @@ TEST(EpochTraffic, RingAllReduceMovesOneRingPerStep) {
   ASSERT_EQ(epochs.size(), 1u);
   ASSERT_EQ(epochs[0].rankTraffic.size(), static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
-    Traffic one = ringTraffic(n, r, params, 512u << 10), want;
+    // The strategy's ring runs at the default chunk (TPB_RING_CHUNK_KB when set).
+    Traffic one = ringTraffic(n, r, params, RingAllreduce::defaultChunkBytes(Device::Cpu)), want;
     for (int s = 0; s < cfg.maxSteps; ++s) {
       addSend(want, one.bytesSent / sizeof(float), one.msgsSent);
       addRecv(want, one.bytesRecv / sizeof(float), one.msgsRecv);
