@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,22 @@ class Request {
  public:
   virtual ~Request() = default;
   virtual void wait() = 0;
+};
+
+// What one rank has moved over its transport: bytes and messages sent and received, counted
+// when posted (a posted message is always completed or the run fails). A zero-byte message is a
+// no-op and is not counted; a forwarding post (irecvReduceSend, irecvCopySend) counts as one
+// receive and one send. Exact and deterministic for a given algorithm, size and N, which is
+// what the traffic tests and `compare` rely on.
+struct Traffic {
+  std::uint64_t bytesSent = 0, bytesRecv = 0, msgsSent = 0, msgsRecv = 0;
+  Traffic operator-(const Traffic& o) const {
+    return {bytesSent - o.bytesSent, bytesRecv - o.bytesRecv, msgsSent - o.msgsSent, msgsRecv - o.msgsRecv};
+  }
+  bool operator==(const Traffic& o) const {
+    return bytesSent == o.bytesSent && bytesRecv == o.bytesRecv && msgsSent == o.msgsSent && msgsRecv == o.msgsRecv;
+  }
+  bool operator!=(const Traffic& o) const { return !(*this == o); }
 };
 
 class Transport {
@@ -97,8 +114,23 @@ class Transport {
   // queues work on a device stream (nccl) times it there with events (nccl-tests' method).
   virtual std::unique_ptr<IntervalTimer> makeTimer();
 
+  // Everything this rank has posted since the transport was made (barriers and control messages
+  // included): take the difference of two readings to count one stretch of work.
+  Traffic traffic() const { return traffic_; }
+
  protected:
   void checkPeer(int peer, const char* op) const;
+  // Every implementation calls these from its posts (Traffic says what counts).
+  void countSend(std::size_t bytes) {
+    if (bytes == 0) return;
+    traffic_.bytesSent += bytes;
+    ++traffic_.msgsSent;
+  }
+  void countRecv(std::size_t bytes) {
+    if (bytes == 0) return;
+    traffic_.bytesRecv += bytes;
+    ++traffic_.msgsRecv;
+  }
   // Scratch host buffers for the default irecvReduce, recycled between requests so the hot
   // loop does not allocate once it is warm.
   std::vector<float> takeScratch(std::size_t count);
@@ -111,6 +143,7 @@ class Transport {
   std::chrono::milliseconds timeout_;
   std::vector<std::vector<float>> scratch_;
   std::uint64_t barrierRound_ = 0;
+  Traffic traffic_;
 };
 
 // A request that is complete when posted (zero-byte messages, size-1 worlds).

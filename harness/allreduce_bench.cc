@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "comm/transports.h"
@@ -15,7 +16,7 @@
 #include "harness/meta.h"
 #include "harness/point_driver.h"
 #include "record/results.h"
-#include "worker/allreduce_job.h"
+#include "worker/collective_job.h"
 
 namespace tpb {
 
@@ -23,31 +24,62 @@ using nlohmann::json;
 
 namespace {
 
-void printHeader(std::ostream& os, const std::string& algo, int n, const std::string& transport,
-                 const std::string& device) {
+void printHeader(std::ostream& os, const std::string& op, const std::string& algo, int n,
+                 const std::string& transport, const std::string& device, const std::string& how) {
   char line[256];
-  os << "\n# allreduce  algo=" << algo << "  N=" << n << "  transport=" << transport
-     << "  device=" << device << "  (float32 sum, in place)\n";
-  std::snprintf(line, sizeof line, "# %10s %11s %11s %11s %11s %11s %11s %7s\n", "bytes", "count",
-                "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong");
+  os << "\n# " << op << "  algo=" << algo << "  N=" << n << "  transport=" << transport << "  device=" << device
+     << "  (float32" << how << ")\n";
+  std::snprintf(line, sizeof line, "# %10s %11s %5s %11s %11s %11s %11s %11s %7s %12s\n", "bytes", "count", "place",
+                "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong", "sent_B/rank");
   os << line;
 }
 
 void printRow(std::ostream& os, const CollectiveRecord& p) {
   char line[256];
   const std::string wrong = p.wrong ? std::to_string(*p.wrong) : "n/a";
-  std::snprintf(line, sizeof line, "  %10s %11llu %11.1f %11.1f %11.1f %11.3f %11.3f %7s\n",
-                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.timeMedianUs,
-                p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str());
+  // The most any rank sent in one call (exact; "-" where the transport did not carry it).
+  std::string sent = "-";
+  if (p.traffic && p.traffic->ranks())
+    sent = std::to_string(*std::max_element(p.traffic->bytesSent.begin(), p.traffic->bytesSent.end()));
+  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.1f %11.1f %11.1f %11.3f %11.3f %7s %12s\n",
+                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.isInPlace() ? "in" : "out",
+                p.timeMedianUs, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
   os << line;
 }
 
 }  // namespace
 
+std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::string& op) {
+  if (opt.ops.size() == 1) {
+    for (const auto& a : opt.algos) findCollective("--algos", op, a);
+    return opt.algos;
+  }
+  std::vector<std::string> mine;
+  for (const auto& a : opt.algos) {
+    bool somewhere = false;
+    for (const auto& o : opt.ops) {
+      for (const auto& name : collectiveNames(o)) somewhere = somewhere || name == a;
+    }
+    if (!somewhere) TPB_THROW(UsageError, "--algos: '" << a << "' is an algorithm of none of the ops asked for");
+    for (const auto& name : collectiveNames(op))
+      if (name == a) mine.push_back(a);
+  }
+  if (mine.empty()) TPB_THROW(UsageError, "--algos: none of them implements " << op);
+  return mine;
+}
+
 int runAllreduceBench(const AllreduceBenchOptions& opt) {
   // ---- validate everything before launching anything ----
+  if (opt.ops.empty()) TPB_THROW(UsageError, "--op: no collective given");
   if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
-  for (const auto& a : opt.algos) findAllreduce("--algos", a);
+  if (opt.inPlace.empty()) TPB_THROW(UsageError, "--place: no placement given");
+  for (const auto& op : opt.ops) {
+    const CollectiveOp& o = findOp("--op", op);
+    for (bool p : opt.inPlace)
+      if (p && !o.hasInPlace && opt.inPlace.size() == 1)
+        TPB_THROW(UsageError, "--place: " << op << " has no in-place form (use --place out)");
+    algosFor(opt, op);
+  }
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
@@ -66,9 +98,23 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     if (std::string why = findTransport(tname).unsupported(device, ranks, ranks); !why.empty())
       TPB_THROW(UsageError, "--transport " << tname << " on " << devName << ": " << why);
   }
-  for (const auto& a : opt.algos)
-    if (std::string why = findAllreduce("--algos", a).unsupported(device); !why.empty())
-      TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << devName << ": " << why);
+  for (const auto nLL : opt.nGpus)
+    if (opt.root < 0 || opt.root >= nLL)
+      for (const auto& op : opt.ops)
+        if (findOp("--op", op).rooted)
+          TPB_THROW(UsageError, "--root: " << opt.root << " is not a rank of N=" << nLL << " (0.." << nLL - 1 << ")");
+  // The algorithms each op runs on this device.
+  std::map<std::string, std::vector<std::string>> runs;
+  std::size_t total = 0;
+  for (const auto& op : opt.ops) {
+    for (const auto& a : algosFor(opt, op)) {
+      const std::string why = findCollective("--algos", op, a).unsupported(device);
+      if (why.empty()) runs[op].push_back(a);
+      else if (!opt.skipUnsupported)
+        TPB_THROW(UsageError, "--algos: " << op << " " << a << " cannot run on " << devName << ": " << why);
+    }
+    total += runs[op].size() * opt.nGpus.size();
+  }
   // Rank 0 alone writes results under an external launcher.
   const bool writer = !ext || ext->rank() == 0;
   std::unique_ptr<ResultsFile> results;
@@ -78,7 +124,6 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     outLock = std::make_unique<OutLock>("--out", opt.out);
   }
 
-  const std::size_t total = opt.algos.size() * opt.nGpus.size();
   PointDriverOptions dopt;
   dopt.total = total;
   dopt.timeout = opt.timeout;
@@ -93,83 +138,98 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   std::size_t done = 0, failedPoints = 0;
   int rc = 0;
 
-  for (const auto& algo : opt.algos) {
-    for (const auto nLL : opt.nGpus) {
-      if (driver.interrupted()) break;
-      const int n = static_cast<int>(nLL);
-      const int perNode = ext ? ext->maxLocalSizeOf(n) : n;
-      const std::string transport = opt.transport.empty() ? defaultTransport(device, n, perNode) : opt.transport;
-      // The point's records, one per size: measured ones from what rank 0 wrote (`got`, read
-      // from `path`), the rest failed with `error`.
-      auto recordsOf = [&](const json& got, const std::string& path, const std::string& error) {
-        const JsonIn in(got, path);
-        const auto points = in.find("points");
-        const std::size_t measured = points ? points->size() : 0;
-        std::vector<CollectiveRecord> recs;
-        for (std::size_t k = 0; k < opt.bytes.size(); ++k) {
-          CollectiveRecord rec;
-          if (k < measured) {
-            rec = CollectiveRecord::fromJson((*points)[k]);
-            if (rec.wrong && *rec.wrong != 0) {
+  for (const auto& opName : opt.ops) {
+    const CollectiveOp& op = findOp("--op", opName);
+    // Placements this op has (alltoall and sendrecv are out of place only).
+    std::vector<bool> placements;
+    for (bool p : opt.inPlace)
+       if (!p || op.hasInPlace) placements.push_back(p);
+    std::string how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
+    how += placements.size() > 1 ? ", in and out of place" : placements[0] ? ", in place" : ", out of place";
+    if (op.rooted) how += ", root " + std::to_string(opt.root);
+    for (const auto& algo : runs[opName]) {
+      for (const auto nLL : opt.nGpus) {
+        if (driver.interrupted()) break;
+        const int n = static_cast<int>(nLL);
+        const int perNode = ext ? ext->maxLocalSizeOf(n) : n;
+        const std::string transport = opt.transport.empty() ? defaultTransport(device, n, perNode) : opt.transport;
+        // The point's records, one per size and placement: measured ones from what rank 0 wrote
+        // (`got`, read from `path`), the rest failed with `error`.
+        auto recordsOf = [&](const json& got, const std::string& path, const std::string& error) {
+          const JsonIn in(got, path);
+          const auto points = in.find("points");
+          const std::size_t measured = points ? points->size() : 0;
+          std::vector<CollectiveRecord> recs;
+          for (std::size_t k = 0; k < opt.bytes.size() * placements.size(); ++k) {
+            CollectiveRecord rec;
+            if (k < measured) {
+              rec = CollectiveRecord::fromJson((*points)[k]);
+              if (rec.wrong && *rec.wrong != 0) {
+                rec.status = "failed";
+                rec.error = "verification found " + std::to_string(*rec.wrong) + " wrong elements";
+              }
+            } else {
+              rec.op = opName;
+              rec.algo = algo;
+              rec.inPlace = placements[k % placements.size()];
+              if (op.rooted) rec.root = opt.root;
+              rec.transport = transport;
+              rec.device = devName;
+              rec.nGpus = n;
+              rec.iters = opt.iters;
+              rec.warmup = opt.warmup;
+              rec.count = op.roundCount(opt.bytes[k / placements.size()] / sizeof(float), n);
+              rec.bytes = rec.count * sizeof(float);
               rec.status = "failed";
-              rec.error = "verification found " + std::to_string(*rec.wrong) + " wrong elements";
+              rec.error = error;
             }
-          } else {
-            rec.algo = algo;
-            rec.transport = transport;
-            rec.device = devName;
-            rec.nGpus = n;
-            rec.iters = opt.iters;
-            rec.warmup = opt.warmup;
-            rec.bytes = opt.bytes[k] / sizeof(float) * sizeof(float);
-            rec.count = rec.bytes / sizeof(float);
-            rec.status = "failed";
-            rec.error = error;
+            rec.entry = entryRecordOf(findCollective("--algos", opName, algo));
+            recs.push_back(rec);
           }
-          rec.entry = entryRecordOf(findAllreduce("--algos", algo));
-          recs.push_back(rec);
-        }
-        return recs;
-      };
-      // Replaces this point's records in the file (a failed placeholder first, under an
-      // external launcher) and saves.
-      const std::size_t kept = results ? results->collectives().size() : 0;
-      auto save = [&](const std::vector<CollectiveRecord>& recs) {
-        if (!results) return;
-        results->collectives().resize(kept);
-        for (const auto& r : recs) results->addCollective(r);
-        results->save();
-      };
-      const FailureRecorder recordFailed = [&](const std::string& error, const json& partial) {
-        save(recordsOf(partial, "result of the point in flight", error));
-      };
-      const json job = {{"kind", "allreduce"}, {"algo", algo},        {"device", devName},
-                        {"bytes", opt.bytes},  {"iters", opt.iters},  {"warmup", opt.warmup},
-                        {"check", opt.check}};
-      const PointOutcome po = driver.run("allreduce " + algo + " N=" + std::to_string(n) + " over " + transport,
-                                         job, transport, n, n, recordFailed);
-      const LaunchResult& lr = po.launch;
-      const std::vector<CollectiveRecord> recs =
-          recordsOf(po.result, po.resultPath, lr.ok ? std::string("worker wrote no result") : lr.error);
+          return recs;
+        };
+        // Replaces this point's records in the file (a failed placeholder first, under an
+        // external launcher) and saves.
+        const std::size_t kept = results ? results->collectives().size() : 0;
+        auto save = [&](const std::vector<CollectiveRecord>& recs) {
+          if (!results) return;
+          results->collectives().resize(kept);
+          for (const auto& r : recs) results->addCollective(r);
+          results->save();
+        };
+        const FailureRecorder recordFailed = [&](const std::string& error, const json& partial) {
+          save(recordsOf(partial, "result of the point in flight", error));
+        };
+        const json job = {{"kind", "collective"}, {"op", opName},     {"algo", algo},          {"device", devName},
+                          {"bytes", opt.bytes},   {"iters", opt.iters}, {"warmup", opt.warmup}, {"check", opt.check},
+                          {"root", opt.root},     {"in_place", placements}};
+        const PointOutcome po = driver.run(opName + " " + algo + " N=" + std::to_string(n) + " over " + transport,
+                                           job, transport, n, n, recordFailed);
+        const LaunchResult& lr = po.launch;
+        const std::vector<CollectiveRecord> recs =
+            recordsOf(po.result, po.resultPath, lr.ok ? std::string("worker wrote no result") : lr.error);
 
-      if (print) printHeader(std::cout, algo, n, transport, devName);
-      if (!lr.ok) rc = 1;
-      for (const auto& rec : recs) {
-        if (!print) continue;  // only rank 0 of an external job reads what the point measured
-        if (rec.status != "ok") rc = 1;
-        if (rec.measured) printRow(std::cout, rec);
-        else std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
+        if (print) printHeader(std::cout, opName, algo, n, transport, devName, how);
+        if (!lr.ok) rc = 1;
+        for (const auto& rec : recs) {
+          if (!print) continue;  // only rank 0 of an external job reads what the point measured
+          if (rec.status != "ok") rc = 1;
+          if (rec.measured) printRow(std::cout, rec);
+          else std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
+        }
+        std::cout.flush();
+        if (!lr.ok) {
+          ++failedPoints;
+          if (print)
+            std::fprintf(stderr, "%s %s N=%d failed: %s\n", opName.c_str(), algo.c_str(), n, lr.error.c_str());
+        }
+        save(recs);
+        ++done;
+        if (lr.interrupted || (ext && !lr.ok)) break;
       }
-      std::cout.flush();
-      if (!lr.ok) {
-        ++failedPoints;
-        if (print) std::fprintf(stderr, "allreduce %s N=%d failed: %s\n", algo.c_str(), n, lr.error.c_str());
-      }
-      save(recs);
-      ++done;
-      if (lr.interrupted || (ext && !lr.ok)) break;
+      if (driver.interrupted() || (ext && failedPoints)) break;
     }
-    if (driver.interrupted() || (ext && rc != 0 && failedPoints)) break;
+    if (driver.interrupted() || (ext && failedPoints)) break;
   }
 
   if (opt.memcpyReference && !driver.interrupted() && print && !(ext && failedPoints)) {

@@ -1,6 +1,7 @@
-// harness/allreduce_bench.h — `tpbench allreduce`, the nccl-tests-style collective benchmark.
+// harness/allreduce_bench.h — `tpbench allreduce` and `tpbench collective`, the nccl-tests-style
+// collective benchmark (allreduce is the collective benchmark with --op allreduce, in place).
 //
-// Per (algorithm, N) the launcher starts N ranks once; inside, for every message size the
+// Per (op, algorithm, N) the launcher starts N ranks once; inside, for every message size the
 // algorithm is set up (untimed), warmed up, timed over --iters iterations — each iteration
 // starts from a barrier and its time is the slowest rank's — and finally verified in an
 // untimed pass against exact expected sums (--check).
@@ -14,7 +15,14 @@
 namespace tpb {
 
 struct AllreduceBenchOptions {
+  std::vector<std::string> ops{"allreduce"};  // core/collective.h
+  // Algorithm names. With one op each must be one of its algorithms; with several, each must be
+  // an algorithm of at least one op, and every op runs those of them it has (none: refused).
   std::vector<std::string> algos;
+  // --algos all: an algorithm that cannot run on the device is left out instead of refused.
+  bool skipUnsupported = false;
+  int root = 0;                    // rooted ops (broadcast, reduce)
+  std::vector<bool> inPlace{true};  // placements to measure: in place, out of place or both
   std::vector<long long> nGpus;
   std::vector<std::size_t> bytes;
   int iters = 20;
@@ -27,6 +35,9 @@ struct AllreduceBenchOptions {
   std::string command;    // recorded in meta
   bool memcpyReference = true;
 };
+
+// The algorithms of `op` among opt.algos, in the order given (throws UsageError as above).
+std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::string& op);
 
 // Validates (throws UsageError), runs every point, prints tables. Returns 0 when every point
 // ran and verified, 1 otherwise; an interrupt returns 130 after saving what finished.

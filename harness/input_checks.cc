@@ -270,15 +270,22 @@ void checkAllreduceRun(const AllreduceBenchOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--iters", o.iters, 1);
   checkInt("--warmup", o.warmup, 0);
-  checkPointCount("allreduce", {{"--algos", o.algos.size()}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
+  if (o.ops.size() > 1 || o.inPlace.size() > 1)
+    checkPointCount("collective", {{"--op", o.ops.size()}, {"--algos", o.algos.size()}, {"--place", o.inPlace.size()},
+                                   {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
+  else
+    checkPointCount("allreduce", {{"--algos", o.algos.size()}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
   checkWholeElements("--bytes", o.bytes, sizeof(float), "float32");
   if (!o.bytes.empty() && !o.nGpus.empty() && onCpu(o.device)) {
     const std::size_t bytes = *std::max_element(o.bytes.begin(), o.bytes.end());
     const long long ranks = *std::max_element(o.nGpus.begin(), o.nGpus.end());
+    // Out of place, each rank holds an input and an output buffer.
+    const bool outOfPlace = std::find(o.inPlace.begin(), o.inPlace.end(), false) != o.inPlace.end();
     std::ostringstream what;
     what << humanBytes(static_cast<double>(bytes)) << " with --n_gpus " << ranks << ": the buffers of " << ranks
          << " ranks";
-    checkFitsInMemory("--bytes", what.str(), static_cast<double>(bytes) * static_cast<double>(ranks),
+    checkFitsInMemory("--bytes", what.str(),
+                      static_cast<double>(bytes) * static_cast<double>(ranks) * (outOfPlace ? 2 : 1),
                       memAvailableBytes());
   }
   checkTempDir(std::getenv("TMPDIR"));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -32,7 +33,28 @@ struct Point {
   std::map<std::string, std::vector<double>> timing;    // higher-is-better metrics end in _per_s/_gbps
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
   std::set<std::string> unmeasured;  // accuracy metrics that an ok repeat left null (or NaN)
+  // Exact traffic per rank (runs: summed over the epochs), from the first ok repeat that has it;
+  // trafficVaries when a later repeat disagrees (the count should never depend on the run).
+  std::optional<TrafficRecord> traffic;
+  bool trafficVaries = false;
 };
+
+void addTraffic(Point& p, const std::optional<TrafficRecord>& t) {
+  if (!t) return;
+  if (!p.traffic) p.traffic = t;
+  else if (*p.traffic != *t) p.trafficVaries = true;
+}
+
+// A run's traffic: the sum of its epochs', when every epoch recorded it.
+std::optional<TrafficRecord> runTraffic(const RunRecord& run) {
+  std::optional<TrafficRecord> sum;
+  for (const auto& e : run.epochs) {
+    if (!e.traffic || (sum && sum->ranks() != e.traffic->ranks())) return std::nullopt;
+    if (sum) *sum += *e.traffic;
+    else sum = e.traffic;
+  }
+  return sum;
+}
 
 std::string runLabel(const RunConfig& c) {
   std::ostringstream os;
@@ -44,7 +66,7 @@ std::string runLabel(const RunConfig& c) {
 
 bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
   return a.op == b.op && a.algo == b.algo && a.transport == b.transport && a.device == b.device &&
-         a.nGpus == b.nGpus && a.bytes == b.bytes;
+         a.nGpus == b.nGpus && a.bytes == b.bytes && a.isInPlace() == b.isInPlace() && a.root == b.root;
 }
 
 // Points are matched by value (a linear search: files hold hundreds of points, not millions).
@@ -65,7 +87,7 @@ Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) 
   Point p;
   p.coll = rec;
   p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
-            rec.transport;
+            rec.transport + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
   points.push_back(std::move(p));
   return points.back();
 }
@@ -98,6 +120,7 @@ std::vector<Point> collect(const ResultsFile& f) {
     if (std::isfinite(wall)) p.timing["epoch_s"].push_back(wall / static_cast<double>(run.epochs.size()));
     addAccuracy(p, "final_test_accuracy", s.finalTestAccuracy);
     addAccuracy(p, "final_train_loss", s.finalTrainLoss);
+    addTraffic(p, runTraffic(run));
   }
   for (const auto& rec : f.collectives()) {
     Point& p = collectivePoint(points, rec);
@@ -107,6 +130,7 @@ std::vector<Point> collect(const ResultsFile& f) {
     }
     p.anyOk = true;
     if (std::isfinite(rec.busbwGbps)) p.timing["busbw_gbps"].push_back(rec.busbwGbps);
+    addTraffic(p, rec.traffic);
   }
   return points;
 }
@@ -140,6 +164,53 @@ Comparison measured(const std::string& label, const std::string& metric, const c
   c.nBase = static_cast<int>(base.size());
   c.nNew = static_cast<int>(now.size());
   return c;
+}
+
+std::uint64_t total(const std::vector<std::uint64_t>& v) {
+  std::uint64_t t = 0;
+  for (auto x : v) t += x;
+  return t;
+}
+
+// Exact traffic: any change is a regression, whatever the timing noise (the half of the gate
+// that cannot flake). One row per count that changed, naming the first rank that differs; one
+// "traffic" row when all four are equal.
+void compareTraffic(const Point& bp, const Point& np, std::vector<Comparison>& rows) {
+  if (!bp.traffic) return;
+  auto row = [&](const std::string& metric, double base, double now, bool regression, const std::string& note) {
+    Comparison c;
+    c.point = bp.label;
+    c.metric = metric;
+    c.kind = "exact";
+    c.base = base;
+    c.now = now;
+    c.change = base != 0 ? now / base - 1 : now - base;
+    c.nBase = c.nNew = 1;
+    c.regression = regression;
+    c.note = note;
+    rows.push_back(c);
+  };
+  if (!np.traffic) return row("traffic", 0, 0, true, "not recorded in NEW");
+  if (np.trafficVaries) return row("traffic", 0, 0, true, "differs between repeats in NEW");
+  const TrafficRecord &b = *bp.traffic, &n = *np.traffic;
+  if (b.ranks() != n.ranks())
+    return row("traffic", b.ranks(), n.ranks(), true, "recorded for a different number of ranks");
+  const std::pair<const char*, std::vector<std::uint64_t> TrafficRecord::*> counts[] = {
+      {"bytes_sent", &TrafficRecord::bytesSent}, {"bytes_recv", &TrafficRecord::bytesRecv},
+      {"msgs_sent", &TrafficRecord::msgsSent}, {"msgs_recv", &TrafficRecord::msgsRecv}};
+  bool changed = false;
+  for (const auto& [name, field] : counts) {
+    const auto &bv = b.*field, &nv = n.*field;
+    if (bv == nv) continue;
+    changed = true;
+    std::size_t r = 0;
+    while (bv[r] == nv[r]) ++r;
+    row(std::string("traffic.") + name, static_cast<double>(total(bv)), static_cast<double>(total(nv)), true,
+        "exact count changed (rank " + std::to_string(r) + ": " + std::to_string(bv[r]) + " -> " +
+            std::to_string(nv[r]) + ")");
+  }
+  if (!changed)
+    row("traffic", static_cast<double>(total(b.bytesSent)), static_cast<double>(total(n.bytesSent)), false, "");
 }
 
 }  // namespace
@@ -201,6 +272,7 @@ CompareResult compareResults(const CompareOptions& opt) {
       if (c.regression) c.note = "changed beyond --acc-tolerance";
       out.rows.push_back(c);
     }
+    compareTraffic(bp, np, out.rows);
   }
   if (out.matched == 0)
     TPB_THROW(UsageError, "nothing in common: no point of " << opt.basePath << " appears in " << opt.newPath

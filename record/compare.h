@@ -8,11 +8,12 @@
 // fraction; loss: relative difference), and so is a number in BASE that is null (or NaN) in NEW.
 // A point that ran in BASE but failed or is missing in NEW is a regression too; a run that
 // trained on zero steps or zero samples counts as failed, and a NEW file in which no matched
-// point measured anything cannot pass.
+// point measured anything cannot pass. Exact traffic counts (bytes and messages per rank) must
+// be equal: any change is a regression, and so is a count in BASE that NEW did not record.
 //
 // Points are matched by value (record/records.h: RunConfig ==, numbers compared numerically, so
 // 1 and 1.0 match): every config field but repeat_index, max_steps included (a file without it
-// means -1, no limit); collectives by op, algo, transport, device, n_gpus and bytes.
+// means -1, no limit); collectives by op, algo, transport, device, n_gpus, bytes, in_place and root.
 #pragma once
 
 #include <string>
@@ -31,7 +32,7 @@ struct CompareOptions {
 struct Comparison {
   std::string point;   // readable key, e.g. "run ddp N=2 batch=64 train_size=8192"
   std::string metric;  // "samples_per_s", "epoch_s", "busbw_gbps", "final_test_accuracy", ...
-  std::string kind;    // "timing", "accuracy", "status"
+  std::string kind;    // "timing", "accuracy", "exact" (traffic counts), "status"
   double base = 0, now = 0;
   double change = 0;   // relative change new/base - 1 (accuracy: absolute difference)
   double slowdown = 0; // timing: how much slower NEW is (+0.12 = 12 % slower); else 0

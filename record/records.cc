@@ -163,6 +163,50 @@ bool RunConfig::operator==(const RunConfig& o) const {
          extra == o.extra;
 }
 
+// ---- traffic -------------------------------------------------------------------------------
+
+void TrafficRecord::add(std::uint64_t bSent, std::uint64_t bRecv, std::uint64_t mSent, std::uint64_t mRecv) {
+  bytesSent.push_back(bSent);
+  bytesRecv.push_back(bRecv);
+  msgsSent.push_back(mSent);
+  msgsRecv.push_back(mRecv);
+}
+
+TrafficRecord& TrafficRecord::operator+=(const TrafficRecord& o) {
+  TPB_CHECK(o.ranks() == ranks(), "adding traffic of " << o.ranks() << " ranks to " << ranks());
+  for (std::size_t r = 0; r < ranks(); ++r) {
+    bytesSent[r] += o.bytesSent[r];
+    bytesRecv[r] += o.bytesRecv[r];
+    msgsSent[r] += o.msgsSent[r];
+    msgsRecv[r] += o.msgsRecv[r];
+  }
+  return *this;
+}
+
+bool TrafficRecord::operator==(const TrafficRecord& o) const {
+  return bytesSent == o.bytesSent && bytesRecv == o.bytesRecv && msgsSent == o.msgsSent && msgsRecv == o.msgsRecv;
+}
+
+json TrafficRecord::toJson() const {
+  return {{"bytes_sent", bytesSent}, {"bytes_recv", bytesRecv}, {"msgs_sent", msgsSent}, {"msgs_recv", msgsRecv}};
+}
+
+TrafficRecord TrafficRecord::fromJson(const JsonIn& in) {
+  in.object();
+  TrafficRecord t;
+  const std::pair<const char*, std::vector<std::uint64_t>*> fields[] = {
+      {"bytes_sent", &t.bytesSent}, {"bytes_recv", &t.bytesRecv}, {"msgs_sent", &t.msgsSent}, {"msgs_recv", &t.msgsRecv}};
+  for (const auto& [key, into] : fields) {
+    const JsonIn a = in.at(key);
+    a.array();
+    if (a.size() > static_cast<std::size_t>(kMaxRanks)) a.fail("at most 65536 ranks");
+    for (std::size_t i = 0; i < a.size(); ++i) into->push_back(a[i].unsignedInteger(kMaxCount));
+  }
+  if (t.bytesRecv.size() != t.ranks() || t.msgsSent.size() != t.ranks() || t.msgsRecv.size() != t.ranks())
+    in.fail("four arrays of one length (one entry per rank)");
+  return t;
+}
+
 // ---- runs[].epochs[] -----------------------------------------------------------------------
 
 json EpochRecord::toJson() const {
@@ -177,6 +221,7 @@ json EpochRecord::toJson() const {
   if (!std::isnan(evalS)) j["eval_s"] = num(evalS);
   putIfSet(j, "steps", steps);
   putIfSet(j, "samples", samples);
+  if (traffic) j["traffic"] = traffic->toJson();
   return j;
 }
 
@@ -193,8 +238,9 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
   e.evalS = optNumber(in, "eval_s");
   e.steps = optInteger(in, "steps", 0, kMaxCount);
   e.samples = optInteger(in, "samples", 0, kMaxCount);
+  if (const auto t = in.find("traffic")) e.traffic = TrafficRecord::fromJson(*t);
   e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
-                            "test_accuracy", "eval_s", "steps", "samples"});
+                            "test_accuracy", "eval_s", "steps", "samples", "traffic"});
   return e;
 }
 
@@ -320,6 +366,8 @@ json CollectiveRecord::toJson() const {
   j["transport"] = transport;
   j["device"] = device;
   j["n_gpus"] = nGpus;
+  putIfSet(j, "root", root);
+  putIfSet(j, "in_place", inPlace);
   j["bytes"] = bytes;
   j["count"] = count;
   if (measured) {
@@ -337,6 +385,7 @@ json CollectiveRecord::toJson() const {
   putIfSet(j, "error", error);
   j["iters"] = iters;
   j["warmup"] = warmup;
+  if (traffic) j["traffic"] = traffic->toJson();
   entry.writeInto(j);
   return j;
 }
@@ -349,6 +398,8 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.transport = in.at("transport").str();
   c.device = in.at("device").str();
   c.nGpus = intIn(in, "n_gpus", 1, kMaxRanks);
+  if (const auto r = optInteger(in, "root", 0, kMaxRanks - 1)) c.root = static_cast<int>(*r);
+  if (const auto p = in.find("in_place")) c.inPlace = p->boolean();
   c.bytes = in.at("bytes").unsignedInteger(kMaxCount);
   c.count = in.at("count").unsignedInteger(kMaxCount);
   if (const auto t = in.find("time_us")) {
@@ -369,10 +420,11 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.error = optStr(in, "error");
   c.iters = intIn(in, "iters", 0, kMaxInt);
   c.warmup = intIn(in, "warmup", 0, kMaxInt);
+  if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
-  c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "bytes", "count", "time_us",
+  c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
-                            "warmup", "origin", "order", "color", "data_ranks",
+                            "warmup", "traffic", "origin", "order", "color", "data_ranks",
                             "reference_of"});
   return c;
 }

@@ -72,6 +72,24 @@ struct RunConfig {
   bool operator!=(const RunConfig& o) const { return !(*this == o); }
 };
 
+// Exact traffic over tpbench's transport, one entry per rank (index = rank): bytes and messages
+// sent and received (comm/transport.h: Traffic says what counts). Recorded where everything an
+// algorithm or strategy communicates goes through the transport (origin "from scratch"); absent
+// elsewhere and in files older than the field. Deterministic, so `compare` holds it exactly.
+struct TrafficRecord {
+  std::vector<std::uint64_t> bytesSent, bytesRecv, msgsSent, msgsRecv;
+
+  std::size_t ranks() const { return bytesSent.size(); }
+  // One rank's four counts appended (the record grows by one rank).
+  void add(std::uint64_t bSent, std::uint64_t bRecv, std::uint64_t mSent, std::uint64_t mRecv);
+  // Element-wise sum of two records of the same rank count (epochs into a run).
+  TrafficRecord& operator+=(const TrafficRecord& o);
+  bool operator==(const TrafficRecord& o) const;
+  bool operator!=(const TrafficRecord& o) const { return !(*this == o); }
+  nlohmann::json toJson() const;
+  static TrafficRecord fromJson(const JsonIn& in);
+};
+
 // runs[].epochs[].
 struct EpochRecord {
   int epoch = 1;                    // 1-based
@@ -79,6 +97,7 @@ struct EpochRecord {
   double trainLoss = NAN, testAccuracy = NAN;
   double evalS = NAN;               // optional on read
   std::optional<long long> steps, samples;  // absent in files older than the fields
+  std::optional<TrafficRecord> traffic;       // the epoch's steps, every rank; see TrafficRecord
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;
@@ -140,6 +159,10 @@ struct RunRecord {
 struct CollectiveRecord {
   std::string op = "allreduce";
   std::string algo, transport, device;
+  std::optional<int> root;      // rooted ops (broadcast, reduce) only
+  // nccl-tests' in place (true) or out of place (false); absent in files older than the field,
+  // which hold in-place allreduce points only (isInPlace() says true), and kept absent on rewrite.
+  std::optional<bool> inPlace;
   int nGpus = 1;
   std::uint64_t bytes = 0, count = 0;
   // Measured fields: absent when the point did not run to the end (measured == false).
@@ -152,10 +175,12 @@ struct CollectiveRecord {
   std::string status = "ok";
   std::optional<std::string> error;
   int iters = 0, warmup = 0;
+  std::optional<TrafficRecord> traffic;  // one call of the collective, every rank
   EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 
   bool ok() const { return status == "ok"; }
+  bool isInPlace() const { return inPlace.value_or(true); }
   nlohmann::json toJson() const;
   static CollectiveRecord fromJson(const JsonIn& in);
 };

@@ -384,4 +384,20 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
   return true;
 }
 
+void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,
+                     const std::set<double>& bws, const std::string& xlabel) {
+  Axes a;
+  a.xlabel = xlabel;
+  a.ylabel = "bus bandwidth (GB/s)";
+  a.xcol = "bytes";
+  a.ycol = "busbw_gbps";
+  a.logx = true;
+  a.logxBase = 2;
+  a.logy = spansDecade(bws);
+  a.xtics = ticsAt(sizes, [](double b) { return fmtBytes(static_cast<long long>(b)); });
+  std::string extra = "set offsets graph 0.02, graph 0.02, 0, 0\n";
+  if (a.logy) extra += "set format y '%g'\n";
+  buildLineChart(c, series, a, extra);
+}
+
 }  // namespace tpb::report

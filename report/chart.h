@@ -135,6 +135,10 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 // Fills c.dat and c.gp.
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
                     const std::string& extraSettings = "");
+// A bus-bandwidth line chart against message size (log2 x, log y when the values span a decade),
+// as the collective charts draw it.
+void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,
+                     const std::set<double>& bws, const std::string& xlabel);
 
 // Axes from columns xcol and ycol, with tics at `xs` labelled as whole numbers.
 Axes wholeXAxes(const std::set<double>& xs, const std::string& xlabel, const std::string& xcol,

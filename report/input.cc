@@ -54,6 +54,8 @@ Run runOf(const RunRecord& r) {
 
 ArPoint pointOf(const CollectiveRecord& c) {
   ArPoint a;
+  a.op = c.op;
+  a.inPlace = c.isInPlace();
   a.algo = c.algo;
   a.transport = c.transport;
   a.device = c.device;

@@ -40,6 +40,8 @@ struct Run {
 };
 
 struct ArPoint {
+  std::string op = "allreduce";  // the collective (record field "op")
+  bool inPlace = true;
   std::string algo, transport, device, status, error;
   int n = 0;
   long long bytes = 0;

@@ -85,12 +85,17 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
 }
 
 Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
-  std::map<std::tuple<int, std::string, std::string, std::string, int, long long, std::string>,
+  // Other collectives than the in-place allreduce name their op and placement in the algo
+  // column ("broadcast tree", "ring (out of place)"): one table holds every collective record.
+  auto label = [](const ArPoint& p) {
+    return (p.op == "allreduce" ? p.algo : p.op + " " + p.algo) + (p.inPlace ? "" : " (out of place)");
+  };
+  std::map<std::tuple<std::string, int, std::string, std::string, std::string, int, long long, std::string>,
            std::vector<const ArPoint*>>
       groups;
   for (const auto& p : points)
-    groups[{styles.order(SeriesKind::Allreduce, p.algo), p.algo, p.transport, p.device, p.n,
-            p.bytes, p.status}]
+    groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Allreduce, p.algo), label(p), p.transport,
+            p.device, p.n, p.bytes, p.status}]
         .push_back(&p);
   Table t;
   t.header = {"algo", "transport", "device", "N", "bytes", "median µs", "busbw GB/s", "status"};
@@ -98,7 +103,7 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
     std::vector<double> us, bw;
     for (const ArPoint* p : ps) us.push_back(p->medianUs), bw.push_back(p->busbw);
     const ArPoint& p = *ps.front();
-    t.rows.push_back({p.algo, p.transport, p.device, std::to_string(p.n),
+    t.rows.push_back({label(p), p.transport, p.device, std::to_string(p.n),
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
                       fmtNum(median(bw)),
                       statusText(p.status, p.error, static_cast<int>(ps.size()))});

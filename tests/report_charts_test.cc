@@ -33,6 +33,7 @@ using test::gnuplotAvailable;
 const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"ps_accuracy", ""},        {"ring_epoch_time", ""}, {"data_scaling", ""},
     {"throughput_scaling", ""}, {"time_breakdown", ""},  {"allreduce_busbw", ""},
+    {"collective_busbw", ""},
     {"batch_throughput", ""},
 };
 

@@ -45,6 +45,7 @@ const std::map<std::string, std::string> kTitles = {
     {"throughput_scaling", "Throughput scaling with the number of ranks"},
     {"time_breakdown", "Where does the time go"},
     {"allreduce_busbw", "Allreduce bus bandwidth vs message size"},
+    {"collective_busbw", "Bus bandwidth of the other collectives vs message size"},
     {"batch_throughput", "Effect of batch size on throughput"}};
 
 using test::readText;
@@ -184,7 +185,7 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
   opt.inputs = {fixtureWithout("runs", "ar_only.json")};
   opt.outDir = out().string();
   const ReportSummary s = writeReport(opt);
-  EXPECT_EQ(s.drawn, std::vector<std::string>{"allreduce_busbw"});
+  EXPECT_EQ(s.drawn, (std::vector<std::string>{"allreduce_busbw", "collective_busbw"}));
   ASSERT_EQ(s.skipped.size(), kTrainingCharts.size());
   const std::string md = readText(out() / "index.md");
   for (const auto& [id, reason] : s.skipped) {
@@ -197,6 +198,7 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
   }
   EXPECT_NE(md.find("**Not drawn:** no training runs in the input"), std::string::npos);
   EXPECT_TRUE(hasPngSignature(out() / "allreduce_busbw.png"));
+  EXPECT_TRUE(hasPngSignature(out() / "collective_busbw.png"));
 }
 
 TEST_F(ReportTest, TooFewSizesIsAReasonNotAnEmptyChart) {

@@ -342,7 +342,10 @@ json everyRecordWithUnknownFields() {
               {"wall_s", 3.0}, {"origin", "from scratch"}};
   json failed = {{"op", "broadcast"}, {"algo", "ring"}, {"transport", "shm"}, {"device", "cpu"},
                  {"n_gpus", 3}, {"bytes", 4096}, {"count", 1024}, {"status", "failed"},
-                 {"error", "rank 2 timed out"}, {"iters", 20}, {"warmup", 5}, {"traffic", {{"sent", 1}}}};
+                 {"error", "rank 2 timed out"}, {"iters", 20}, {"warmup", 5}, {"root", 2}, {"in_place", false},
+                 {"traffic", {{"bytes_sent", {0, 4096, 4096}}, {"bytes_recv", {8192, 0, 0}},
+                              {"msgs_sent", {0, 1, 1}}, {"msgs_recv", {2, 0, 0}}}},
+                 {"energy_j", {{"total", 1}}}};
   json ok = sampleAllreduce();
   ok.erase("error");
   ok["op"] = "allreduce";
@@ -369,6 +372,11 @@ TEST_F(ResultsTest, EveryRecordTypeRoundTripsWithUnknownFields) {
   EXPECT_TRUE(rf.collectives()[0].measured);
   EXPECT_FALSE(rf.collectives()[1].measured);
   EXPECT_EQ(rf.collectives()[1].op, "broadcast");
+  ASSERT_TRUE(rf.collectives()[1].traffic);
+  EXPECT_EQ(rf.collectives()[1].traffic->bytesSent, (std::vector<std::uint64_t>{0, 4096, 4096}));
+  EXPECT_EQ(rf.collectives()[1].root, 2);
+  EXPECT_FALSE(rf.collectives()[1].isInPlace());
+  EXPECT_TRUE(rf.collectives()[0].isInPlace());  // absent: in place, and written back absent
   // Written back: what was added survives, what is known is unchanged, measured fields of the
   // failed point stay absent.
   ResultsFile moved = ResultsFile::create(file("out.json"), rf.meta());
@@ -462,6 +470,12 @@ TEST_F(ResultsTest, EveryReadErrorNamesFileAndField) {
        path + ": allreduce[0].n_gpus: expected an integer in 1..65536, got \"four\\nlines\""},
       {[](json& d) { d["allreduce"][0].erase("iters"); },
        path + ": allreduce[0].iters: missing (a required field)"},
+      {[](json& d) { d["allreduce"][1]["traffic"]["bytes_sent"][0] = -1; },
+       path + ": allreduce[1].traffic.bytes_sent[0]: expected an integer in 0..9007199254740992, got -1"},
+      {[](json& d) { d["allreduce"][1]["traffic"]["msgs_recv"].erase(0); },
+       path + ": allreduce[1].traffic: expected four arrays of one length (one entry per rank)"},
+      {[](json& d) { d["allreduce"][1]["in_place"] = "yes"; },
+       path + ": allreduce[1].in_place: expected"},
       {[](json& d) { d["meta"]["gpus"] = json::array({1}); },
        path + ": meta.gpus[0]: expected a string, got 1"},
   };

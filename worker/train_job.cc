@@ -40,7 +40,9 @@ TrainConfig configFromJob(const json& j, const std::string& jobPath) {
   return c;
 }
 
-EpochRecord epochRecordOf(const EpochStats& e) {
+// countsTraffic: the strategy communicates over the transport only (from scratch), so what the
+// transport counted is all it moved.
+EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
   EpochRecord r;
   r.epoch = e.epoch;
   r.wallS = e.wallS;
@@ -52,6 +54,11 @@ EpochRecord epochRecordOf(const EpochStats& e) {
   r.evalS = e.evalS;
   r.steps = e.steps;
   r.samples = e.samples;
+  if (countsTraffic && !e.rankTraffic.empty()) {
+    TrafficRecord t;
+    for (const Traffic& x : e.rankTraffic) t.add(x.bytesSent, x.bytesRecv, x.msgsSent, x.msgsRecv);
+    r.traffic = std::move(t);
+  }
   return r;
 }
 
@@ -77,7 +84,7 @@ void trainJob(Worker& w, const json& job) {
   std::vector<EpochRecord> epochs;
   auto onEpoch = [&](const EpochStats& e) {
     if (!reporter) return;
-    epochs.push_back(epochRecordOf(e));
+    epochs.push_back(epochRecordOf(e, strategy.origin == Origin::FromScratch));
     writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}}.dump());
     const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
     std::printf("%s N=%d epoch %d/%d: %.2f s, %.0f samples/s, loss %.4f, test acc %s, comm %.0f%%\n",

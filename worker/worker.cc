@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/run_id.h"
 #include "record/results.h"
-#include "worker/allreduce_job.h"
+#include "worker/collective_job.h"
 #include "worker/launch_env.h"
 #include "worker/point_sync.h"
 #include "worker/train_job.h"
@@ -43,7 +43,8 @@ WorkerEnv WorkerEnv::fromEnvironment() {
 
 const std::map<std::string, JobFn>& jobKinds() {
   static const std::map<std::string, JobFn> table = {
-      {"allreduce", allreduceJob},
+      {"allreduce", collectiveJob},
+      {"collective", collectiveJob},
       {"train", trainJob},
   };
   return table;

@@ -35,7 +35,7 @@ struct Worker {
 
 using JobFn = std::function<void(Worker&, const nlohmann::json& job)>;
 
-// Job kinds by name: "allreduce" (worker/allreduce_job.cc), "train" (worker/train_job.cc).
+// Job kinds by name: "allreduce" and "collective" (worker/collective_job.cc), "train" (worker/train_job.cc).
 const std::map<std::string, JobFn>& jobKinds();
 
 // Entry point of `tpbench worker`; returns the process exit code.

@@ -141,10 +141,14 @@ DataSplit loadTrainData(const TrainConfig& cfg, torch::Device device) {
 
 EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
   EpochStats s = mine;
+  if (t) s.rankTraffic = {mine.traffic};
   if (t && t->size() > 1) {
-    // wall, compute, comm, loss sum, steps, samples
-    double v[6] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
-                   static_cast<double>(mine.steps), static_cast<double>(mine.samples)};
+    // wall, compute, comm, loss sum, steps, samples, then the traffic (exact in a double)
+    const Traffic& m = mine.traffic;
+    double v[10] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
+                    static_cast<double>(mine.steps), static_cast<double>(mine.samples),
+                    static_cast<double>(m.bytesSent), static_cast<double>(m.bytesRecv),
+                    static_cast<double>(m.msgsSent), static_cast<double>(m.msgsRecv)};
     if (t->rank() != 0) {
       t->sendHost(0, v, sizeof v);
       return s;
@@ -160,8 +164,10 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     };
     add(v);
     for (int r = 1; r < t->size(); ++r) {
-      double o[6];
+      double o[10];
       t->recvHost(r, o, sizeof o);
+      s.rankTraffic.push_back({static_cast<std::uint64_t>(o[6]), static_cast<std::uint64_t>(o[7]),
+                               static_cast<std::uint64_t>(o[8]), static_cast<std::uint64_t>(o[9])});
       wall = std::max(wall, o[0]);
       lossSum += o[3];
       steps += o[4];
@@ -217,6 +223,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     if (t) t->barrier();
     EpochStats s;
     s.epoch = epoch + 1;
+    const Traffic before = t ? t->traffic() : Traffic{};
     const auto t0 = clock_type::now();
     for (std::size_t begin = 0; begin < n && stepsLeft(); begin += loop.rowsPerStep) {
       Step st{idx, begin, std::min(begin + loop.rowsPerStep, n), s, lossSum};
@@ -230,6 +237,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     }
     s.trainLoss = lossSum.item<double>();  // on a GPU this waits for the epoch's last step
     s.wallS = since(t0);
+    if (t) s.traffic = t->traffic() - before;
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
     closeEpoch(t, s, evalModel, data, cfg, onEpoch, result);
   }

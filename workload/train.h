@@ -59,6 +59,10 @@ struct EpochStats {
   double evalS = 0;
   long steps = 0;
   std::size_t samples = 0;
+  // What the epoch's steps moved over the transport: this rank's; after gatherEpoch, on rank 0,
+  // every rank's in rank order (empty without a transport).
+  Traffic traffic;
+  std::vector<Traffic> rankTraffic;
 };
 
 struct TrainResult {

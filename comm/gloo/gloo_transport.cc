@@ -68,6 +68,7 @@ GlooTransport::~GlooTransport() = default;
 std::unique_ptr<Request> GlooTransport::isend(int peer, const void* buf, std::size_t bytes) {
   checkPeer(peer, "isend");
   if (bytes == 0) return std::make_unique<DoneRequest>();
+  countSend(bytes);
   std::vector<at::Tensor> t{byteView(buf, bytes)};
   auto work = impl_->pg->send(t, peer, /*tag=*/0);
   return std::make_unique<GlooRequest>(std::move(work), t[0], "send to", peer, timeout());
@@ -76,6 +77,7 @@ std::unique_ptr<Request> GlooTransport::isend(int peer, const void* buf, std::si
 std::unique_ptr<Request> GlooTransport::irecv(int peer, void* buf, std::size_t bytes) {
   checkPeer(peer, "irecv");
   if (bytes == 0) return std::make_unique<DoneRequest>();
+  countRecv(bytes);
   std::vector<at::Tensor> t{byteView(buf, bytes)};
   auto work = impl_->pg->recv(t, peer, /*tag=*/0);
   return std::make_unique<GlooRequest>(std::move(work), t[0], "recv from", peer, timeout());

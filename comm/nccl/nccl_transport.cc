@@ -234,6 +234,8 @@ std::unique_ptr<Request> NcclTransport::post(OpKind kind, int peer, void* buf, s
   checkPeer(peer, what);
   checkUsable();
   if (bytes == 0) return std::make_unique<DoneRequest>();
+  if (kind == OpKind::Send) countSend(bytes);
+  else countRecv(bytes);
   PendingOp op{kind, peer, buf, bytes, 0};
   if (kind == OpKind::RecvReduce) {
     op.scratchOffset = scratchUsed_;

@@ -278,16 +278,19 @@ ShmTransport::Op* ShmTransport::post(int peer, int kind, void* buf, std::size_t 
 
 std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::size_t bytes) {
   checkPeer(peer, "isend");
+  countSend(bytes);
   return request(post(peer, kSend, const_cast<void*>(buf), bytes));
 }
 
 std::unique_ptr<Request> ShmTransport::irecv(int peer, void* buf, std::size_t bytes) {
   checkPeer(peer, "irecv");
+  countRecv(bytes);
   return request(post(peer, kRecv, buf, bytes));
 }
 
 std::unique_ptr<Request> ShmTransport::irecvReduce(int peer, float* dst, std::size_t count) {
   checkPeer(peer, "irecvReduce");
+  countRecv(count * sizeof(float));
   return request(post(peer, kRecvReduce, dst, count * sizeof(float)));
 }
 
@@ -299,6 +302,8 @@ std::size_t ShmTransport::fusedForwardLimit() const {
 
 ShmTransport::Op* ShmTransport::postForward(int kind, int from, int to, const float* local, char* keep,
                                             std::size_t bytes) {
+  countRecv(bytes);
+  countSend(bytes);
   Op* op = newOp(kind, from, keep, bytes);
   op->to = to;
   op->local = local;

@@ -12,6 +12,8 @@ namespace tpb::cli {
 using Action = std::function<int()>;
 
 void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine);
+void addCollective(CLI::App& app, Action& action, const std::string& commandLine);
+void addModel(CLI::App& app, Action& action);
 void addList(CLI::App& app, Action& action);
 void addRun(CLI::App& app, Action& action, const std::string& commandLine);
 void addSweep(CLI::App& app, Action& action, const std::string& commandLine);

@@ -27,6 +27,14 @@ int list() {
   std::cout << "allreduce algorithms (tpbench allreduce --algos):\n";
   for (const auto& a : allreduceAlgos())
     std::cout << column(a.name) << "[" << originName(a.origin) << "] " << a.description << limits(a.unsupported) << "\n";
+  std::cout << "\ncollectives (tpbench collective --op OP --algos; allreduce lists the algorithms above):\n";
+  for (const auto& op : collectiveOps()) {
+    std::cout << column(op.name) << op.description << "\n";
+    for (const auto& c : collectiveAlgos())
+      if (c.op == op.name && c.op != "allreduce")
+        std::cout << column("  " + c.name) << "[" << originName(c.origin) << "] " << c.description
+                  << limits(c.unsupported) << "\n";
+  }
   std::cout << "\ntraining strategies (tpbench run --strategy, sweep --strategies):\n";
   for (const auto& s : trainStrategies()) {
     std::cout << column(s.name) << "[" << originName(s.origin) << "] " << s.description

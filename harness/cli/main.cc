@@ -50,10 +50,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tpb::cli::Action action;
   tpb::cli::addAllreduce(app, action, commandLine);
+  tpb::cli::addCollective(app, action, commandLine);
   tpb::cli::addRun(app, action, commandLine);
   tpb::cli::addSweep(app, action, commandLine);
   tpb::cli::addReport(app, action);
   tpb::cli::addCompare(app, action);
+  tpb::cli::addModel(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
   tpb::cli::checkIntegerOptions(app);

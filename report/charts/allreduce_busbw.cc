@@ -20,8 +20,11 @@ struct Key {
 };
 
 
-// busbw is 0 by definition at N=1, which a bandwidth chart cannot show (nor a log axis).
-bool charted(const ArPoint& p) { return p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0; }
+// busbw is 0 by definition at N=1, which a bandwidth chart cannot show (nor a log axis). This
+// chart is the in-place allreduce's; report/charts/collective_busbw.cc draws the other ops.
+bool charted(const ArPoint& p) {
+  return p.op == "allreduce" && p.inPlace && p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0;
+}
 
 void build(Chart& c, const Inputs& in) {
   const std::vector<ArPoint>& points = in.points;
@@ -45,7 +48,7 @@ void build(Chart& c, const Inputs& in) {
   }
   std::set<std::string> transports;
   for (const auto& p : points) {
-    if (p.ok() && p.device == device && namesTransport(p.algo)) transports.insert(p.transport);
+    if (p.ok() && p.op == "allreduce" && p.device == device && namesTransport(p.algo)) transports.insert(p.transport);
   }
   const bool nameTransport = transports.size() > 1;
   std::map<Key, std::map<double, std::vector<double>>> data;
@@ -102,18 +105,7 @@ void build(Chart& c, const Inputs& in) {
                     fmtBytes(static_cast<long long>(p.bytes)) + ", N=" + std::to_string(p.n));
   }
   c.reading = joinList(parts, "; ") + ".";
-  Axes a;
-  a.xlabel = "message size per rank (bytes)";
-  a.ylabel = "bus bandwidth (GB/s)";
-  a.xcol = "bytes";
-  a.ycol = "busbw_gbps";
-  a.logx = true;
-  a.logxBase = 2;
-  a.logy = spansDecade(bws);
-  a.xtics = ticsAt(sizes, [](double b) { return fmtBytes(static_cast<long long>(b)); });
-  std::string extra = "set offsets graph 0.02, graph 0.02, 0, 0\n";
-  if (a.logy) extra += "set format y '%g'\n";
-  buildLineChart(c, series, a, extra);
+  buildBusbwChart(c, series, sizes, bws, "message size per rank (bytes)");
 }
 
 const ChartRegistrar kChart(60, "allreduce_busbw", "Allreduce bus bandwidth vs message size",

@@ -1,0 +1,27 @@
+// harness/cli/bench_flags.h — the flags `allreduce` and `collective` share, and their conversion
+// into AllreduceBenchOptions (no logic beyond parsing).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "harness/allreduce_bench.h"
+
+namespace tpb::cli {
+
+struct BenchFlags {
+  std::string algos;
+  std::string nGpus = "2..8";
+  std::string bytes = "4K..64M";
+  int iters = 20, warmup = 5;
+  bool noCheck = false;
+  std::string transport, device = "cpu", out;
+  int timeout = 300;
+};
+
+// Adds every shared flag but --algos (its help differs).
+void addBenchFlags(CLI::App* cmd, BenchFlags& f);
+// Fills every field but ops, algos, root and inPlace, after refusing empty values.
+AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine);
+
+}  // namespace tpb::cli

@@ -1,0 +1,62 @@
+#include <memory>
+
+#include "common/error.h"
+#include "core/registry.h"
+#include "harness/cli/bench_flags.h"
+#include "harness/cli/commands.h"
+#include "harness/input_checks.h"
+#include "harness/range.h"
+
+namespace tpb::cli {
+
+void addCollective(CLI::App& app, Action& action, const std::string& commandLine) {
+  auto f = std::make_shared<BenchFlags>();
+  f->algos = "all";
+  auto ops = std::make_shared<std::string>("allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,sendrecv");
+  auto place = std::make_shared<std::string>("in,out");
+  auto root = std::make_shared<int>(0);
+  auto* cmd = app.add_subcommand(
+      "collective",
+      "Benchmark collectives like nccl-tests: per op, algorithm, N and size the time (median/min/max over "
+      "iterations, slowest rank), algbw = bytes/time, busbw = algbw x the op's factor (allreduce 2(N-1)/N; "
+      "allgather, reduce_scatter, alltoall (N-1)/N; broadcast, reduce, sendrecv 1), exact traffic per rank "
+      "and an exact verification pass. Sizes follow nccl-tests: allgather's is the gathered output, "
+      "reduce_scatter's the input; blocked ops round the count down to a multiple of N.");
+  cmd->add_option("--op", *ops, "Comma list of collectives, or 'all'")->capture_default_str();
+  cmd->add_option("--algos", f->algos,
+                  "Comma list of algorithms, or 'all'; with several ops each op runs those it has (see `tpbench list`)")
+      ->capture_default_str();
+  cmd->add_option("--root", *root, "Root rank of broadcast and reduce")->capture_default_str();
+  cmd->add_option("--place", *place,
+                  "in (in place), out (out of place) or in,out; alltoall and sendrecv run out of place only")
+      ->capture_default_str();
+  addBenchFlags(cmd, *f);
+  cmd->callback([&action, f, ops, place, root, cmd, commandLine] {
+    action = [f, ops, place, root, cmd, commandLine] {
+      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine);
+      o.ops = withoutDuplicates(*ops == "all" ? opNames() : splitList(*ops));
+      for (const auto& op : o.ops) findOp("--op", op);
+      if (f->algos == "all") {
+        o.algos.clear();
+        for (const auto& op : o.ops) {
+          const auto names = collectiveNames(op);
+          o.algos.insert(o.algos.end(), names.begin(), names.end());
+        }
+        o.algos = withoutDuplicates(o.algos);
+        o.skipUnsupported = true;  // all there is for this device
+      } else {
+        o.algos = withoutDuplicates(splitList(f->algos));
+      }
+      o.root = *root;
+      o.inPlace.clear();
+      for (const auto& p : withoutDuplicates(splitList(*place))) {
+        if (p != "in" && p != "out") TPB_THROW(UsageError, "--place: '" << p << "' is not in or out");
+        o.inPlace.push_back(p == "in");
+      }
+      checkAllreduceRun(o);
+      return runAllreduceBench(o);
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,32 @@
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/cli_checks.h"
+#include "harness/cli/commands.h"
+#include "model/model_report.h"
+
+namespace tpb::cli {
+
+void addModel(CLI::App& app, Action& action) {
+  auto o = std::make_shared<model::ModelOptions>();
+  auto* cmd = app.add_subcommand(
+      "model",
+      "Fit the alpha-beta cost model to collective results (per op, algorithm, transport, device, N): "
+      "alpha, beta and the fit's error, a leave-one-out check (fit on the smaller N, predict the largest), "
+      "crossover sizes, and projections from published link figures. Output says what is measured and "
+      "what is projected.");
+  cmd->add_option("FILES", o->files, "Results JSON files with collective points (tpbench allreduce/collective)")
+      ->required();
+  cmd->add_option("--out", o->out, "Write the model as JSON here");
+  cmd->add_option("--link", o->link, "Project onto one link preset: nvlink4, pcie4, pcie5, ib_ndr, eth100 (default: all)");
+  cmd->callback([&action, o, cmd] {
+    action = [o, cmd] {
+      checkGivenNotEmpty(cmd, "--out", o->out);
+      checkGivenNotEmpty(cmd, "--link", o->link);
+      model::runModel(*o, std::cout);
+      return 0;
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,302 @@
+#include "model/alpha_beta.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "common/error.h"
+
+namespace tpb::model {
+
+namespace {
+
+double log2ceil(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+Cost ringAllreduce(int n) { return {2.0 * (n - 1), 2.0 * (n - 1) / n}; }
+// Power-of-two part p: 2 log2 p steps of the ring's bytes; the ranks beyond p add a fold and an
+// unfold of the whole buffer.
+Cost halvingDoubling(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const double extra = p == n ? 0 : 2;
+  return {2 * log2ceil(p) + extra, 2.0 * (p - 1) / p + extra};
+}
+// The server receives N-1 buffers and sends N-1, one after another.
+Cost paramServer(int n) { return {2.0 * (n - 1), 2.0 * (n - 1)}; }
+Cost ringBlocks(int n) { return {1.0 * (n - 1), (n - 1) / static_cast<double>(n)}; }
+Cost binomialTree(int n) { return {log2ceil(n), log2ceil(n)}; }
+Cost pingPong(int) { return {2, 2}; }
+
+struct Entry {
+  const char* op;
+  const char* algo;
+  Formula f;
+};
+
+const std::vector<Entry>& formulas() {
+  static const std::vector<Entry> table = {
+      {"allreduce", "ring", {"2(N-1)α + 2(N-1)/N·S·β", "", ringAllreduce}},
+      {"allreduce", "halving_doubling", {"2·log2 N·α + 2(N-1)/N·S·β (N a power of two)", "", halvingDoubling}},
+      {"allreduce", "param_server", {"2(N-1)α + 2(N-1)·S·β (the server's link)", "", paramServer}},
+      {"allreduce", "library", {"2(N-1)α + 2(N-1)/N·S·β", "modelled as a ring", ringAllreduce}},
+      {"allgather", "ring", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
+      {"allgather", "library", {"(N-1)α + (N-1)/N·S·β", "modelled as a ring", ringBlocks}},
+      {"reduce_scatter", "ring", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
+      {"alltoall", "pairwise", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
+      {"alltoall", "library", {"(N-1)α + (N-1)/N·S·β", "modelled as pairwise exchange", ringBlocks}},
+      {"broadcast", "tree", {"ceil(log2 N)·(α + S·β)", "", binomialTree}},
+      {"broadcast", "library", {"ceil(log2 N)·(α + S·β)", "modelled as a binomial tree", binomialTree}},
+      {"reduce", "tree", {"ceil(log2 N)·(α + S·β)", "", binomialTree}},
+      {"reduce", "library", {"ceil(log2 N)·(α + S·β)", "modelled as a binomial tree", binomialTree}},
+      {"sendrecv", "ping_pong", {"2(α + S·β) (a round trip)", "", pingPong}},
+      {"sendrecv", "library", {"2(α + S·β) (a round trip)", "", pingPong}},
+  };
+  return table;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// Weighted least squares of t = x·u + y·v (no intercept) with weights w; false when singular.
+bool solve2(const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& t,
+            const std::vector<double>& w, double& x, double& y) {
+  double suu = 0, suv = 0, svv = 0, sut = 0, svt = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    suu += w[i] * u[i] * u[i];
+    suv += w[i] * u[i] * v[i];
+    svv += w[i] * v[i] * v[i];
+    sut += w[i] * u[i] * t[i];
+    svt += w[i] * v[i] * t[i];
+  }
+  const double det = suu * svv - suv * suv;
+  if (!(std::abs(det) > 1e-300)) return false;
+  x = (sut * svv - svt * suv) / det;
+  y = (svt * suu - sut * suv) / det;
+  return true;
+}
+
+// One regressor: t = y·v.
+double solve1(const std::vector<double>& v, const std::vector<double>& t, const std::vector<double>& w) {
+  double svv = 0, svt = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) svv += w[i] * v[i] * v[i], svt += w[i] * v[i] * t[i];
+  return svv > 0 ? svt / svv : 0;
+}
+
+// IRLS on relative residuals with Huber weights (k = 1.345 robust standard deviations, the usual
+// 95 %-efficiency constant; the scale is 1.4826 x the median absolute residual), the
+// coefficients clamped at >= 0 by refitting the other alone.
+TwoFit robustTwo(const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& t) {
+  const std::size_t m = t.size();
+  std::vector<double> robust(m, 1.0), w(m);
+  double x = 0, y = 0;
+  for (int iter = 0; iter < 20; ++iter) {
+    for (std::size_t i = 0; i < m; ++i) w[i] = robust[i] / (t[i] * t[i]);  // relative residuals
+    if (!solve2(u, v, t, w, x, y)) {
+      x = solve1(u, t, w);
+      y = 0;
+    }
+    if (x < 0) x = 0, y = std::max(0.0, solve1(v, t, w));
+    if (y < 0) y = 0, x = std::max(0.0, solve1(u, t, w));
+    std::vector<double> r(m), absr(m);
+    for (std::size_t i = 0; i < m; ++i) r[i] = (x * u[i] + y * v[i] - t[i]) / t[i], absr[i] = std::abs(r[i]);
+    const double scale = 1.4826 * median(absr);
+    if (!(scale > 1e-12)) break;
+    const double k = 1.345 * scale;
+    for (std::size_t i = 0; i < m; ++i) robust[i] = absr[i] <= k ? 1.0 : k / absr[i];
+  }
+  TwoFit f;
+  f.alpha = x;
+  f.beta = y;
+  double ss = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    const double rel = (x * u[i] + y * v[i] - t[i]) / t[i];
+    ss += rel * rel;
+  }
+  f.rmsRelErr = m ? std::sqrt(ss / m) : 0;
+  return f;
+}
+
+}  // namespace
+
+std::optional<Formula> formulaOf(const std::string& op, const std::string& algo) {
+  for (const auto& e : formulas())
+    if (op == e.op && algo == e.algo) return e.f;
+  return std::nullopt;
+}
+
+double busFactorOf(const std::string& op, int n) {
+  // nccl-tests' factors (as core/collective.cc's op table; this layer reads records only).
+  static const std::map<std::string, double (*)(int)> factors = {
+      {"allreduce", [](int k) { return 2.0 * (k - 1) / k; }},
+      {"allgather", [](int k) { return (k - 1) / static_cast<double>(k); }},
+      {"reduce_scatter", [](int k) { return (k - 1) / static_cast<double>(k); }},
+      {"alltoall", [](int k) { return (k - 1) / static_cast<double>(k); }},
+  };
+  if (n <= 1) return 0;
+  const auto it = factors.find(op);
+  return it == factors.end() ? 1.0 : it->second(n);
+}
+
+TwoFit fitTwo(const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& t) {
+  TPB_CHECK(u.size() == t.size() && v.size() == t.size(), "fitTwo: sizes differ");
+  for (double x : t) TPB_CHECK(x > 0, "fitTwo: times must be positive");
+  return robustTwo(u, v, t);
+}
+
+LineFit fitLine(const std::vector<Sample>& samples) {
+  std::vector<double> one, s, t;
+  for (const auto& x : samples) {
+    if (!(x.us > 0)) continue;
+    one.push_back(1);
+    s.push_back(x.bytes);
+    t.push_back(x.us);
+  }
+  LineFit f;
+  f.samples = t.size();
+  if (t.size() < 2) return f;
+  const TwoFit two = robustTwo(one, s, t);
+  f.a = two.alpha;
+  f.b = two.beta;
+  f.rmsRelErr = two.rmsRelErr;
+  for (std::size_t i = 0; i < t.size(); ++i) f.maxRelErr = std::max(f.maxRelErr, std::abs((f.a + f.b * s[i] - t[i]) / t[i]));
+  return f;
+}
+
+std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::map<double, std::vector<double>>>
+      groups;
+  for (const auto& r : records) {
+    if (!r.ok() || !r.measured || !(r.timeMedianUs > 0) || r.bytes == 0 || r.nGpus < 2) continue;
+    groups[{r.op, r.algo, r.transport, r.device, r.nGpus, r.isInPlace()}][double(r.bytes)].push_back(r.timeMedianUs);
+  }
+  std::vector<Fit> fits;
+  for (const auto& [key, bySize] : groups) {
+    if (bySize.size() < 2) continue;
+    Fit f;
+    std::tie(f.op, f.algo, f.transport, f.device, f.n, f.inPlace) = key;
+    for (const auto& [bytes, us] : bySize) f.samples.push_back({bytes, median(us)});  // repeats: their median
+    f.line = fitLine(f.samples);
+    f.formula = formulaOf(f.op, f.algo);
+    f.alphaUs = f.betaUsPerByte = NAN;
+    if (f.formula) {
+      const Cost c = f.formula->at(f.n);
+      if (c.steps > 0) f.alphaUs = f.line.a / c.steps;
+      if (c.bytesFactor > 0) f.betaUsPerByte = f.line.b / c.bytesFactor;
+    }
+    fits.push_back(std::move(f));
+  }
+  return fits;
+}
+
+std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string, bool>, std::vector<const Fit*>> groups;
+  for (const auto& f : fits)
+    if (f.formula) groups[{f.op, f.algo, f.transport, f.device, f.inPlace}].push_back(&f);
+  std::vector<Validation> out;
+  for (const auto& [key, group] : groups) {
+    if (group.size() < 2) continue;
+    const Fit* largest = group.front();
+    for (const Fit* f : group)
+      if (f->n > largest->n) largest = f;
+    Validation v;
+    std::tie(v.op, v.algo, v.transport, v.device, v.inPlace) = key;
+    v.predictedN = largest->n;
+    std::vector<double> u, w, t;
+    for (const Fit* f : group) {
+      if (f == largest) continue;
+      v.fittedNs.push_back(f->n);
+      const Cost c = f->formula->at(f->n);
+      for (const auto& s : f->samples) {
+        u.push_back(c.steps);
+        w.push_back(c.bytesFactor * s.bytes);
+        t.push_back(s.us);
+      }
+    }
+    std::sort(v.fittedNs.begin(), v.fittedNs.end());
+    const TwoFit two = robustTwo(u, w, t);
+    v.alphaUs = two.alpha;
+    v.betaUsPerByte = two.beta;
+    const Cost c = largest->formula->at(largest->n);
+    std::vector<double> errs;
+    for (const auto& s : largest->samples) {
+      const double pred = c.steps * v.alphaUs + c.bytesFactor * s.bytes * v.betaUsPerByte;
+      v.rows.push_back({s.bytes, s.us, pred});
+      errs.push_back(std::abs(pred - s.us) / s.us);
+    }
+    v.medianAbsRelErr = median(errs);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
+  std::vector<Crossover> out;
+  for (std::size_t i = 0; i < fits.size(); ++i)
+    for (std::size_t j = i + 1; j < fits.size(); ++j) {
+      const Fit &a = fits[i], &b = fits[j];
+      if (a.op != b.op || a.transport != b.transport || a.device != b.device || a.n != b.n || a.inPlace != b.inPlace ||
+          a.algo == b.algo)
+        continue;
+      Crossover c{a.op, a.transport, a.device, a.algo, b.algo, a.n, std::nullopt, ""};
+      // a.a + a.b·S = b.a + b.b·S
+      const double db = a.line.b - b.line.b, da = b.line.a - a.line.a;
+      if (db != 0 && da / db > 0) {
+        c.bytes = da / db;
+        c.note = (a.line.a < b.line.a ? a.algo : b.algo) + " faster below, " +
+                 (a.line.a < b.line.a ? b.algo : a.algo) + " above";
+      } else {
+        const bool aWins = a.line.a <= b.line.a && a.line.b <= b.line.b;
+        c.note = (aWins ? a.algo : b.algo) + " faster at every size";
+      }
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+const std::vector<LinkPreset>& linkPresets() {
+  // Per-step latency: NCCL's tuning model (src/graph/tuning.cc, hwLat[..][Ring][Simple]: NVLink
+  // 3.4 µs, PCI 5.7 µs, network 9.6 µs per ring step; NCCL 2.1x tables, newer versions refine
+  // them). Link rates, per direction, from the vendors: H100 SXM5 NVLink 4 900 GB/s total
+  // bidirectional per GPU (NVIDIA H100 datasheet) = 450 GB/s each way through NVSwitch; PCIe 4.0
+  // x16 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s; PCIe 5.0 x16 = 63 GB/s (PCI-SIG); InfiniBand
+  // NDR 400 Gb/s per port = 50 GB/s (NVIDIA ConnectX-7); 100 GbE = 12.5 GB/s (IEEE 802.3).
+  static const std::vector<LinkPreset> presets = {
+      {"nvlink4", "NVLink 4 through NVSwitch (H100 SXM5, 8 GPUs in one node)", 3.4, 450.0,
+       "NVIDIA H100 datasheet (900 GB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
+      {"pcie4", "PCIe 4.0 x16", 5.7, 31.5, "PCI-SIG PCIe 4.0; NCCL tuning.cc hwLat PCI ring"},
+      {"pcie5", "PCIe 5.0 x16", 5.7, 63.0, "PCI-SIG PCIe 5.0; NCCL tuning.cc hwLat PCI ring"},
+      {"ib_ndr", "InfiniBand NDR, one 400 Gb/s port per GPU (across nodes)", 9.6, 50.0,
+       "NVIDIA ConnectX-7 NDR 400 Gb/s; NCCL tuning.cc hwLat network ring"},
+      {"eth100", "100 Gb Ethernet, one port per node (across nodes)", 9.6, 12.5,
+       "IEEE 802.3 100GbE; NCCL tuning.cc hwLat network ring"},
+  };
+  return presets;
+}
+
+const LinkPreset& findLink(const std::string& name) {
+  std::string names;
+  for (const auto& l : linkPresets()) {
+    if (l.name == name) return l;
+    names += (names.empty() ? "" : ", ") + l.name;
+  }
+  TPB_THROW(UsageError, "--link: unknown link '" << name << "' (choose from " << names << ")");
+}
+
+Projection project(const Formula& f, double busFactor, const LinkPreset& link, int n, double bytes) {
+  const Cost c = f.at(n);
+  Projection p;
+  p.us = c.steps * link.alphaUs + c.bytesFactor * bytes / (link.gbps * 1e3);  // GB/s = 1e3 bytes/µs
+  p.busbwGbps = p.us > 0 ? bytes / (p.us * 1e3) * busFactor : 0;
+  return p;
+}
+
+}  // namespace tpb::model

@@ -1,0 +1,119 @@
+// model/alpha_beta.h — the α-β (latency-bandwidth, "Hockney") cost model behind `tpbench model`:
+// fitted from collective benchmark records, predicting other sizes and rank counts from each
+// algorithm's step formula, and projecting onto published link figures. No CLI, no I/O.
+//
+// A collective of S bytes on N ranks takes T = a(N)·α + b(N)·S·β, where α is the cost of one
+// step (latency per message hop) and β the cost of one byte over one link, and a(N), b(N) are
+// the algorithm's step and byte counts along its critical path (costOf below; the same counts the
+// algorithm's header comment states and the traffic tests check).
+//
+// Measured: per (op, algorithm, transport, device, N, placement) the fit T(S) = A + B·S over the
+// sizes, by iteratively reweighted least squares on relative residuals (a 1 KiB and a 64 MiB
+// point count alike) with Huber weights (one disturbed size cannot drag the line), A, B >= 0.
+// Then α = A / a(N), β = B / b(N).
+// Projected: everything computed from α, β through a(N), b(N) at an N or S not measured, and
+// everything computed from a LinkPreset.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/records.h"
+
+namespace tpb::model {
+
+// T = steps·α + bytesFactor·S·β for an algorithm at N ranks.
+struct Cost {
+  double steps = 0, bytesFactor = 0;
+};
+
+// The formula of (op, algo) at n ranks; nullopt for an algorithm whose formula is not known here
+// (it can still be fitted, not predicted at another N). The library's allreduce is modelled as a
+// ring (Gloo's and NCCL's default for large messages) and says so in `assumption`.
+struct Formula {
+  std::string text;        // "2(N-1)α + 2(N-1)/N·S·β"
+  std::string assumption;  // "" when the formula is the algorithm's own
+  Cost (*at)(int n) = nullptr;
+};
+std::optional<Formula> formulaOf(const std::string& op, const std::string& algo);
+
+struct Sample {
+  double bytes = 0, us = 0;
+};
+
+struct LineFit {
+  double a = 0, b = 0;  // T(S) = a + b·S, µs and µs/byte
+  double rmsRelErr = 0, maxRelErr = 0;  // over the samples fitted
+  std::size_t samples = 0;
+};
+
+// Robust fit of T = a + b·x over the samples (see above); needs >= 2 distinct sizes.
+LineFit fitLine(const std::vector<Sample>& samples);
+// Robust fit of T = α·u_i + β·v_i (two regressors, no intercept): the joint fit across N.
+struct TwoFit {
+  double alpha = 0, beta = 0, rmsRelErr = 0;
+};
+TwoFit fitTwo(const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& t);
+
+// One fitted group of records.
+struct Fit {
+  std::string op, algo, transport, device;
+  int n = 0;
+  bool inPlace = true;
+  LineFit line;
+  std::optional<Formula> formula;
+  double alphaUs = 0, betaUsPerByte = 0;  // per step and per byte (NaN without a formula)
+  std::vector<Sample> samples;
+};
+
+// Groups the ok, measured records and fits each group with >= 2 sizes.
+std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records);
+
+// Leave-one-out across N: per (op, algo, transport, device, placement) measured at >= 2 N, α and
+// β fitted jointly on every N but the largest, then each size at the largest N predicted.
+struct Validation {
+  std::string op, algo, transport, device;
+  bool inPlace = true;
+  int predictedN = 0;
+  std::vector<int> fittedNs;
+  double alphaUs = 0, betaUsPerByte = 0;
+  struct Row {
+    double bytes, measuredUs, predictedUs;
+  };
+  std::vector<Row> rows;
+  double medianAbsRelErr = 0;
+};
+std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits);
+
+// Where two fitted algorithms of one op at one (transport, device, N) cross: the size at which
+// the first stops being faster (their lines meet); nullopt when one wins at every size.
+struct Crossover {
+  std::string op, transport, device, first, second;
+  int n = 0;
+  std::optional<double> bytes;
+  std::string note;  // "first faster below", "second faster at every size", ...
+};
+std::vector<Crossover> crossovers(const std::vector<Fit>& fits);
+
+// A link's published figures: per-step latency (µs) and per-direction bandwidth (GB/s).
+struct LinkPreset {
+  std::string name, description;
+  double alphaUs = 0, gbps = 0;
+  std::string source;
+};
+const std::vector<LinkPreset>& linkPresets();
+// Throws UsageError naming --link and the presets.
+const LinkPreset& findLink(const std::string& name);
+
+// Time (µs) and busbw (GB/s, nccl-tests' factor for the op) of (op, algo) at n ranks and S bytes
+// on a link: T = a(N)·α_link + b(N)·S/bw_link. Nothing of this machine enters it.
+struct Projection {
+  double us = 0, busbwGbps = 0;
+};
+Projection project(const Formula& f, double busFactor, const LinkPreset& link, int n, double bytes);
+
+// nccl-tests' bus bandwidth factor of an op (allreduce 2(N-1)/N, ...); 1 for an unknown op.
+double busFactorOf(const std::string& op, int n);
+
+}  // namespace tpb::model

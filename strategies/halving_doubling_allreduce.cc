@@ -1,0 +1,106 @@
+// Recursive halving-doubling allreduce (Rabenseifner's), from scratch, over Transport P2P only.
+//
+// With p the largest power of two <= N and rem = N - p: first the 2*rem lowest ranks pair up and
+// each even one hands its whole buffer to the odd one above it, which adds it in ("fold"); the
+// p ranks left are renumbered q = 0..p-1 and the buffer is cut into p blocks. Reduce-scatter by
+// recursive halving: for d = p/2, p/4, ..., 1, rank q exchanges with q xor d, sending the half
+// of its current block range that the partner keeps and adding in the half it keeps; q ends with
+// the sum of block q. All-gather by recursive doubling walks back up: for d = 1, 2, ..., p/2 the
+// two partners swap their ranges. Finally each odd folded rank returns the result ("unfold").
+//
+// Cost for N a power of two: 2 log2 N steps, each rank sends and receives 2(N-1)/N * S bytes:
+// T = 2 log2 N * alpha + 2(N-1)/N * S * beta — the ring's bandwidth in log2 N instead of N-1
+// latencies, so it wins on small messages and the ring (one neighbour, pipelined) on large ones.
+// Otherwise the fold and unfold add 2 * (alpha + S * beta) for the folded ranks.
+#include <vector>
+
+#include "core/registry.h"
+#include "strategies/chunked.h"
+
+namespace tpb {
+
+namespace {
+
+class HalvingDoublingAllreduce final : public Allreduce {
+ public:
+  HalvingDoublingAllreduce(CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes)
+      : t_(ctx.transport), buf_(buf), count_(count), chunk_(chunkFloatsFor(ctx.device(), chunkBytes)) {
+    const int n = t_.size();
+    while (p_ * 2 <= n) p_ *= 2;
+    rem_ = n - p_;
+  }
+
+  void run() override {
+    const int n = t_.size(), r = t_.rank();
+    if (n == 1) return;
+    // Fold: even ranks below 2*rem hand their buffer to the odd rank above and wait for the result.
+    if (r < 2 * rem_ && r % 2 == 0) {
+      postSend(t_, r + 1, buf_, count_, chunk_, reqs_);
+      waitAll(reqs_);
+      postRecv(t_, r + 1, buf_, count_, chunk_, reqs_);
+      waitAll(reqs_);
+      return;
+    }
+    if (r < 2 * rem_) {
+      postRecvReduce(t_, r - 1, buf_, count_, chunk_, reqs_);
+      waitAll(reqs_);
+    }
+    const int q = r < 2 * rem_ ? r / 2 : r - rem_;
+    auto real = [&](int x) { return x < rem_ ? 2 * x + 1 : x + rem_; };
+    auto at = [&](int b) { return static_cast<std::size_t>(b) * count_ / static_cast<std::size_t>(p_); };
+    int lo = 0, hi = p_;  // the blocks this rank is responsible for
+    for (int d = p_ / 2; d >= 1; d /= 2) {
+      const int mid = (lo + hi) / 2;
+      const bool upper = q & d;
+      const int keepLo = upper ? mid : lo, keepHi = upper ? hi : mid;
+      const int giveLo = upper ? lo : mid, giveHi = upper ? mid : hi;
+      postRecvReduce(t_, real(q ^ d), buf_ + at(keepLo), at(keepHi) - at(keepLo), chunk_, reqs_);
+      postSend(t_, real(q ^ d), buf_ + at(giveLo), at(giveHi) - at(giveLo), chunk_, reqs_);
+      waitAll(reqs_);
+      lo = keepLo;
+      hi = keepHi;
+    }
+    for (int d = 1; d < p_; d *= 2) {
+      const int size = hi - lo;
+      const int theirLo = (q & d) ? lo - size : hi, theirHi = theirLo + size;
+      postRecv(t_, real(q ^ d), buf_ + at(theirLo), at(theirHi) - at(theirLo), chunk_, reqs_);
+      postSend(t_, real(q ^ d), buf_ + at(lo), at(hi) - at(lo), chunk_, reqs_);
+      waitAll(reqs_);
+      lo = std::min(lo, theirLo);
+      hi = std::max(hi, theirHi);
+    }
+    if (r < 2 * rem_) {
+      postSend(t_, r - 1, buf_, count_, chunk_, reqs_);
+      waitAll(reqs_);
+    }
+  }
+
+ private:
+  Transport& t_;
+  float* buf_;
+  std::size_t count_, chunk_;
+  int p_ = 1, rem_ = 0;
+  Requests reqs_;
+};
+
+AllreduceAlgo halvingDoublingAllreduceAlgo() {
+  AllreduceAlgo a;
+  a.name = "halving_doubling";
+  a.origin = Origin::FromScratch;
+  a.description = "recursive halving-doubling (Rabenseifner): 2 log2 N steps, the ring's bytes";
+  a.order = 3;
+  a.color = "#ff7f0e";
+  a.makeChunked = [](CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes) {
+    return std::make_unique<HalvingDoublingAllreduce>(ctx, buf, count, chunkBytes);
+  };
+  a.make = [](CommContext& ctx, float* buf, std::size_t count) {
+    return std::make_unique<HalvingDoublingAllreduce>(ctx, buf, count, 0);
+  };
+  return a;
+}
+
+}  // namespace
+
+TPB_REGISTER_ALLREDUCE(halvingDoublingAllreduceAlgo);
+
+}  // namespace tpb

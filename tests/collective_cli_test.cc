@@ -1,0 +1,87 @@
+// `tpbench collective` and `tpbench model` as a user runs them: every op's records with nccl-tests'
+// bandwidth factor, exact traffic and a clean verification; the model's measured and projected
+// sections; bad input refused up front.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+using test::BadInput;
+using test::readJson;
+using test::runCli;
+
+TEST(CollectiveCli, EveryOpRecordsBusbwTrafficAndVerifies) {
+  const std::string out = test::tempPath("coll.json");
+  const auto r = runCli({"collective", "--op", "all", "--n_gpus", "3", "--bytes", "4K,1M", "--iters", "2",
+                         "--warmup", "1", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("# broadcast  algo=tree  N=3"), std::string::npos) << r.out;
+  const json doc = readJson(out);
+  const std::map<std::string, double> factor = {{"allreduce", 4.0 / 3}, {"allgather", 2.0 / 3},
+                                                {"reduce_scatter", 2.0 / 3}, {"alltoall", 2.0 / 3},
+                                                {"broadcast", 1},       {"reduce", 1},
+                                                {"sendrecv", 1}};
+  std::map<std::string, int> perOp;
+  for (const auto& p : doc.at("allreduce")) {
+    SCOPED_TRACE(p.dump());
+    const std::string op = p.at("op");
+    ++perOp[op];
+    EXPECT_EQ(p.at("status"), "ok");
+    EXPECT_EQ(p.at("wrong"), 0);
+    EXPECT_NEAR(p.at("busbw_gbps").get<double>(), p.at("algbw_gbps").get<double>() * factor.at(op), 1e-9);
+    // Blocked ops round the count down to a multiple of N.
+    if (op == "allgather" || op == "reduce_scatter" || op == "alltoall") {
+      EXPECT_EQ(p.at("count").get<int>() % 3, 0);
+    }
+    if (p.at("origin") == "from scratch") {
+      ASSERT_TRUE(p.contains("traffic"));
+      EXPECT_EQ(p.at("traffic").at("bytes_sent").size(), 3u);
+    } else {
+      EXPECT_FALSE(p.contains("traffic"));
+    }
+    if (op == "broadcast" || op == "reduce") {
+      EXPECT_EQ(p.at("root"), 0);
+    }
+  }
+  // Two sizes, in and out of place where the op has both, for each of its algorithms.
+  EXPECT_EQ(perOp["broadcast"], 2 * 2 * 2);
+  EXPECT_EQ(perOp["alltoall"], 2 * 1 * 2);
+  EXPECT_EQ(perOp["reduce_scatter"], 2 * 2 * 1);
+
+  const std::string model = test::tempPath("model.json");
+  const auto m = runCli({"model", out, "--link", "nvlink4", "--out", model});
+  ASSERT_EQ(m.exitCode, 0) << m.err;
+  EXPECT_NE(m.out.find("MEASURED"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("PROJECTED"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("365-370 GB/s"), std::string::npos) << m.out;
+  const json md = readJson(model);
+  EXPECT_EQ(md.at("schema"), "tpbench.model/1");
+  EXPECT_FALSE(md.at("fits").empty());
+  std::remove(out.c_str());
+  std::remove(model.c_str());
+}
+
+TEST(CollectiveCli, BadInputIsRefusedUpFront) {
+  test::expectAllRefused({}, {
+      {{"collective", "--op", "gossip"}, "--op"},
+      {{"collective", "--op", "broadcast", "--root", "3", "--n_gpus", "2..4"}, "--root"},
+      {{"collective", "--op", "broadcast", "--place", "sideways"}, "--place"},
+      {{"collective", "--op", "alltoall", "--place", "in"}, "--place"},
+      {{"collective", "--op", "allgather", "--algos", "tree"}, "--algos"},
+      {{"collective", "--op", "broadcast,allgather", "--algos", "pairwise"}, "--algos"},
+      {{"collective", "--out", ""}, "--out"},
+      {{"model"}, "FILES"},
+      {{"model", "/no/such/file.json"}, "/no/such/file.json"},
+      {{"model", "/no/such/file.json", "--link", ""}, "--link"},
+  });
+}
+
+}  // namespace
+}  // namespace tpb

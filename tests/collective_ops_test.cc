@@ -1,0 +1,116 @@
+// Every collective algorithm of every op (from the registry: allreduce's included) x transport x
+// N in {1,2,3,4,5,8} x counts {0, 1, 7, large odd} x in place / out of place x root gives the
+// op's exact expected values on every rank, and writes nothing outside its output.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <ostream>
+#include <sstream>
+
+#include "core/registry.h"
+#include "tests/thread_world.h"
+
+namespace tpb {
+namespace {
+
+float input(int rank, std::size_t i) { return static_cast<float>((i * 7919u + static_cast<std::size_t>(rank) * 131u) % 1000u); }
+
+struct Case {
+  std::string op, algo, transport;
+  int n;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.op << " " << c.algo << " over " << c.transport << ", N=" << c.n; }
+std::string caseName(const testing::TestParamInfo<Case>& info) {
+  return info.param.op + "_" + info.param.algo + "_" + info.param.transport + "_N" + std::to_string(info.param.n);
+}
+
+class CollectiveExact : public testing::TestWithParam<Case> {};
+
+TEST_P(CollectiveExact, EveryCountPlacementAndRoot) {
+  const Case c = GetParam();
+  const CollectiveOp& op = findOp("--op", c.op);
+  const CollectiveAlgo& algo = findCollective("--algos", c.op, c.algo);
+  std::vector<int> roots = {0};
+  if (op.rooted && c.n > 1) roots.push_back(c.n - 1);
+  std::vector<bool> placements = {false};
+  if (op.hasInPlace) placements.push_back(true);
+  const float sentinel = -12345.0f;
+  std::mutex mu;
+  std::vector<std::string> failures;
+  test::runThreads(c.transport, c.n, [&](CommContext& ctx) {
+    const int n = ctx.size(), rank = ctx.rank();
+    for (std::size_t asked : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{100003}})
+      for (bool inPlace : placements)
+        for (int root : roots) {
+          const std::size_t count = op.roundCount(asked, n);
+          const std::size_t sendCount = op.sendCount(count, n), recvCount = op.recvCount(count, n);
+          // One buffer in place (the smaller side is this rank's block of it), two otherwise;
+          // one sentinel past each end.
+          std::vector<float> a(count + 1, sentinel), b(count + 1, sentinel);
+          float* send = a.data();
+          float* recv = inPlace ? a.data() : b.data();
+          if (inPlace && sendCount < count) send += rank * sendCount;
+          if (inPlace && recvCount < count) recv += rank * recvCount;
+          CollectiveArgs args;
+          args.send = send;
+          args.recv = recv;
+          args.count = count;
+          args.root = root;
+          auto coll = algo.make(ctx, args);
+          for (int rep = 0; rep < 2; ++rep) {  // twice: state left by one run must not matter
+            for (std::size_t i = 0; i < sendCount; ++i) send[i] = input(rank, i);
+            ctx.transport.barrier();
+            coll->run();
+            ctx.transport.barrier();
+            std::size_t wrong = 0, first = recvCount;
+            for (std::size_t i = 0; i < recvCount; ++i) {
+              const auto want = op.expected(rank, n, root, count, i, input);
+              if (want && recv[i] != *want && wrong++ == 0) first = i;
+            }
+            const bool past = a[count] != sentinel || b[count] != sentinel;
+            if (wrong || past) {
+              std::ostringstream os;
+              os << "rank " << rank << " count " << count << (inPlace ? " in place" : " out of place") << " root "
+                 << root << " rep " << rep << ": " << wrong << " wrong (first at " << first << ")"
+                 << (past ? ", wrote past the end" : "");
+              std::lock_guard<std::mutex> lock(mu);
+              failures.push_back(os.str());
+            }
+          }
+        }
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const auto& a : collectiveAlgos())
+    for (const std::string transport : {"shm", "gloo"})
+      for (int n : {1, 2, 3, 4, 5, 8}) {
+        if (a.origin == Origin::Library && transport != "shm") continue;  // brings its own communication
+        if (!a.unsupported(Device::Cpu).empty()) continue;
+        out.push_back({a.op, a.name, transport, n});
+      }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, CollectiveExact, testing::ValuesIn(cases()), caseName);
+
+// Every op has at least one from-scratch algorithm, and every registered algorithm names an op.
+TEST(CollectiveRegistry, EveryOpHasAFromScratchAlgorithm) {
+  for (const auto& op : collectiveOps()) {
+    bool found = false;
+    for (const auto& a : collectiveAlgos()) found = found || (a.op == op.name && a.origin == Origin::FromScratch);
+    EXPECT_TRUE(found) << op.name;
+  }
+}
+
+TEST(CollectiveRegistry, BusFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(findOp("--op", "allreduce").busFactor(4), 1.5);
+  for (const char* o : {"allgather", "reduce_scatter", "alltoall"}) EXPECT_DOUBLE_EQ(findOp("--op", o).busFactor(4), 0.75) << o;
+  for (const char* o : {"broadcast", "reduce", "sendrecv"}) EXPECT_DOUBLE_EQ(findOp("--op", o).busFactor(4), 1.0) << o;
+  for (const auto& op : collectiveOps()) EXPECT_EQ(op.busFactor(1), 0.0) << op.name;
+}
+
+}  // namespace
+}  // namespace tpb

@@ -1,0 +1,288 @@
+#include "worker/collective_job.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fault.h"
+#include "common/format_bytes.h"
+#include "core/registry.h"
+#include "record/records.h"
+#include "record/results.h"
+#include "record/stats.h"
+#include "worker/worker.h"
+
+#ifdef TPB_HAVE_CUDA
+#include "comm/cuda/cuda_check.h"
+#endif
+
+namespace tpb {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+using FloatBuffer = std::unique_ptr<float[], AlignedFree>;
+
+FloatBuffer allocFloats(std::size_t count) {
+  const std::size_t bytes = std::max<std::size_t>(64, (count * sizeof(float) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, bytes);
+  TPB_CHECK(p, "out of memory allocating " << bytes << " bytes");
+  std::memset(p, 0, bytes);  // touch every page before timing
+  return FloatBuffer(static_cast<float*>(p));
+}
+
+// The benchmark's buffer on the job's device. On CUDA the algorithms get device memory, and
+// filling and checking go through a host copy (host() plus upload/download), outside the timed
+// loop; on CPU data() is host() and the copies are no-ops.
+class BenchBuffer {
+ public:
+  BenchBuffer(Device device, int cudaDevice, std::size_t maxCount) : host_(allocFloats(maxCount)) {
+    if (device == Device::Cpu) return;
+#ifdef TPB_HAVE_CUDA
+    // cuda:LOCAL_RANK, the GPU the nccl transport drives (set per thread, so set it here too).
+    TPB_CUDA_CHECK(cudaSetDevice(cudaDevice));
+    const std::size_t bytes = std::max<std::size_t>(1, maxCount) * sizeof(float);
+    TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
+    TPB_CUDA_CHECK(cudaMemset(dev_, 0, bytes));  // touch it before timing, as on CPU
+#else
+    (void)cudaDevice;
+    TPB_THROW(Error, "device cuda in a build without CUDA");
+#endif
+  }
+  ~BenchBuffer() {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) cudaFree(dev_);
+#endif
+  }
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
+
+  float* data() { return dev_ ? dev_ : host_.get(); }
+  float* host() { return host_.get(); }
+  void zero(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) {
+      TPB_CUDA_CHECK(cudaMemset(dev_, 0, count * sizeof(float)));
+      return;
+    }
+#endif
+    std::fill(host_.get(), host_.get() + count, 0.0f);
+  }
+  void upload(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(dev_, host_.get(), count * sizeof(float), cudaMemcpyHostToDevice));
+#endif
+    (void)count;
+  }
+  void download(std::size_t count) {
+#ifdef TPB_HAVE_CUDA
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(host_.get(), dev_, count * sizeof(float), cudaMemcpyDeviceToHost));
+#endif
+    (void)count;
+  }
+
+ private:
+  FloatBuffer host_;
+  float* dev_ = nullptr;
+};
+
+// Every Collective::run() returns with its result in place; on CUDA this also makes sure no
+// kernel of the iteration is still running (a check download, the next size's setup).
+void finishDeviceWork(Device device) {
+#ifdef TPB_HAVE_CUDA
+  if (device == Device::Cuda) TPB_CUDA_CHECK(cudaDeviceSynchronize());
+#endif
+  (void)device;
+}
+
+// Check pattern: small integers, different per rank and per element, so every sum is exact in
+// float32 (at most 8 ranks * 1023 < 2^24) and a misplaced segment cannot go unnoticed.
+float checkValue(int rank, std::size_t i) {
+  return static_cast<float>((i * 2654435761u + static_cast<std::size_t>(rank) * 977u) % 1024u);
+}
+
+// One point's buffers. In place (nccl-tests' aliasing, core/collective.h) both live in one
+// buffer of `count` floats: a smaller input or output is this rank's block of it. Out of place,
+// input and output are two buffers.
+struct PointBuffers {
+  BenchBuffer* in;   // holds the input
+  BenchBuffer* out;  // holds the output (== in when in place)
+  std::size_t sendOffset = 0, recvOffset = 0, sendCount = 0, recvCount = 0;
+  CollectiveArgs args(std::size_t count, int root) {
+    CollectiveArgs a;
+    a.send = in->data() + sendOffset;
+    a.recv = out->data() + recvOffset;
+    a.count = count;
+    a.root = root;
+    return a;
+  }
+};
+
+PointBuffers pointBuffers(const CollectiveOp& op, bool inPlace, int n, int rank, std::size_t count,
+                          BenchBuffer& a, BenchBuffer& b) {
+  PointBuffers p{&a, inPlace ? &a : &b};
+  p.sendCount = op.sendCount(count, n);
+  p.recvCount = op.recvCount(count, n);
+  if (inPlace) {
+    if (p.sendCount < count) p.sendOffset = static_cast<std::size_t>(rank) * p.sendCount;
+    if (p.recvCount < count) p.recvOffset = static_cast<std::size_t>(rank) * p.recvCount;
+  }
+  return p;
+}
+
+}  // namespace
+
+double memcpyGBps(std::size_t bytes) {
+  FloatBuffer a = allocFloats(bytes / sizeof(float) + 1), b = allocFloats(bytes / sizeof(float) + 1);
+  std::vector<double> secs;
+  for (int i = 0; i < 3; ++i) std::memcpy(b.get(), a.get(), bytes);  // warm-up
+  for (int i = 0; i < 15; ++i) {
+    const auto t0 = clock_type::now();
+    std::memcpy(b.get(), a.get(), bytes);
+    secs.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  return static_cast<double>(bytes) / summarize(secs).median / 1e9;
+}
+
+void collectiveJob(Worker& w, const json& job) {
+  Transport& t = *w.transport;
+  const std::string opName = job.value("op", std::string("allreduce"));
+  const CollectiveOp& op = findOp("--op", opName);
+  const CollectiveAlgo& algo = findCollective("--algos", opName, job.at("algo").get<std::string>());
+  const auto sizes = job.at("bytes").get<std::vector<std::size_t>>();
+  const int iters = job.at("iters").get<int>();
+  const int warmup = job.at("warmup").get<int>();
+  const bool check = job.at("check").get<bool>();
+  const int root = job.value("root", 0);
+  const std::vector<bool> placements = job.value("in_place", std::vector<bool>{true});
+  const std::string resultPath = job.at("result_path").get<std::string>();
+  const int n = t.size(), rank = t.rank();
+  // Every point's record but its size and measurements: what the launcher records as it is.
+  CollectiveRecord proto;
+  proto.op = opName;
+  proto.algo = job.at("algo").get<std::string>();  // as the user named it, as before
+  proto.transport = job.at("transport").get<std::string>();
+  proto.device = job.at("device").get<std::string>();
+  proto.nGpus = n;
+  proto.iters = iters;
+  proto.warmup = warmup;
+  if (op.rooted) proto.root = root;
+
+  std::size_t maxCount = 0;
+  for (auto b : sizes) maxCount = std::max(maxCount, op.roundCount(b / sizeof(float), n));
+  const Device device = t.device();
+  bool anyOutOfPlace = false;
+  for (bool p : placements) anyOutOfPlace = anyOutOfPlace || !p;
+  BenchBuffer bufA(device, w.env.localRank, maxCount), bufB(device, w.env.localRank, anyOutOfPlace ? maxCount : 0);
+  // The transport's timer: the steady clock on CPU; on GPUs, CUDA events on the stream where the
+  // nccl transport queues every operation of an iteration (nccl-tests' method).
+  const std::unique_ptr<IntervalTimer> timer = t.makeTimer();
+  proto.timer = timer->method();
+  const std::function<float(int, std::size_t)> input = checkValue;
+
+  json points = json::array();
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::size_t count = op.roundCount(sizes[k] / sizeof(float), n);
+    const std::size_t bytes = count * sizeof(float);
+    for (const bool inPlace : placements) {
+      PointBuffers pb = pointBuffers(op, inPlace, n, rank, count, bufA, bufB);
+      bufA.zero(count);
+      if (!inPlace) bufB.zero(count);
+      std::unique_ptr<Collective> coll = algo.make(*w.comm, pb.args(count, root));  // setup: untimed
+
+      for (int i = 0; i < warmup; ++i) {
+        t.barrier();
+        coll->run();
+      }
+      finishDeviceWork(device);
+      std::vector<double> mine(iters);
+      Traffic moved;  // by the last timed iteration: one call, barriers not included
+      for (int i = 0; i < iters; ++i) {
+        t.barrier();  // every iteration starts together; its time is the slowest rank's
+        const Traffic before = t.traffic();
+        timer->start();
+        coll->run();
+        mine[i] = timer->stopUs();
+        moved = t.traffic() - before;
+        faultPoint(rank);
+      }
+      double wrong = -1;
+      if (check) {
+        float* h = pb.in->host();
+        for (std::size_t i = 0; i < pb.sendCount; ++i) h[pb.sendOffset + i] = input(rank, i);
+        pb.in->upload(count);
+        t.barrier();  // no rank's input changes while another still runs the last timed call
+        coll->run();
+        finishDeviceWork(device);
+        pb.out->download(count);
+        const float* got = pb.out->host() + pb.recvOffset;
+        wrong = 0;
+        for (std::size_t i = 0; i < pb.recvCount; ++i) {
+          const std::optional<float> want = op.expected(rank, n, root, count, i, input);
+          if (want && got[i] != *want) ++wrong;
+        }
+      }
+      coll.reset();
+
+      // Gather every rank's iteration times, error count and traffic on rank 0 (over the
+      // transport; counts are exact in a double up to 2^53).
+      mine.push_back(wrong);
+      for (std::uint64_t v : {moved.bytesSent, moved.bytesRecv, moved.msgsSent, moved.msgsRecv})
+        mine.push_back(static_cast<double>(v));
+      if (rank != 0) {
+        t.sendHost(0, mine.data(), mine.size() * sizeof(double));
+        continue;
+      }
+      std::vector<double> slowest(mine.begin(), mine.begin() + iters);
+      double wrongTotal = wrong;
+      TrafficRecord traffic;
+      auto addTraffic = [&](const std::vector<double>& v) {
+        const double* c = v.data() + iters + 1;
+        traffic.add(static_cast<std::uint64_t>(c[0]), static_cast<std::uint64_t>(c[1]),
+                    static_cast<std::uint64_t>(c[2]), static_cast<std::uint64_t>(c[3]));
+      };
+      addTraffic(mine);
+      std::vector<double> theirs(mine.size());
+      for (int r = 1; r < n; ++r) {
+        t.recvHost(r, theirs.data(), theirs.size() * sizeof(double));
+        for (int i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
+        if (check) wrongTotal += theirs[iters];
+        addTraffic(theirs);
+      }
+      const Summary s = summarize(slowest);
+      const double algbw = s.median > 0 ? static_cast<double>(bytes) / (s.median * 1e-6) / 1e9 : 0.0;
+      CollectiveRecord p = proto;
+      p.bytes = bytes;
+      p.count = count;
+      p.inPlace = inPlace;
+      p.measured = true;
+      p.timeMedianUs = s.median;
+      p.timeMinUs = s.min;
+      p.timeMaxUs = s.max;
+      p.algbwGbps = algbw;
+      p.busbwGbps = algbw * op.busFactor(n);
+      if (check) p.wrong = static_cast<long long>(wrongTotal);
+      // A library's collective does not go through the transport: its traffic is not observed.
+      if (algo.origin == Origin::FromScratch) p.traffic = std::move(traffic);
+      points.push_back(p.toJson());
+      writeFileAtomic(resultPath, json{{"points", points}}.dump());
+      std::fprintf(stderr, "%s %s N=%d: %s %s done (%zu/%zu)\n", opName.c_str(), algo.name.c_str(), n,
+                   formatBytes(bytes).c_str(), inPlace ? "in place" : "out of place", k + 1, sizes.size());
+    }
+  }
+  t.barrier();
+}
+
+}  // namespace tpb
