@@ -12,6 +12,7 @@
 #include "core/registry.h"
 #include "harness/device_choice.h"
 #include "harness/meta.h"
+#include "harness/mpirun.h"
 #include "harness/point_driver.h"
 #include "record/results.h"
 #include "worker/allreduce_job.h"
@@ -41,18 +42,37 @@ void printRow(std::ostream& os, const CollectiveRecord& p) {
   os << line;
 }
 
+// What in `algo` needs ranks started by mpirun ("--algos mpi"), or "".
+std::string algoNeedsMpi(const std::string& algo) {
+  return findAllreduce("--algos", algo).needsMpiLauncher ? "--algos " + algo : std::string();
+}
+
+// --algos all on `device`: what can run here, each library once.
+std::vector<std::string> everyAlgoFor(Device device, const std::string& launcher) {
+  std::vector<std::string> names;
+  const bool mpirunUsable = launcher != "tpbench" && mpirunProblem().empty();
+  for (const auto& a : allreduceAlgos()) {
+    if (a.standsFor || !a.unsupported(device).empty() || (a.needsMpiLauncher && !mpirunUsable)) continue;
+    names.push_back(a.name);
+  }
+  return names;
+}
+
 }  // namespace
 
-int runAllreduceBench(const AllreduceBenchOptions& opt) {
+int runAllreduceBench(const AllreduceBenchOptions& options) {
+  AllreduceBenchOptions opt = options;
   // ---- validate everything before launching anything ----
-  if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
-  for (const auto& a : opt.algos) findAllreduce("--algos", a);
-  if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
-  if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
+  checkLauncherFlag(opt.launcher);
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
   // Every rank of a point runs on this node: on CUDA each needs a GPU of its own.
   const Device device = chooseDevice(opt.device, *std::max_element(opt.nGpus.begin(), opt.nGpus.end()));
   const std::string devName = deviceName(device);
+  if (opt.allAlgos) opt.algos = everyAlgoFor(device, opt.launcher);
+  if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
+  for (const auto& a : opt.algos) findAllreduce("--algos", a);
+  if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
+  if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
   for (auto n : opt.nGpus) {
     const int ranks = static_cast<int>(n);
     const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
@@ -62,6 +82,13 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   for (const auto& a : opt.algos)
     if (std::string why = findAllreduce("--algos", a).unsupported(device); !why.empty())
       TPB_THROW(UsageError, "--algos: " << a << " cannot run on " << devName << ": " << why);
+  // Who starts each point's ranks: refused here, not half-way through, where it cannot be mpirun.
+  for (const auto& a : opt.algos)
+    for (auto n : opt.nGpus) {
+      const int ranks = static_cast<int>(n);
+      const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
+      chooseMpirun(opt.launcher, needsMpiLauncher(tname, algoNeedsMpi(a)));
+    }
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until the last save
   if (!opt.out.empty()) {
@@ -74,6 +101,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   PointDriverOptions dopt;
   dopt.total = total;
   dopt.timeout = opt.timeout;
+  dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
   std::size_t done = 0, failedPoints = 0;
   int rc = 0;
@@ -87,7 +115,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
                         {"bytes", opt.bytes},  {"iters", opt.iters},  {"warmup", opt.warmup},
                         {"check", opt.check}};
       const PointOutcome po = driver.run("allreduce " + algo + " N=" + std::to_string(n) + " over " + transport,
-                                         job, transport, n);
+                                         job, transport, n, algoNeedsMpi(algo));
       const LaunchResult& lr = po.launch;
       const JsonIn in(po.result, po.resultPath);
       const auto points = in.find("points");

@@ -15,6 +15,10 @@ namespace tpb {
 
 struct AllreduceBenchOptions {
   std::vector<std::string> algos;
+  // --algos all: `algos` is replaced by every registered algorithm that can run here (on the
+  // device, and with mpirun where one needs it), leaving out entries that stand for another
+  // (library), so nothing runs twice.
+  bool allAlgos = false;
   std::vector<long long> nGpus;
   std::vector<std::size_t> bytes;
   int iters = 20;
@@ -24,6 +28,7 @@ struct AllreduceBenchOptions {
   std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)
   std::string out;        // results file; empty: none
   std::chrono::seconds timeout{300};
+  std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;    // recorded in meta
   bool memcpyReference = true;
 };

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "core/registry.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
@@ -257,7 +258,8 @@ void checkAllreduceRun(const AllreduceBenchOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--iters", o.iters, 1);
   checkInt("--warmup", o.warmup, 0);
-  checkPointCount("allreduce", {{"--algos", o.algos.size()}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
+  const std::size_t algos = o.allAlgos ? allreduceAlgos().size() : o.algos.size();  // all: at most every entry
+  checkPointCount("allreduce", {{"--algos", algos}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
   checkWholeElements("--bytes", o.bytes, sizeof(float), "float32");
   if (!o.bytes.empty() && !o.nGpus.empty() && onCpu(o.device)) {
     const std::size_t bytes = *std::max_element(o.bytes.begin(), o.bytes.end());

@@ -17,6 +17,7 @@
 #include "comm/store.h"
 #include "common/error.h"
 #include "common/run_id.h"
+#include "harness/mpirun.h"
 
 extern char** environ;
 
@@ -42,6 +43,7 @@ struct LineForwarder {
   std::ostream* out;
   std::string partial;
   std::string lastNonEmpty;
+  MpirunOutput* mpirun = nullptr;  // viaMpirun: lines carry their rank's tag instead
   void feed(const char* data, std::size_t n) {
     partial.append(data, n);
     std::size_t start = 0, nl;
@@ -56,7 +58,10 @@ struct LineForwarder {
     partial.clear();
   }
   void emit(const std::string& line) {
-    *out << prefix << line << '\n';
+    if (mpirun)
+      *out << mpirun->retag(line) << '\n';
+    else
+      *out << prefix << line << '\n';
     out->flush();
     if (line.find_first_not_of(" \t\r") != std::string::npos) lastNonEmpty = line;
   }
@@ -87,7 +92,8 @@ void drain(int& fd, LineForwarder& fwd) {
   }
 }
 
-std::string describe(const RankExit& e) {
+std::string describe(const RankExit& e, const MpirunOutput* mpirun) {
+  if (mpirun) return mpirun->describeFailure(e.exitCode, e.signal);
   std::string s = "rank " + std::to_string(e.rank);
   if (e.signal) {
     s += std::string(" was killed by signal ") + std::to_string(e.signal) + " (SIG" +
@@ -137,11 +143,22 @@ LaunchResult launch(const LaunchSpec& spec) {
   std::vector<std::string> argStrings{exe};
   argStrings.insert(argStrings.end(), spec.workerArgs.begin(), spec.workerArgs.end());
 
-  std::vector<Child> children(spec.nprocPerNode);
+  // viaMpirun: one child, mpirun, which starts every rank of this node itself.
+  TPB_CHECK(!spec.viaMpirun || spec.nnodes == 1, "mpirun launches cover one node");
+  MpirunOutput mpirunOut;
+  if (spec.viaMpirun) {
+    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS"};
+    if (spec.shareRunId) exported.push_back("TPB_RUN_ID");
+    for (const auto& kv : spec.extraEnv) exported.push_back(kv.first);
+    argStrings = mpirunArgv(spec.nprocPerNode, argStrings, exported);
+  }
+  const std::string program = spec.viaMpirun ? findMpirun() : exe;
+  TPB_CHECK(!program.empty(), "mpirun is not on PATH");
+  std::vector<Child> children(spec.viaMpirun ? 1 : spec.nprocPerNode);
   const pid_t parent = getpid();
-  for (int local = 0; local < spec.nprocPerNode; ++local) {
+  for (int local = 0; local < static_cast<int>(children.size()); ++local) {
     Child& c = children[local];
-    c.exit.rank = spec.nodeRank * spec.nprocPerNode + local;
+    c.exit.rank = spec.viaMpirun ? -1 : spec.nodeRank * spec.nprocPerNode + local;
     int outPipe[2], errPipe[2];
     TPB_CHECK_ERRNO(pipe2(outPipe, O_CLOEXEC), "pipe");
     TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
@@ -156,11 +173,13 @@ LaunchResult launch(const LaunchSpec& spec) {
         continue;
       env.push_back(kv);
     }
-    env.push_back("RANK=" + std::to_string(c.exit.rank));
-    env.push_back("WORLD_SIZE=" + std::to_string(world));
-    env.push_back("LOCAL_RANK=" + std::to_string(local));
-    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
-    env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    if (!spec.viaMpirun) {  // under mpirun each rank reads Open MPI's variables instead
+      env.push_back("RANK=" + std::to_string(c.exit.rank));
+      env.push_back("WORLD_SIZE=" + std::to_string(world));
+      env.push_back("LOCAL_RANK=" + std::to_string(local));
+      env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
+      env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    }
     // One BLAS thread per rank: on CPU a rank stands for one device, and OpenBLAS must not
     // spread every rank over all cores (see also pinBlasThreads() in the worker).
     if (!std::getenv("OPENBLAS_NUM_THREADS")) env.push_back("OPENBLAS_NUM_THREADS=1");
@@ -181,7 +200,8 @@ LaunchResult launch(const LaunchSpec& spec) {
     if (pid == 0) {
       // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
       // between fork and prctl.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // mpirun gets SIGTERM, which it passes on to its ranks before it goes.
+      prctl(PR_SET_PDEATHSIG, spec.viaMpirun ? SIGTERM : SIGKILL);
       if (getppid() != parent) _exit(127);
       // Handlers reset at exec by themselves; an ignored signal stays ignored: undo both.
       for (int sig : kInterruptSignals) signal(sig, SIG_DFL);
@@ -192,7 +212,7 @@ LaunchResult launch(const LaunchSpec& spec) {
       // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
       // fails and the close-on-exec flags alone apply.
       close_range(3, ~0U, 0);
-      execve(exe.c_str(), argv.data(), envp.data());
+      execve(program.c_str(), argv.data(), envp.data());
       const char msg[] = "tpbench launcher: execve failed\n";
       (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
       _exit(127);
@@ -206,11 +226,12 @@ LaunchResult launch(const LaunchSpec& spec) {
     c.errFd = errPipe[0];
     c.running = true;
     const std::string prefix = "[rank " + std::to_string(c.exit.rank) + "] ";
-    c.out = LineForwarder{prefix, &std::cout, {}, {}};
-    c.err = LineForwarder{prefix, &std::cerr, {}, {}};
+    MpirunOutput* retag = spec.viaMpirun ? &mpirunOut : nullptr;
+    c.out = LineForwarder{prefix, &std::cout, {}, {}, retag};
+    c.err = LineForwarder{prefix, &std::cerr, {}, {}, retag};
   }
 
-  int running = spec.nprocPerNode;
+  int running = static_cast<int>(children.size());
   bool stopping = false;
   clock::time_point killAt{};
   auto stopAll = [&](const std::string& why) {
@@ -252,10 +273,11 @@ LaunchResult launch(const LaunchSpec& spec) {
       --running;
       if (WIFSIGNALED(status)) c.exit.signal = WTERMSIG(status);
       if (WIFEXITED(status)) c.exit.exitCode = WEXITSTATUS(status);
+      drain(c.outFd, c.out);  // mpirun's lines explain its exit (MpirunOutput)
       drain(c.errFd, c.err);
       c.exit.lastError = c.err.lastNonEmpty;
       const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
-      if (failed && !stopping) stopAll(describe(c.exit));
+      if (failed && !stopping) stopAll(describe(c.exit, spec.viaMpirun ? &mpirunOut : nullptr));
     }
     if (running == 0) {
       // Children are gone; pipes may still hold output of grandchildren: don't wait for them.
@@ -283,6 +305,15 @@ LaunchResult launch(const LaunchSpec& spec) {
 
   for (auto& c : children) result.ranks.push_back(c.exit);
   result.ok = !stopping;
+  if (spec.viaMpirun && spec.shareRunId) {
+    // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
+    if (const int left = killRunStragglers(result.runId); left > 0) {
+      result.ok = false;
+      if (result.error.empty()) result.error = "mpirun exited, leaving ranks running";
+      result.error += " (" + std::to_string(left) + " rank process" + (left == 1 ? "" : "es") +
+                      " left behind by mpirun were killed)";
+    }
+  }
   result.wallSeconds = std::chrono::duration<double>(clock::now() - t0).count();
   if (spec.cleanup) spec.cleanup(result.runId, world);
   return result;

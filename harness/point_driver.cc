@@ -10,6 +10,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "harness/mpirun.h"
 #include "record/results.h"
 #include "worker/worker.h"
 
@@ -46,8 +47,13 @@ void PointDriver::skip(const std::string& what) {
   std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());
 }
 
+std::string needsMpiLauncher(const std::string& transport, const std::string& other) {
+  if (!other.empty()) return other;
+  return findTransport(transport).needsMpiLauncher ? "--transport " + transport : std::string();
+}
+
 PointOutcome PointDriver::run(const std::string& what, json job, const std::string& transport,
-                              int procsPerNode) {
+                              int procsPerNode, const std::string& needsMpi) {
   ++index_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, what.c_str());
@@ -74,6 +80,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   spec.workerArgs = {"worker", "--job", jobPath};
   spec.timeout = opt_.timeout;
   spec.cleanup = findTransport(transport).cleanup;
+  spec.viaMpirun = chooseMpirun(opt_.launcher, needsMpiLauncher(transport, needsMpi), opt_.nnodes);
   out.launch = launch(spec);
   ++launched_;
 

@@ -27,6 +27,9 @@ struct PointDriverOptions {
   int nnodes = 1, nodeRank = 0;
   std::string masterAddr = "127.0.0.1";
   std::uint16_t masterPort = 0;  // 0 on one node: a free port
+  // --launcher: "" (tpbench's own, mpirun for points that need it), "tpbench" or "mpirun". The
+  // runners check it against every point before launching anything (chooseMpirun).
+  std::string launcher;
 };
 
 struct PointOutcome {
@@ -34,6 +37,10 @@ struct PointOutcome {
   nlohmann::json result;   // what rank 0 wrote; an empty object when it wrote nothing
   std::string resultPath;  // names the file in errors (JsonIn)
 };
+
+// What in a point over `transport` needs ranks started by mpirun: `other` when not empty
+// ("--algos mpi"), else "--transport NAME" when the transport does, else "".
+std::string needsMpiLauncher(const std::string& transport, const std::string& other = "");
 
 class PointDriver {
  public:
@@ -48,8 +55,10 @@ class PointDriver {
   void skip(const std::string& what);
   // Counts and launches one point of `procsPerNode` ranks per node over `transport`. `job` is the
   // kind-specific part; the driver adds transport, result_path, job_path and comm_timeout_ms.
+  // `needsMpi` names what in the point needs ranks started by mpirun besides the transport
+  // ("--algos mpi"), or is empty.
   PointOutcome run(const std::string& what, nlohmann::json job, const std::string& transport,
-                   int procsPerNode);
+                   int procsPerNode, const std::string& needsMpi = "");
 
  private:
   PointDriverOptions opt_;

@@ -12,6 +12,7 @@
 #include "harness/point_driver.h"
 #include "core/registry.h"
 #include "harness/meta.h"
+#include "harness/mpirun.h"
 #include "record/results.h"
 
 namespace tpb {
@@ -59,6 +60,7 @@ RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std
   r.seed = c.seed;
   r.repeatIndex = repeat;
   r.maxSteps = c.maxSteps;
+  if (!c.library.empty()) r.library = c.library;
   return r;
 }
 
@@ -100,6 +102,65 @@ int gpusPerNode(const TrainStrategy& strategy, const TrainConfig& cfg, int nproc
   return nprocPerNode > 0 ? nprocPerNode : procs;
 }
 
+namespace {
+
+// Where a point's ranks are and what they talk over.
+struct PointLayout {
+  int procs = 1, perNode = 1, world = 1;
+  std::string transport;
+};
+
+PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const TrainConfig& cfg, Device device) {
+  PointLayout l;
+  l.procs = s.processes(cfg.nGpus);
+  l.perNode = opt.nprocPerNode > 0 ? opt.nprocPerNode : l.procs;
+  l.world = l.perNode * opt.nnodes;
+  l.transport = opt.transport.empty() ? defaultTransport(device, l.world, l.perNode) : opt.transport;
+  return l;
+}
+
+// The library a point records: "" for strategies that take none, and for the device's default
+// (what `library` stands for), so configs from before --library existed still match.
+std::string recordedLibrary(const TrainStrategy& s, const std::string& library, Device device) {
+  if (!s.takesLibrary || library.empty()) return {};
+  const AllreduceAlgo& byDefault = findAllreduce("--library", "library");
+  if (library == byDefault.name || library == byDefault.standsFor(device)) return {};
+  return library;
+}
+
+// What in a point needs ranks started by mpirun besides its transport ("--library mpi"), or "".
+std::string libraryNeedsMpi(const TrainStrategy& s, const TrainConfig& cfg) {
+  if (!s.takesLibrary || cfg.library.empty()) return {};
+  return findAllreduce("--library", cfg.library).needsMpiLauncher ? "--library " + cfg.library : std::string();
+}
+
+// --library names a library allreduce that runs on `device`, for points of which at least one
+// strategy takes it.
+void checkLibrary(const TrainRunOptions& opt, Device device) {
+  std::string library;
+  bool taken = false;
+  for (const auto& p : opt.points) {
+    if (p.cfg.library.empty()) continue;
+    library = p.cfg.library;
+    taken = taken || findStrategy("--strategy", p.cfg.strategy).takesLibrary;
+  }
+  if (library.empty()) return;
+  const AllreduceAlgo& a = findAllreduce("--library", library);
+  if (a.origin != Origin::Library)
+    TPB_THROW(UsageError, "--library: " << library << " is not a library allreduce (choose gloo, mpi or nccl; "
+                                                      "the from-scratch ones are strategies of their own)");
+  if (std::string why = a.unsupported(device); !why.empty())
+    TPB_THROW(UsageError, "--library " << library << " on " << deviceName(device) << ": " << why);
+  if (!taken) {
+    std::string takers;
+    for (const auto& s : trainStrategies())
+      if (s.takesLibrary) takers += (takers.empty() ? "" : ", ") + s.name;
+    TPB_THROW(UsageError, "--library: only the " << takers << " strategy takes it");
+  }
+}
+
+}  // namespace
+
 int runTraining(const TrainRunOptions& opt) {
   if (!opt.transport.empty()) findTransport(opt.transport);
   if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");
@@ -120,6 +181,15 @@ int runTraining(const TrainRunOptions& opt) {
   if (!opt.transport.empty()) {
     if (std::string why = findTransport(opt.transport).unsupported(device, 2, 2); !why.empty())
       TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceText << ": " << why);
+  }
+
+  checkLibrary(opt, device);
+  checkLauncherFlag(opt.launcher);
+  for (const auto& p : opt.points) {  // who starts each point's ranks, refused now rather than mid-sweep
+    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+    if (!s.unsupported(device, p.cfg.nGpus).empty()) continue;  // skipped, with the reason
+    chooseMpirun(opt.launcher, needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)),
+                 opt.nnodes);
   }
 
   std::unique_ptr<ResultsFile> results;
@@ -143,6 +213,7 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.nodeRank = opt.nodeRank;
   dopt.masterAddr = opt.masterAddr;
   dopt.masterPort = opt.masterPort;
+  dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
   int rc = 0;
   struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
@@ -152,13 +223,12 @@ int runTraining(const TrainRunOptions& opt) {
     if (driver.interrupted()) break;
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
-    const int procs = strategy.processes(cfg.nGpus);
-    const int perNode = opt.nprocPerNode > 0 ? opt.nprocPerNode : procs;
-    const int world = perNode * opt.nnodes;
-    const std::string transport =
-        opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
+    const PointLayout layout = layoutOf(opt, strategy, cfg, device);
+    const int procs = layout.procs, perNode = layout.perNode, world = layout.world;
+    const std::string& transport = layout.transport;
     TrainConfig canonical = cfg;
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
+    canonical.library = recordedLibrary(strategy, cfg.library, device);
     RunRecord run;
     run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
     run.entry = entryRecordOf(strategy, strategy.dataRanks(cfg.nGpus));
@@ -194,7 +264,7 @@ int runTraining(const TrainRunOptions& opt) {
       const PointOutcome po = driver.run(
           name + " batch " + std::to_string(cfg.batchSize) + " train_size " + std::to_string(cfg.trainSize) +
               " epochs " + std::to_string(cfg.epochs) + " over " + (procs > 1 ? transport : "one process"),
-          job, transport, perNode);
+          job, transport, perNode, libraryNeedsMpi(strategy, cfg));
       const LaunchResult& lr = po.launch;
 
       bool complete = false;

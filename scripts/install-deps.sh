@@ -14,6 +14,7 @@ packages=(
   gnuplot-nox                       # charts
   libopenblas0-pthread              # optimised, thread-safe BLAS behind libblas.so.3 (workers pin it to 1 thread)
   zlib1g-dev                        # gzipped MNIST files
+  libopenmpi-dev openmpi-bin        # the mpi transport and allreduce; mpirun (--launcher mpirun)
 )
 
 missing=()

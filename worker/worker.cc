@@ -2,7 +2,9 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <sys/prctl.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -36,10 +38,12 @@ int envInt(const char* name, bool required, int fallback) {
 
 WorkerEnv WorkerEnv::fromEnvironment() {
   WorkerEnv e;
-  e.rank = envInt("RANK", true, 0);
-  e.worldSize = envInt("WORLD_SIZE", true, 1);
-  e.localRank = envInt("LOCAL_RANK", false, e.rank);
-  e.localWorldSize = envInt("LOCAL_WORLD_SIZE", false, e.worldSize);
+  // Started by mpirun (--launcher mpirun): Open MPI's names stand in for torchrun's.
+  const bool ompi = !std::getenv("RANK") && std::getenv("OMPI_COMM_WORLD_RANK");
+  e.rank = envInt(ompi ? "OMPI_COMM_WORLD_RANK" : "RANK", true, 0);
+  e.worldSize = envInt(ompi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE", true, 1);
+  e.localRank = envInt(ompi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "LOCAL_RANK", false, e.rank);
+  e.localWorldSize = envInt(ompi ? "OMPI_COMM_WORLD_LOCAL_SIZE" : "LOCAL_WORLD_SIZE", false, e.worldSize);
   const char* addr = std::getenv("MASTER_ADDR");
   if (!addr || !*addr) TPB_THROW(Error, "MASTER_ADDR is not set");
   e.masterAddr = addr;
@@ -84,6 +88,8 @@ int workerMain(const std::string& jobPath) {
     const auto it = jobKinds().find(kind);
     if (it == jobKinds().end()) TPB_THROW(Error, "job file " << jobPath << ": unknown kind '" << kind << "'");
 
+    // A rank that mpirun started dies with it, as ours die with tpbench's launcher.
+    if (std::getenv("OMPI_COMM_WORLD_RANK")) prctl(PR_SET_PDEATHSIG, SIGKILL);
     Worker w;
     w.env = WorkerEnv::fromEnvironment();
     const auto timeout = std::chrono::milliseconds(job.value("comm_timeout_ms", 60000));
@@ -108,6 +114,10 @@ int workerMain(const std::string& jobPath) {
     markDescriptorsCloseOnExec();  // what the transport's library opened (Gloo: epoll, sockets)
     w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, w.env.masterAddr, w.env.runId, {}});
     it->second(w, job);
+    // Only after a clean job, and once the communicators are gone: MPI_Finalize waits for every rank.
+    w.comm.reset();
+    w.transport.reset();
+    finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;

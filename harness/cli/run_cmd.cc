@@ -44,6 +44,8 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
     action = [a, cmd, commandLine] {
       checkGivenNotEmpty(cmd, "--out", a->f.out);
       checkGivenNotEmpty(cmd, "--transport", a->f.transport);
+      checkGivenNotEmpty(cmd, "--library", a->f.library);
+      checkGivenNotEmpty(cmd, "--launcher", a->f.launcher);
       checkInt("--master_port", a->masterPort, 0, 65535);
       TrainRunOptions o;
       applyRunOptions(a->f, o);

@@ -37,6 +37,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
     action = [a, cmd, commandLine] {
       checkGivenNotEmpty(cmd, "--out", a->f.out);
       checkGivenNotEmpty(cmd, "--transport", a->f.transport);
+      checkGivenNotEmpty(cmd, "--library", a->f.library);
+      checkGivenNotEmpty(cmd, "--launcher", a->f.launcher);
       checkInt("--repeat", a->repeat, 1);
       std::vector<std::string> names;
       if (a->strategies == "all") {
