@@ -287,8 +287,10 @@ TEST(LibraryAllreduce, LibraryStandsForTheDevicesDefault) {
   EXPECT_EQ(lib.standsFor(Device::Cpu), "gloo");
   EXPECT_EQ(lib.standsFor(Device::Cuda), "nccl");
   EXPECT_EQ(findAllreduce("--algos", "gloo").origin, Origin::Library);
-  for (const auto& a : allreduceAlgos())
-    if (a.name != "library") EXPECT_FALSE(a.standsFor) << a.name;
+  for (const auto& a : allreduceAlgos()) {
+    if (a.name == "library") continue;
+    EXPECT_FALSE(a.standsFor) << a.name;
+  }
 }
 
 }  // namespace
