@@ -25,7 +25,7 @@ namespace {
 
 // A TCP socket bound to host:port (port 0: a free one) and listening, close-on-exec; -1 when
 // one cannot be made. `bound` gets its port.
-int listenOn(const std::string& host, std::uint16_t port, std::uint16_t& bound) {
+[[maybe_unused]] int listenOn(const std::string& host, std::uint16_t port, std::uint16_t& bound) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;

@@ -7,6 +7,10 @@
 #ifdef TPB_HAVE_NCCL
 #include "comm/nccl/nccl_transport.h"
 #endif
+#ifdef TPB_HAVE_MPI
+#include "comm/mpi/mpi_runtime.h"
+#include "comm/mpi/mpi_transport.h"
+#endif
 
 namespace tpb {
 
@@ -31,6 +35,17 @@ const std::vector<TransportInfo>& transports() {
                                                 a.size, a.timeout);
        },
        nullptr},
+#ifdef TPB_HAVE_MPI
+      // Registered only where MPI was compiled in; its ranks are started through mpirun.
+      {"mpi", "MPI_Isend/MPI_Irecv between ranks started by mpirun (tpbench --launcher mpirun, or mpirun around tpbench)",
+       [](Device device, int, int) -> std::string {
+         return device == Device::Cpu ? std::string() : std::string("mpi moves host memory only");
+       },
+       [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+         return std::make_unique<MpiTransport>(a.rank, a.size, a.timeout);
+       },
+       nullptr, /*needsMpiLauncher=*/true},
+#endif
 #ifdef TPB_HAVE_NCCL
       // Registered only where NCCL was compiled in, so `tpbench list` shows what can run.
       {"nccl", "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK)",
@@ -60,6 +75,18 @@ const TransportInfo& findTransport(const std::string& name) {
 std::string defaultTransport(Device device, int size, int localSize) {
   if (device == Device::Cuda) return "nccl";
   return localSize == size ? "shm" : "gloo";
+}
+
+void startCommProcess() {
+#ifdef TPB_HAVE_MPI
+  mpi::initialize();
+#endif
+}
+
+void finishCommProcess() {
+#ifdef TPB_HAVE_MPI
+  mpi::finalize();
+#endif
 }
 
 }  // namespace tpb

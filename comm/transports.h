@@ -36,6 +36,9 @@ struct TransportInfo {
   // without cleaning up (shm: the /dev/shm names of run `runId`). Called by the launcher after
   // every rank has been reaped, whatever happened; empty when there is nothing to remove.
   std::function<void(const std::string& runId, int worldSize)> cleanup;
+  // True when its ranks must be processes an MPI launcher started (mpi): the launcher then
+  // starts them through mpirun, and refuses up front where it cannot.
+  bool needsMpiLauncher = false;
 };
 
 const std::vector<TransportInfo>& transports();
@@ -43,5 +46,15 @@ const std::vector<TransportInfo>& transports();
 const TransportInfo& findTransport(const std::string& name);
 // The default for a device: on CPU shm on one node, gloo across nodes; on CUDA nccl.
 std::string defaultTransport(Device device, int size, int localSize);
+
+// Called on every rank of a job an MPI launcher started, before any of its points, when some
+// point will use MPI: OpenMPI's MPI_Init waits for every rank of the job, so the ranks a point
+// leaves idle must initialise too. Nothing where this build has no MPI.
+void startCommProcess();
+
+// Called by a worker whose job finished cleanly, after its transport and communicators are
+// gone: lets the libraries behind them shut down together (MPI_Finalize, which is collective).
+// A worker that failed does not call it (comm/mpi/mpi_runtime.h says why).
+void finishCommProcess();
 
 }  // namespace tpb

@@ -34,6 +34,13 @@ struct AllreduceAlgo : EntryInfo {
   // For algorithms that pipeline in chunks: the same algorithm with an explicit chunk size, so
   // the tests reach the multi-chunk paths on small buffers. Empty for the others.
   ChunkedAllreduceFactory makeChunked;
+  // True when its ranks must be processes an MPI launcher started (mpi): the launcher then
+  // starts them through mpirun, and refuses up front where it cannot.
+  bool needsMpiLauncher = false;
+  // For an entry that stands for another one on each device (library: gloo on cpu, nccl on
+  // cuda): that entry's name. Empty for the others. `--algos all` leaves such entries out, so
+  // nothing runs twice.
+  std::function<std::string(Device)> standsFor;
 };
 
 }  // namespace tpb

@@ -77,6 +77,10 @@ struct CollectiveAlgo : EntryInfo {
   std::string op;  // a CollectiveOp name; (op, name) is unique
   std::function<std::string(Device)> unsupported = [](Device) { return std::string(); };
   CollectiveFactory make;
+  // As in AllreduceAlgo: ranks must be processes an MPI launcher started (mpi); and, for an entry
+  // that stands for another on each device (allreduce's library), that entry's name.
+  bool needsMpiLauncher = false;
+  std::function<std::string(Device)> standsFor;
 };
 
 // `count` floats of scratch memory on `device` (host memory on the CPU), for algorithms that

@@ -91,6 +91,8 @@ CollectiveAlgo asCollective(const AllreduceAlgo& a) {
   static_cast<EntryInfo&>(c) = a;
   c.op = "allreduce";
   c.unsupported = a.unsupported;
+  c.needsMpiLauncher = a.needsMpiLauncher;
+  c.standsFor = a.standsFor;
   c.make = [a](CommContext& ctx, const CollectiveArgs& args) -> std::unique_ptr<Collective> {
     return std::make_unique<AllreduceAsCollective>(ctx, a, args);
   };

@@ -21,6 +21,9 @@ struct TrainStrategy : EntryInfo {
   std::function<int(int n)> dataRanks = [](int n) { return n; };
   // True for the reference loop that every other strategy is checked against.
   bool reference = false;
+  // True when it synchronises through a library allreduce chosen by TrainConfig::library
+  // (--library gloo|mpi|nccl, an allreduce algorithm of origin library); others refuse --library.
+  bool takesLibrary = false;
   // Empty when the strategy can run with n devices on `device`, else the reason (recorded as a
   // skip by sweeps, a usage error by `run`).
   std::function<std::string(Device device, int n)> unsupported = [](Device, int) { return std::string(); };

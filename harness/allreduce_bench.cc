@@ -14,6 +14,7 @@
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
 #include "harness/meta.h"
+#include "harness/mpirun.h"
 #include "harness/point_driver.h"
 #include "record/results.h"
 #include "worker/collective_job.h"
@@ -47,6 +48,22 @@ void printRow(std::ostream& os, const CollectiveRecord& p) {
   os << line;
 }
 
+// What in `op`'s `algo` needs ranks started by mpirun ("--algos mpi"), or "".
+std::string algoNeedsMpi(const std::string& op, const std::string& algo) {
+  return findCollective("--algos", op, algo).needsMpiLauncher ? "--algos " + algo : std::string();
+}
+
+// --algos all for `op` on `device`: what can run here, each library once.
+std::vector<std::string> everyAlgoFor(const std::string& op, Device device, bool mpirunUsable) {
+  std::vector<std::string> names;
+  for (const auto& a : collectiveAlgos()) {
+    if (a.op != op || a.standsFor || !a.unsupported(device).empty() || (a.needsMpiLauncher && !mpirunUsable))
+      continue;
+    names.push_back(a.name);
+  }
+  return names;
+}
+
 }  // namespace
 
 std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::string& op) {
@@ -71,15 +88,16 @@ std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::s
 int runAllreduceBench(const AllreduceBenchOptions& opt) {
   // ---- validate everything before launching anything ----
   if (opt.ops.empty()) TPB_THROW(UsageError, "--op: no collective given");
-  if (opt.algos.empty()) TPB_THROW(UsageError, "--algos: no algorithm given");
+  if (opt.algos.empty() && !opt.allAlgos) TPB_THROW(UsageError, "--algos: no algorithm given");
   if (opt.inPlace.empty()) TPB_THROW(UsageError, "--place: no placement given");
   for (const auto& op : opt.ops) {
     const CollectiveOp& o = findOp("--op", op);
     for (bool p : opt.inPlace)
       if (p && !o.hasInPlace && opt.inPlace.size() == 1)
         TPB_THROW(UsageError, "--place: " << op << " has no in-place form (use --place out)");
-    algosFor(opt, op);
+    if (!opt.allAlgos) algosFor(opt, op);
   }
+  checkLauncherFlag(opt.launcher);
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
@@ -92,6 +110,9 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
                                          << " started has " << ext->worldSize());
   const Device device = chooseDevice(opt.device, ext ? std::min<long long>(most, ext->env().localWorldSize) : most);
   const std::string devName = deviceName(device);
+  if (ext && !opt.launcher.empty())
+    TPB_THROW(UsageError, "--launcher: this process is already one rank of a job " << ext->env().launcher
+                                                                                  << " started; it launches nothing");
   for (auto n : opt.nGpus) {
     const int ranks = static_cast<int>(n);
     const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
@@ -106,15 +127,32 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   // The algorithms each op runs on this device.
   std::map<std::string, std::vector<std::string>> runs;
   std::size_t total = 0;
+  // Under an external launcher this process is already a rank: MPI works where that launcher
+  // was mpirun, and nothing is launched.
+  const bool mpirunUsable =
+      ext ? ext->env().launcher == "mpirun" : opt.launcher != "tpbench" && mpirunProblem().empty();
   for (const auto& op : opt.ops) {
-    for (const auto& a : algosFor(opt, op)) {
-      const std::string why = findCollective("--algos", op, a).unsupported(device);
-      if (why.empty()) runs[op].push_back(a);
-      else if (!opt.skipUnsupported)
-        TPB_THROW(UsageError, "--algos: " << op << " " << a << " cannot run on " << devName << ": " << why);
+    if (opt.allAlgos) {
+      runs[op] = everyAlgoFor(op, device, mpirunUsable);
+    } else {
+      for (const auto& a : algosFor(opt, op)) {
+        const std::string why = findCollective("--algos", op, a).unsupported(device);
+        if (!why.empty())
+          TPB_THROW(UsageError, "--algos: " << op << " " << a << " cannot run on " << devName << ": " << why);
+        runs[op].push_back(a);
+      }
     }
     total += runs[op].size() * opt.nGpus.size();
   }
+  // Who starts each point's ranks: refused here, not half-way through, where it cannot be mpirun.
+  if (!ext)
+    for (const auto& [op, algos] : runs)
+      for (const auto& a : algos)
+        for (auto n : opt.nGpus) {
+          const int ranks = static_cast<int>(n);
+          const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
+          chooseMpirun(opt.launcher, needsMpiLauncher(tname, algoNeedsMpi(op, a)));
+        }
   // Rank 0 alone writes results under an external launcher.
   const bool writer = !ext || ext->rank() == 0;
   std::unique_ptr<ResultsFile> results;
@@ -127,7 +165,16 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   PointDriverOptions dopt;
   dopt.total = total;
   dopt.timeout = opt.timeout;
+  dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
+  // Under mpirun, once every rank has joined, each initialises MPI when a point will use it
+  // (MPI_Init waits for every rank of the job, also those a point leaves idle).
+  if (ext && ext->env().launcher == "mpirun") {
+    bool usesMpi = !opt.transport.empty() && findTransport(opt.transport).needsMpiLauncher;
+    for (const auto& [op, algos] : runs)
+      for (const auto& a : algos) usesMpi = usesMpi || !algoNeedsMpi(op, a).empty();
+    if (usesMpi) startCommProcess();
+  }
   if (outLock) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);
@@ -204,7 +251,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
                           {"bytes", opt.bytes},   {"iters", opt.iters}, {"warmup", opt.warmup}, {"check", opt.check},
                           {"root", opt.root},     {"in_place", placements}};
         const PointOutcome po = driver.run(opName + " " + algo + " N=" + std::to_string(n) + " over " + transport,
-                                           job, transport, n, n, recordFailed);
+                                           job, transport, n, n, recordFailed, algoNeedsMpi(opName, algo));
         const LaunchResult& lr = po.launch;
         const std::vector<CollectiveRecord> recs =
             recordsOf(po.result, po.resultPath, lr.ok ? std::string("worker wrote no result") : lr.error);

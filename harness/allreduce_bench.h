@@ -19,8 +19,10 @@ struct AllreduceBenchOptions {
   // Algorithm names. With one op each must be one of its algorithms; with several, each must be
   // an algorithm of at least one op, and every op runs those of them it has (none: refused).
   std::vector<std::string> algos;
-  // --algos all: an algorithm that cannot run on the device is left out instead of refused.
-  bool skipUnsupported = false;
+  // --algos all: `algos` is replaced, for each op, by every registered algorithm that can run
+  // here (on the device, and with mpirun where one needs it), leaving out entries that stand for
+  // another (library), so nothing runs twice.
+  bool allAlgos = false;
   int root = 0;                    // rooted ops (broadcast, reduce)
   std::vector<bool> inPlace{true};  // placements to measure: in place, out of place or both
   std::vector<long long> nGpus;
@@ -32,6 +34,7 @@ struct AllreduceBenchOptions {
   std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)
   std::string out;        // results file; empty: none
   std::chrono::seconds timeout{300};
+  std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;    // recorded in meta
   bool memcpyReference = true;
 };

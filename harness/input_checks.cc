@@ -18,6 +18,7 @@
 
 #include "comm/net_iface.h"
 #include "common/error.h"
+#include "core/registry.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
@@ -270,11 +271,17 @@ void checkAllreduceRun(const AllreduceBenchOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--iters", o.iters, 1);
   checkInt("--warmup", o.warmup, 0);
+  // --algos all: at most every algorithm an op has.
+  std::size_t algos = o.algos.size();
+  if (o.allAlgos) {
+    algos = 0;
+    for (const auto& op : o.ops) algos = std::max(algos, collectiveNames(op).size());
+  }
   if (o.ops.size() > 1 || o.inPlace.size() > 1)
-    checkPointCount("collective", {{"--op", o.ops.size()}, {"--algos", o.algos.size()}, {"--place", o.inPlace.size()},
+    checkPointCount("collective", {{"--op", o.ops.size()}, {"--algos", algos}, {"--place", o.inPlace.size()},
                                    {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
   else
-    checkPointCount("allreduce", {{"--algos", o.algos.size()}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
+    checkPointCount("allreduce", {{"--algos", algos}, {"--n_gpus", o.nGpus.size()}, {"--bytes", o.bytes.size()}});
   checkWholeElements("--bytes", o.bytes, sizeof(float), "float32");
   if (!o.bytes.empty() && !o.nGpus.empty() && onCpu(o.device)) {
     const std::size_t bytes = *std::max_element(o.bytes.begin(), o.bytes.end());

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/run_id.h"
 #include "worker/point_sync.h"
+#include "harness/mpirun.h"
 
 extern char** environ;
 
@@ -44,6 +45,7 @@ struct LineForwarder {
   std::ostream* out;
   std::string partial;
   std::string lastNonEmpty;
+  MpirunOutput* mpirun = nullptr;  // viaMpirun: lines carry their rank's tag instead
   void feed(const char* data, std::size_t n) {
     partial.append(data, n);
     std::size_t start = 0, nl;
@@ -58,7 +60,10 @@ struct LineForwarder {
     partial.clear();
   }
   void emit(const std::string& line) {
-    *out << prefix << line << '\n';
+    if (mpirun)
+      *out << mpirun->retag(line) << '\n';
+    else
+      *out << prefix << line << '\n';
     out->flush();
     if (line.find_first_not_of(" \t\r") != std::string::npos) lastNonEmpty = line;
   }
@@ -174,11 +179,22 @@ LaunchResult launch(const LaunchSpec& spec) {
   std::vector<std::string> argStrings{exe};
   argStrings.insert(argStrings.end(), spec.workerArgs.begin(), spec.workerArgs.end());
 
-  std::vector<Child> children(spec.nprocPerNode);
+  // viaMpirun: one child, mpirun, which starts every rank of this node itself.
+  TPB_CHECK(!spec.viaMpirun || spec.nnodes == 1, "mpirun launches cover one node");
+  MpirunOutput mpirunOut;
+  if (spec.viaMpirun) {
+    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS"};
+    if (spec.shareRunId) exported.push_back("TPB_RUN_ID");
+    for (const auto& kv : spec.extraEnv) exported.push_back(kv.first);
+    argStrings = mpirunArgv(spec.nprocPerNode, argStrings, exported);
+  }
+  const std::string program = spec.viaMpirun ? findMpirun() : exe;
+  TPB_CHECK(!program.empty(), "mpirun is not on PATH");
+  std::vector<Child> children(spec.viaMpirun ? 1 : spec.nprocPerNode);
   const pid_t parent = getpid();
-  for (int local = 0; local < spec.nprocPerNode; ++local) {
+  for (int local = 0; local < static_cast<int>(children.size()); ++local) {
     Child& c = children[local];
-    c.exit.rank = spec.nodeRank * spec.nprocPerNode + local;
+    c.exit.rank = spec.viaMpirun ? -1 : spec.nodeRank * spec.nprocPerNode + local;
     int outPipe[2], errPipe[2];
     TPB_CHECK_ERRNO(pipe2(outPipe, O_CLOEXEC), "pipe");
     TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
@@ -193,11 +209,13 @@ LaunchResult launch(const LaunchSpec& spec) {
         continue;
       env.push_back(kv);
     }
-    env.push_back("RANK=" + std::to_string(c.exit.rank));
-    env.push_back("WORLD_SIZE=" + std::to_string(world));
-    env.push_back("LOCAL_RANK=" + std::to_string(local));
-    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
-    env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    if (!spec.viaMpirun) {  // under mpirun each rank reads Open MPI's variables instead
+      env.push_back("RANK=" + std::to_string(c.exit.rank));
+      env.push_back("WORLD_SIZE=" + std::to_string(world));
+      env.push_back("LOCAL_RANK=" + std::to_string(local));
+      env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
+      env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+    }
     // One BLAS thread per rank: on CPU a rank stands for one device, and OpenBLAS must not
     // spread every rank over all cores (see also pinBlasThreads() in the worker).
     if (!std::getenv("OPENBLAS_NUM_THREADS")) env.push_back("OPENBLAS_NUM_THREADS=1");
@@ -218,7 +236,8 @@ LaunchResult launch(const LaunchSpec& spec) {
     if (pid == 0) {
       // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
       // between fork and prctl.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // mpirun gets SIGTERM, which it passes on to its ranks before it goes.
+      prctl(PR_SET_PDEATHSIG, spec.viaMpirun ? SIGTERM : SIGKILL);
       if (getppid() != parent) _exit(127);
       // Handlers reset at exec by themselves; an ignored signal stays ignored: undo both.
       for (int sig : kInterruptSignals) signal(sig, SIG_DFL);
@@ -229,7 +248,7 @@ LaunchResult launch(const LaunchSpec& spec) {
       // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
       // fails and the close-on-exec flags alone apply.
       close_range(3, ~0U, 0);
-      execve(exe.c_str(), argv.data(), envp.data());
+      execve(program.c_str(), argv.data(), envp.data());
       const char msg[] = "tpbench launcher: execve failed\n";
       (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
       _exit(127);
@@ -243,11 +262,12 @@ LaunchResult launch(const LaunchSpec& spec) {
     c.errFd = errPipe[0];
     c.running = true;
     const std::string prefix = "[rank " + std::to_string(c.exit.rank) + "] ";
-    c.out = LineForwarder{prefix, &std::cout, {}, {}};
-    c.err = LineForwarder{prefix, &std::cerr, {}, {}};
+    MpirunOutput* retag = spec.viaMpirun ? &mpirunOut : nullptr;
+    c.out = LineForwarder{prefix, &std::cout, {}, {}, retag};
+    c.err = LineForwarder{prefix, &std::cerr, {}, {}, retag};
   }
 
-  int running = spec.nprocPerNode;
+  int running = static_cast<int>(children.size());
   bool stopping = false;
   clock::time_point killAt{}, nextPoll = t0;
   auto stopAll = [&](const std::string& why) {
@@ -290,12 +310,17 @@ LaunchResult launch(const LaunchSpec& spec) {
       --running;
       if (WIFSIGNALED(status)) c.exit.signal = WTERMSIG(status);
       if (WIFEXITED(status)) c.exit.exitCode = WEXITSTATUS(status);
+      drain(c.outFd, c.out);  // mpirun's lines explain its exit (MpirunOutput)
       drain(c.errFd, c.err);
       c.exit.lastError = c.err.lastNonEmpty;
       const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
       if (failed && !stopping) {
-        failures.post(c.exit.rank, exitReason(c.exit));
-        stopAll(describe(c.exit));
+        if (spec.viaMpirun) {
+          stopAll(mpirunOut.describeFailure(c.exit.exitCode, c.exit.signal));
+        } else {
+          failures.post(c.exit.rank, exitReason(c.exit));
+          stopAll(describe(c.exit));
+        }
       }
     }
     if (running == 0) {
@@ -333,6 +358,15 @@ LaunchResult launch(const LaunchSpec& spec) {
   // Every node records the point's first failure, wherever it happened.
   if (!result.ok && !result.interrupted)
     if (auto first = failures.first()) result.error = *first;
+  if (spec.viaMpirun && spec.shareRunId) {
+    // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
+    if (const int left = killRunStragglers(result.runId); left > 0) {
+      result.ok = false;
+      if (result.error.empty()) result.error = "mpirun exited, leaving ranks running";
+      result.error += " (" + std::to_string(left) + " rank process" + (left == 1 ? "" : "es") +
+                      " left behind by mpirun were killed)";
+    }
+  }
   result.wallSeconds = std::chrono::duration<double>(clock::now() - t0).count();
   if (spec.cleanup) spec.cleanup(result.runId, world);
   return result;

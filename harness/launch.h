@@ -6,6 +6,10 @@
 // hosts the rendezvous store (c10d TCPStore) for the whole launch. Every line a rank prints is
 // forwarded with a "[rank r] " prefix (stdout to stdout, stderr to stderr).
 //
+// With `viaMpirun` the launcher starts one `mpirun -np N ... <this binary> <workerArgs...>` instead
+// (harness/mpirun.h): mpirun starts the ranks, with the same MASTER_ADDR, MASTER_PORT and
+// TPB_RUN_ID, and the worker takes its rank from Open MPI's variables.
+//
 // Failure handling: if a rank exits non-zero, dies by a signal, or the launch outlives its
 // timeout, the other ranks get SIGTERM, then SIGKILL after a grace period; all are reaped, so
 // no zombie or orphan is left (workers also carry PR_SET_PDEATHSIG, so even a launcher killed
@@ -38,6 +42,8 @@ struct LaunchSpec {
   // Hand the run id to the workers (TPB_RUN_ID). Off for multi-node launches, whose launchers
   // cannot agree on one: the workers then agree through the store.
   bool shareRunId = true;
+  // Start the ranks through mpirun (one node only; harness/mpirun.h).
+  bool viaMpirun = false;
   // Runs after every rank has been reaped, whatever happened (e.g. removes shm names).
   std::function<void(const std::string& runId, int worldSize)> cleanup;
   // Several nodes: the store the whole sweep shares (PointDriver hosts it on node 0 and joins it
@@ -51,7 +57,7 @@ struct LaunchSpec {
 };
 
 struct RankExit {
-  int rank = -1;
+  int rank = -1;  // -1: mpirun itself (viaMpirun)
   int pid = -1;
   int exitCode = -1;  // when exited normally
   int signal = 0;     // when killed by a signal

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "harness/external_job.h"
 #include "record/records.h"
+#include "harness/mpirun.h"
 #include "record/results.h"
 #include "worker/point_sync.h"
 #include "worker/worker.h"
@@ -128,8 +129,14 @@ void PointDriver::skip(const std::string& what) {
   if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());
 }
 
+std::string needsMpiLauncher(const std::string& transport, const std::string& other) {
+  if (!other.empty()) return other;
+  return findTransport(transport).needsMpiLauncher ? "--transport " + transport : std::string();
+}
+
 PointOutcome PointDriver::run(const std::string& what, json job, const std::string& transport,
-                              int procsPerNode, int ranks, const FailureRecorder& record) {
+                              int procsPerNode, int ranks, const FailureRecorder& record,
+                              const std::string& needsMpi) {
   ++index_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (reporter()) {
@@ -183,6 +190,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
     spec.host = host_;
     spec.address = address_;
   }
+  spec.viaMpirun = chooseMpirun(opt_.launcher, needsMpiLauncher(transport, needsMpi), opt_.nnodes);
   out.launch = launch(spec);
   ++launched_;
 

@@ -50,6 +50,9 @@ struct PointDriverOptions {
   // The interface the ranks bind to (--iface): GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME for
   // them. Empty: the one that reaches --master_addr (comm/net_iface.h).
   std::string iface;
+  // --launcher: "" (tpbench's own, mpirun for points that need it), "tpbench" or "mpirun". The
+  // runners check it against every point before launching anything (chooseMpirun).
+  std::string launcher;
 };
 
 // Saves the point in flight as failed with `error` and what rank 0 of the point had written
@@ -64,6 +67,10 @@ struct PointOutcome {
   nlohmann::json result;   // what rank 0 wrote; an empty object when it wrote nothing
   std::string resultPath;  // names the file in errors (JsonIn)
 };
+
+// What in a point over `transport` needs ranks started by mpirun: `other` when not empty
+// ("--algos mpi"), else "--transport NAME" when the transport does, else "".
+std::string needsMpiLauncher(const std::string& transport, const std::string& other = "");
 
 class PointDriver {
  public:
@@ -86,9 +93,12 @@ class PointDriver {
   // Counts and launches one point of `procsPerNode` ranks per node over `transport` (under an
   // external launcher: runs it on ranks 0..ranks-1). `job` is the kind-specific part; the
   // driver adds transport, result_path, job_path and comm_timeout_ms. An external job's first
-  // failed point ends the command on every rank: the runner records it and stops.
+  // failed point ends the command on every rank: the runner records it and stops. `needsMpi`
+  // names what in the point needs ranks started by mpirun besides the transport ("--algos
+  // mpi"), or is empty.
   PointOutcome run(const std::string& what, nlohmann::json job, const std::string& transport,
-                   int procsPerNode, int ranks = 0, const FailureRecorder& record = {});
+                   int procsPerNode, int ranks = 0, const FailureRecorder& record = {},
+                   const std::string& needsMpi = "");
   // Several nodes: [{"node_rank", "host", "address"}] of the nodes that joined so far (results
   // meta.node_hosts); one node: [] .
   nlohmann::json nodeHosts();

@@ -13,6 +13,7 @@
 #include "harness/point_driver.h"
 #include "core/registry.h"
 #include "harness/meta.h"
+#include "harness/mpirun.h"
 #include "record/results.h"
 
 namespace tpb {
@@ -60,6 +61,7 @@ RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std
   r.seed = c.seed;
   r.repeatIndex = repeat;
   r.maxSteps = c.maxSteps;
+  if (!c.library.empty()) r.library = c.library;
   return r;
 }
 
@@ -101,6 +103,67 @@ int gpusPerNode(const TrainStrategy& strategy, const TrainConfig& cfg, int nproc
   return nprocPerNode > 0 ? nprocPerNode : procs;
 }
 
+namespace {
+
+// Where a point's ranks are and what they talk over.
+struct PointLayout {
+  int procs = 1, perNode = 1, world = 1;
+  std::string transport;
+};
+
+PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const TrainConfig& cfg, Device device) {
+  PointLayout l;
+  l.procs = s.processes(cfg.nGpus);
+  // Under an external launcher the point's ranks are the job's first `procs`, wherever they are.
+  const ExternalJob* ext = ExternalJob::current();
+  l.perNode = ext ? ext->maxLocalSizeOf(l.procs) : opt.nprocPerNode > 0 ? opt.nprocPerNode : l.procs;
+  l.world = ext ? l.procs : l.perNode * opt.nnodes;
+  l.transport = opt.transport.empty() ? defaultTransport(device, l.world, l.perNode) : opt.transport;
+  return l;
+}
+
+// The library a point records: "" for strategies that take none, and for the device's default
+// (what `library` stands for), so configs from before --library existed still match.
+std::string recordedLibrary(const TrainStrategy& s, const std::string& library, Device device) {
+  if (!s.takesLibrary || library.empty()) return {};
+  const AllreduceAlgo& byDefault = findAllreduce("--library", "library");
+  if (library == byDefault.name || library == byDefault.standsFor(device)) return {};
+  return library;
+}
+
+// What in a point needs ranks started by mpirun besides its transport ("--library mpi"), or "".
+std::string libraryNeedsMpi(const TrainStrategy& s, const TrainConfig& cfg) {
+  if (!s.takesLibrary || cfg.library.empty()) return {};
+  return findAllreduce("--library", cfg.library).needsMpiLauncher ? "--library " + cfg.library : std::string();
+}
+
+// --library names a library allreduce that runs on `device`, for points of which at least one
+// strategy takes it.
+void checkLibrary(const TrainRunOptions& opt, Device device) {
+  std::string library;
+  bool taken = false;
+  for (const auto& p : opt.points) {
+    if (p.cfg.library.empty()) continue;
+    library = p.cfg.library;
+    taken = taken || findStrategy("--strategy", p.cfg.strategy).takesLibrary;
+  }
+  if (library.empty()) return;
+  const AllreduceAlgo& a = findAllreduce("--library", library);
+  if (a.origin != Origin::Library)
+    TPB_THROW(UsageError, "--library: " << library << " is not a library allreduce (choose gloo, mpi or nccl; "
+                                                      "the from-scratch ones are strategies of their own)");
+  if (std::string why = a.unsupported(device); !why.empty())
+    TPB_THROW(UsageError, "--library " << library << " on " << deviceName(device) << ": " << why);
+  if (!taken) {
+    std::string takers;
+    for (const auto& s : trainStrategies())
+      if (s.takesLibrary) takers += (takers.empty() ? "" : ", ") + s.name;
+    TPB_THROW(UsageError, "--library: only the " << takers << " strategy takes it");
+  }
+}
+
+}  // namespace
+
 int runTraining(const TrainRunOptions& opt) {
   if (!opt.transport.empty()) findTransport(opt.transport);
   if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");
@@ -131,6 +194,18 @@ int runTraining(const TrainRunOptions& opt) {
       TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceText << ": " << why);
   }
 
+  checkLibrary(opt, device);
+  checkLauncherFlag(opt.launcher);
+  if (ext && !opt.launcher.empty())
+    TPB_THROW(UsageError, "--launcher: this process is already one rank of a job " << ext->env().launcher
+                                                                                  << " started; it launches nothing");
+  for (const auto& p : opt.points) {  // who starts each point's ranks, refused now rather than mid-sweep
+    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+    if (ext || !s.unsupported(device, p.cfg.nGpus).empty()) continue;  // skipped, with the reason
+    chooseMpirun(opt.launcher, needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)),
+                 opt.nnodes);
+  }
+
   // Rank 0 alone writes results under an external launcher; the file is created once every
   // rank has passed its checks (the driver's join).
   const bool writer = !ext || ext->rank() == 0;
@@ -154,7 +229,18 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.masterPort = opt.masterPort;
   dopt.rendezvousTimeout = opt.rendezvousTimeout;
   dopt.iface = opt.iface;
+  dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
+  // Under mpirun, once every rank has joined, each initialises MPI when a point will use it
+  // (MPI_Init waits for every rank of the job, also those a point leaves idle).
+  if (ext && ext->env().launcher == "mpirun") {
+    bool usesMpi = false;
+    for (const auto& p : opt.points) {
+      const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+      usesMpi = usesMpi || !needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)).empty();
+    }
+    if (usesMpi) startCommProcess();
+  }
   if (!opt.out.empty() && writer && !results) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);
@@ -176,14 +262,12 @@ int runTraining(const TrainRunOptions& opt) {
     if (driver.interrupted()) break;
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
-    const int procs = strategy.processes(cfg.nGpus);
-    // Under an external launcher the point's ranks are the job's first `procs`, wherever they are.
-    const int perNode = ext ? ext->maxLocalSizeOf(procs) : opt.nprocPerNode > 0 ? opt.nprocPerNode : procs;
-    const int world = ext ? procs : perNode * opt.nnodes;
-    const std::string transport =
-        opt.transport.empty() ? defaultTransport(device, world, perNode) : opt.transport;
+    const PointLayout layout = layoutOf(opt, strategy, cfg, device);
+    const int procs = layout.procs, perNode = layout.perNode, world = layout.world;
+    const std::string& transport = layout.transport;
     TrainConfig canonical = cfg;
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
+    canonical.library = recordedLibrary(strategy, cfg.library, device);
     RunRecord run;
     run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
     run.entry = entryRecordOf(strategy, strategy.dataRanks(cfg.nGpus));
@@ -245,7 +329,7 @@ int runTraining(const TrainRunOptions& opt) {
       const PointOutcome po = driver.run(
           name + " batch " + std::to_string(cfg.batchSize) + " train_size " + std::to_string(cfg.trainSize) +
               " epochs " + std::to_string(cfg.epochs) + " over " + (procs > 1 ? transport : "one process"),
-          job, transport, perNode, procs, recordFailed);
+          job, transport, perNode, procs, recordFailed, libraryNeedsMpi(strategy, cfg));
       const LaunchResult& lr = po.launch;
 
       bool complete = false;

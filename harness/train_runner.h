@@ -26,6 +26,7 @@ struct TrainRunOptions {
   std::string out;        // results file; empty: none
   bool resume = false;    // skip points the file already holds (ok or skipped)
   std::chrono::seconds timeout{1800};
+  std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;
   // Multi-node layout (torchrun's names). One node by default.
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;  // 0: the point's process count

@@ -124,6 +124,7 @@ json RunConfig::toJson() const {
   j["seed"] = seed;
   j["repeat_index"] = repeatIndex;
   j["max_steps"] = maxSteps;
+  putIfSet(j, "library", library);
   return j;
 }
 
@@ -148,9 +149,10 @@ RunConfig RunConfig::fromJson(const JsonIn& in) {
   c.seed = in.at("seed").unsignedInteger();
   c.repeatIndex = intIn(in, "repeat_index", 0, kMaxInt);
   c.maxSteps = optInteger(in, "max_steps", -1, std::numeric_limits<long long>::max()).value_or(-1);
+  c.library = optStr(in, "library");
   c.extra = in.extraExcept({"strategy", "n_gpus", "batch_size", "epochs", "device", "transport", "dataset",
                             "train_size", "test_size", "hidden", "lr", "momentum", "bucket_mb", "seed",
-                            "repeat_index", "max_steps"});
+                            "repeat_index", "max_steps", "library"});
   return c;
 }
 
@@ -160,7 +162,7 @@ bool RunConfig::operator==(const RunConfig& o) const {
          device == o.device && transport == o.transport && dataset == o.dataset && trainSize == o.trainSize &&
          testSize == o.testSize && hidden == o.hidden && sameNumber(lr, o.lr) && momentum == o.momentum &&
          bucketMb == o.bucketMb && seed == o.seed && repeatIndex == o.repeatIndex && maxSteps == o.maxSteps &&
-         extra == o.extra;
+         library == o.library && extra == o.extra;
 }
 
 // ---- traffic -------------------------------------------------------------------------------

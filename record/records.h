@@ -64,6 +64,9 @@ struct RunConfig {
   std::uint64_t seed = 0;
   int repeatIndex = 0;
   long long maxSteps = -1;             // -1: no limit; files older than the field read as -1
+  // allreduce: the library allreduce (--library) when it is not the device's default (gloo on
+  // cpu, nccl on cuda); absent means that default, as in every file older than the field.
+  std::optional<std::string> library;
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;

@@ -65,7 +65,8 @@ Chart buildChart(const ChartDef& def, const Inputs& in) {
 // ------------------------------------------------------------------------------------------
 
 json sliceKey(const Run& r, const std::set<std::string>& varying) {
-  static const std::set<std::string> incidental = {"repeat_index", "transport", "max_steps"};
+  // How a strategy communicates (transport, library) does not split a comparison of strategies.
+  static const std::set<std::string> incidental = {"repeat_index", "transport", "max_steps", "library"};
   json k = r.config;
   for (const auto& f : incidental) k.erase(f);
   for (const auto& f : varying) k.erase(f);

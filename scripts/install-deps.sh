@@ -15,7 +15,7 @@ packages=(
   libopenblas0-pthread              # optimised, thread-safe BLAS behind libblas.so.3 (workers pin it to 1 thread)
   zlib1g-dev                        # gzipped MNIST files
   python3-torch                     # PyTorch (/usr/bin/python3): torch_ddp/torch_dp references, torchrun tests
-  libopenmpi-dev openmpi-bin        # mpirun: tests of external launch
+  libopenmpi-dev openmpi-bin        # the mpi transport and allreduce; mpirun (--launcher mpirun, external launch)
 )
 
 missing=()

@@ -88,7 +88,8 @@ std::vector<Case> cases() {
     for (const std::string transport : {"shm", "gloo"})
       for (int n : {1, 2, 3, 4, 5, 8}) {
         if (a.origin == Origin::Library && transport != "shm") continue;  // brings its own communication
-        if (!a.unsupported(Device::Cpu).empty()) continue;
+        // Ranks that mpirun must start (mpi) are checked under mpirun by tests/mpi_test.cc.
+        if (!a.unsupported(Device::Cpu).empty() || a.needsMpiLauncher) continue;
         out.push_back({a.op, a.name, transport, n});
       }
   return out;

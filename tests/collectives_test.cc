@@ -84,12 +84,14 @@ TEST_P(AllreduceChunked, TinyChunks) {
   });
 }
 
-// Every registered algorithm; a library baseline brings its own communication and ignores the
-// transport, so it runs once per N.
+// Every registered algorithm that runs on the CPU in threads; a library baseline brings its own
+// communication and ignores the transport, so it runs once per N. Algorithms whose ranks must be
+// processes that mpirun started (mpi) are checked under mpirun by tests/mpi_test.cc.
 std::vector<Case> casesOver(const std::vector<int>& ns, bool chunkedOnly) {
   std::vector<Case> cases;
   for (const auto& algo : allreduceAlgos()) {
     if (chunkedOnly && !algo.makeChunked) continue;
+    if (!algo.unsupported(Device::Cpu).empty() || algo.needsMpiLauncher) continue;
     for (const std::string transport : {"shm", "gloo"})
       for (int n : ns) {
         if (algo.origin == Origin::Library && transport != "shm") continue;

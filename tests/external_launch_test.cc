@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/transports.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -232,6 +233,49 @@ TEST(ExternalLaunch, MpirunAllreduceVerifiesExactly) {
   }
   EXPECT_EQ(doc.at("meta").at("launcher"), "mpirun");
   EXPECT_EQ(countOf(r.out, "# allreduce  algo=ring"), 1u) << r.out;  // rank 0's tables only
+  std::remove(out.c_str());
+}
+
+// Under mpirun -np 3, the N = 2 point leaves rank 2 idle: MPI_Init waits for every rank of the
+// job, so each rank initialises MPI before the first point that uses it, and the mpi transport
+// and the mpi allreduce run on the first N ranks. The ring's exact traffic comes through too.
+TEST(ExternalLaunch, MpirunPointsOnFewerRanksUseMpi) {
+  const std::string mpirun = onPath("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
+  bool mpi = false;
+  for (const auto& t : transports()) mpi = mpi || t.name == "mpi";
+  if (!mpi) GTEST_SKIP() << "this build has no MPI (libopenmpi-dev was not found at configure time)";
+  const std::string out = test::tempPath("ext_mpi.json");
+  std::vector<std::string> args = mpirunArgs(3);
+  for (const auto& a : {"allreduce", "--algos", "ring,mpi", "--transport", "mpi", "--n_gpus", "2,3", "--bytes",
+                        "4K,400012", "--iters", "2", "--warmup", "1", "--timeout", "60", "--out"})
+    args.push_back(a);
+  args.push_back(out);
+  const CliResult r = runProgram(mpirun, args);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const json doc = readJson(out);
+  ASSERT_EQ(doc.at("allreduce").size(), 8u) << doc.dump();  // 2 algorithms x N = 2, 3 x 2 sizes
+  for (const auto& p : doc.at("allreduce")) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p.at("status"), "ok");
+    EXPECT_EQ(p.at("wrong"), 0);
+    EXPECT_EQ(p.at("transport"), "mpi");
+    if (p.at("algo") != "ring") continue;
+    // Ring allreduce: each rank sends 2(N-1)/N of the buffer (blocks of whole floats).
+    const int n = p.at("n_gpus");
+    const std::size_t count = p.at("count");
+    std::size_t expected = 0;
+    for (int b = 0; b < n; ++b) {
+      const std::size_t block = count / n + (static_cast<std::size_t>(b) < count % n ? 1 : 0);
+      expected += block;
+    }
+    const auto& sent = p.at("traffic").at("bytes_sent");
+    ASSERT_EQ(sent.size(), static_cast<std::size_t>(n));
+    std::size_t total = 0;
+    for (const auto& b : sent) total += b.get<std::size_t>();
+    // Over the whole ring every block travels N-1 times in each half.
+    EXPECT_EQ(total, 2 * static_cast<std::size_t>(n - 1) * expected * sizeof(float));
+  }
   std::remove(out.c_str());
 }
 

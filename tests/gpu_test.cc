@@ -91,13 +91,27 @@ TEST(TransportTable, NcclIsRegisteredExactlyWhenCompiledAndOnlyForCuda) {
   }
 }
 
-TEST(TransportTable, LibraryAllreduceOnCudaNeedsNccl) {
+// From-scratch algorithms run on both devices; each library allreduce on the memory its library
+// reduces (gloo and mpi host memory, nccl GPU memory, registered only where NCCL is); `library`
+// on cpu always and on cuda where NCCL is.
+TEST(TransportTable, LibraryAllreducesRunWhereTheirLibraryDoes) {
+  bool ncclRegistered = false;
   for (const auto& a : allreduceAlgos()) {
     SCOPED_TRACE(a.name);
-    EXPECT_TRUE(a.unsupported(Device::Cpu).empty());
-    const bool cudaOk = a.unsupported(Device::Cuda).empty();
-    EXPECT_EQ(cudaOk, a.origin == Origin::Library ? ncclCompiled() : true);
+    const bool cpuOk = a.unsupported(Device::Cpu).empty(), cudaOk = a.unsupported(Device::Cuda).empty();
+    ncclRegistered = ncclRegistered || a.name == "nccl";
+    if (a.origin != Origin::Library) {
+      EXPECT_TRUE(cpuOk);
+      EXPECT_TRUE(cudaOk);
+    } else if (a.name == "library") {
+      EXPECT_TRUE(cpuOk);
+      EXPECT_EQ(cudaOk, ncclCompiled());
+    } else {
+      EXPECT_NE(cpuOk, cudaOk) << "a library reduces one kind of memory here";
+      EXPECT_EQ(cudaOk, a.name == "nccl");
+    }
   }
+  EXPECT_EQ(ncclRegistered, ncclCompiled());
 }
 
 TEST(DeviceQuery, AnswersWithoutThrowing) {
@@ -188,6 +202,7 @@ void checkAllreduceExact(int n) {
   };
   std::vector<Algo> algos;
   for (const auto& a : allreduceAlgos()) {
+    if (!a.unsupported(Device::Cuda).empty()) continue;  // host-memory libraries (gloo, mpi)
     if (!a.makeChunked) {
       algos.push_back({a.name, a.make});
       continue;

@@ -37,6 +37,7 @@ TrainConfig configFromJob(const json& j, const std::string& jobPath) {
   c.seed = r.seed;
   c.bucketMb = r.bucketMb.value_or(c.bucketMb);
   c.maxSteps = r.maxSteps;
+  c.library = r.library.value_or("");
   return c;
 }
 

@@ -2,7 +2,9 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <sys/prctl.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -103,6 +105,8 @@ int workerMain(const std::string& jobPath) {
     const nlohmann::json job = readJsonFile(jobPath);
     const JobFn& run = jobKindOf(job, jobPath);
 
+    // A rank that mpirun started dies with it, as ours die with tpbench's launcher.
+    if (std::getenv("OMPI_COMM_WORLD_RANK")) prctl(PR_SET_PDEATHSIG, SIGKILL);
     w.env = WorkerEnv::fromEnvironment();
     self.rank = w.env.rank;
     self.host = thisHostName();
@@ -127,6 +131,10 @@ int workerMain(const std::string& jobPath) {
     }
     connectWorker(w, job, jobPath, local.address);
     run(w, job);
+    // Only after a clean job, and once the communicators are gone: MPI_Finalize waits for every rank.
+    w.comm.reset();
+    w.transport.reset();
+    finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << std::endl;

@@ -30,6 +30,7 @@ struct TrainConfig {
   double momentum = 0.0;
   std::uint64_t seed = 1;
   double bucketMb = 25.0;        // ddp
+  std::string library;           // allreduce: the library allreduce (gloo, mpi, nccl); "": the device's
   long maxSteps = -1;            // stop after this many optimizer steps (tests); -1: all
   bool evaluate = true;          // test accuracy after every epoch
   // Where this rank's replica lives: the CPU, or cuda:deviceIndex (the worker sets LOCAL_RANK;

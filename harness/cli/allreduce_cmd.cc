@@ -17,13 +17,17 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
       "slowest rank), algbw, busbw = algbw*2(N-1)/N, exact traffic per rank, and an exact verification pass. "
       "In place; `tpbench collective --op allreduce` measures out of place too. At most 10000 "
       "measurements (algos x n_gpus x bytes); repeated values in a list (ring,ring; 4K,4K; 2..4,4) count once.");
-  cmd->add_option("--algos", f->algos, "Comma list of algorithms, or 'all' (see `tpbench list`)")
+  cmd->add_option("--algos", f->algos,
+                  "Comma list of algorithms: ring, halving_doubling, param_server (from scratch), gloo, mpi, nccl "
+                  "(the libraries'), library (the device's: gloo on cpu, nccl on cuda), or 'all' that can run here "
+                  "(see `tpbench list`)")
       ->capture_default_str();
   addBenchFlags(cmd, *f);
   cmd->callback([&action, f, cmd, commandLine] {
     action = [f, cmd, commandLine] {
       AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine);
-      o.algos = withoutDuplicates(f->algos == "all" ? allreduceNames() : splitList(f->algos));
+      o.allAlgos = f->algos == "all";
+      if (!o.allAlgos) o.algos = withoutDuplicates(splitList(f->algos));
       checkAllreduceRun(o);
       return runAllreduceBench(o);
     };

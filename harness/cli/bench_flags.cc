@@ -15,8 +15,8 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--warmup", f.warmup, "Untimed iterations before timing")->capture_default_str();
   cmd->add_flag("--no-check", f.noCheck, "Skip the untimed verification pass (default: check)");
   cmd->add_option("--transport", f.transport,
-                  "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, or nccl "
-                  "(the default and only one on cuda)");
+                  "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, mpi (ranks "
+                  "started by mpirun), or nccl (the default and only one on cuda)");
   cmd->add_option("--device", f.device,
                   "cpu, cuda (one GPU per rank, cuda:LOCAL_RANK) or auto (cuda when a GPU is visible "
                   "in a CUDA+NCCL build, else cpu)")
@@ -24,11 +24,15 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--out", f.out, "Write results JSON here (rewritten after every point)");
   cmd->add_option("--timeout", f.timeout, "Seconds one (algorithm, N) point may take before its ranks are stopped")
       ->capture_default_str();
+  cmd->add_option("--launcher", f.launcher,
+                  "Who starts each point's ranks: tpbench (forks them) or mpirun (Open MPI's, one node). Default: "
+                  "tpbench, and mpirun for points that need MPI (--algos mpi, --transport mpi)");
 }
 
 AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine) {
   checkGivenNotEmpty(cmd, "--out", f.out);
   checkGivenNotEmpty(cmd, "--transport", f.transport);
+  checkGivenNotEmpty(cmd, "--launcher", f.launcher);
   AllreduceBenchOptions o;
   std::string nGpus = f.nGpus;
   if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
@@ -42,6 +46,7 @@ AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, con
   o.device = f.device;
   o.out = f.out;
   o.timeout = std::chrono::seconds(f.timeout);
+  o.launcher = f.launcher;
   o.command = commandLine;
   return o;
 }

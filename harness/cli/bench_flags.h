@@ -15,7 +15,7 @@ struct BenchFlags {
   std::string bytes = "4K..64M";
   int iters = 20, warmup = 5;
   bool noCheck = false;
-  std::string transport, device = "cpu", out;
+  std::string transport, device = "cpu", out, launcher;
   int timeout = 300;
 };
 

@@ -36,17 +36,8 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
       AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine);
       o.ops = withoutDuplicates(*ops == "all" ? opNames() : splitList(*ops));
       for (const auto& op : o.ops) findOp("--op", op);
-      if (f->algos == "all") {
-        o.algos.clear();
-        for (const auto& op : o.ops) {
-          const auto names = collectiveNames(op);
-          o.algos.insert(o.algos.end(), names.begin(), names.end());
-        }
-        o.algos = withoutDuplicates(o.algos);
-        o.skipUnsupported = true;  // all there is for this device
-      } else {
-        o.algos = withoutDuplicates(splitList(f->algos));
-      }
+      o.allAlgos = f->algos == "all";  // all there is for this device, each library once
+      if (!o.allAlgos) o.algos = withoutDuplicates(splitList(f->algos));
       o.root = *root;
       o.inPlace.clear();
       for (const auto& p : withoutDuplicates(splitList(*place))) {

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "comm/transports.h"
 #include "common/error.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
@@ -14,7 +15,7 @@
 
 namespace {
 
-// `run`, `sweep` and `allreduce` may be one rank of a torchrun, srun or mpirun job.
+// `run`, `sweep`, `allreduce` and `collective` may be one rank of a torchrun, srun or mpirun job.
 bool gRankCommand = false;
 
 // Under torchrun, srun or mpirun every rank refuses the same input: only rank 0 says so.
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
 
   if (argc > 1) {
     const std::string sub = argv[1];
-    gRankCommand = sub == "run" || sub == "sweep" || sub == "allreduce";
+    gRankCommand = sub == "run" || sub == "sweep" || sub == "allreduce" || sub == "collective";
   }
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -85,7 +86,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return action ? action() : 2;
+    const int rc = action ? action() : 2;
+    // One rank of an external job may have used MPI (the mpi transport or allreduce under
+    // mpirun): finalize it after a clean command, as mpirun expects of its ranks.
+    if (rc == 0 && gRankCommand && tpb::ExternalJob::current()) tpb::finishCommProcess();
+    return rc;
   } catch (const tpb::UsageError& e) {
     // Bad input is the user's to fix: the "[file:line] " of the check that caught it is noise.
     std::string msg = e.what();

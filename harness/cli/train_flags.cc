@@ -24,8 +24,14 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "this build has CUDA and NCCL and a GPU is visible)")
       ->capture_default_str();
   cmd->add_option("--transport", f.transport,
-                  "P2P transport of the from-scratch strategies: shm (default on one node) or gloo on cpu, "
-                  "nccl (the default) on cuda");
+                  "P2P transport of the from-scratch strategies: shm (default on one node), gloo or mpi (ranks "
+                  "started by mpirun) on cpu, nccl (the default) on cuda");
+  cmd->add_option("--library", f.library,
+                  "allreduce strategy: the library allreduce that averages the gradients: gloo, mpi (ranks started "
+                  "by mpirun) or nccl (default: the device's, gloo on cpu and nccl on cuda)");
+  cmd->add_option("--launcher", f.launcher,
+                  "Who starts each point's ranks: tpbench (forks them) or mpirun (Open MPI's, one node). Default: "
+                  "tpbench, and mpirun for points that need MPI (--transport mpi, --library mpi)");
   cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
       ->capture_default_str();
   cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: no limit; 0 is refused)")
@@ -63,6 +69,7 @@ TrainConfig baseConfig(const TrainFlags& f) {
   c.bucketMb = f.bucketMb;
   c.testSize = f.testSize;
   c.maxSteps = f.maxSteps;
+  c.library = f.library;
   return c;
 }
 
@@ -70,12 +77,15 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   checkGivenNotEmpty(cmd, "--out", f.out);
   checkGivenNotEmpty(cmd, "--transport", f.transport);
   checkGivenNotEmpty(cmd, "--iface", f.iface);
+  checkGivenNotEmpty(cmd, "--library", f.library);
+  checkGivenNotEmpty(cmd, "--launcher", f.launcher);
   checkInt("--master_port", f.masterPort, 0, 65535);
   checkInt("--rendezvous_timeout", f.rendezvousTimeout, 1);
   o.device = f.device;
   o.transport = f.transport;
   o.out = f.out;
   o.timeout = std::chrono::seconds(f.timeout);
+  o.launcher = f.launcher;
   o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
   o.iface = f.iface;
   if (ExternalJob* ext = ExternalJob::current()) {

@@ -1,0 +1,297 @@
+// MPI: the mpi transport under the from-scratch algorithms, the mpi library allreduce, and
+// tpbench's --launcher mpirun. MPI ranks must be processes that mpirun started, so these tests
+// run either the rank program tests/mpi_driver.cc under mpirun, or tpbench itself; without MPI
+// in the build, or without Open MPI's mpirun on PATH, they are skipped with the reason.
+// (MpirunOutput's parsing needs neither, and always runs.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/transports.h"
+#include "core/registry.h"
+#include "harness/mpirun.h"
+#include "tests/cli_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+using test::readJson;
+using test::runCli;
+
+// The mpi transport is in the table exactly when MPI was compiled in.
+bool mpiCompiled() {
+  for (const auto& t : transports())
+    if (t.name == "mpi") return true;
+  return false;
+}
+
+std::string mpiMissing() {
+  if (!mpiCompiled()) return "this build has no MPI (libopenmpi-dev was not found at configure time)";
+#ifndef TPB_MPI_DRIVER
+  return "tests/mpi_driver.cc was not built";
+#endif
+  return mpirunProblem();
+}
+
+#define TPB_SKIP_WITHOUT_MPI()                                        \
+  do {                                                                \
+    if (const std::string why = mpiMissing(); !why.empty()) GTEST_SKIP() << why; \
+  } while (0)
+
+// ---- the rank program under mpirun ---------------------------------------------------------
+
+struct DriverRun {
+  int exitCode = -1;
+  std::string out;
+};
+
+DriverRun runDriver(int n, const std::string& which) {
+  DriverRun r;
+#ifdef TPB_MPI_DRIVER
+  std::string cmd;
+  for (const auto& a : mpirunArgv(n, {TPB_MPI_DRIVER, which}, {})) cmd += "'" + a + "' ";
+  // The test's own limit, far above what a case needs; mpirun's output is the case's.
+  FILE* p = popen(("timeout -s KILL 120 " + cmd + "2>&1 </dev/null").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) r.out += buf;
+  const int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#else
+  (void)n;
+  (void)which;
+#endif
+  return r;
+}
+
+// Every rank passed `which` and none failed.
+void expectDriverPasses(int n, const std::string& which) {
+  SCOPED_TRACE(which + " with N=" + std::to_string(n));
+  const DriverRun r = runDriver(n, which);
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  for (int rank = 0; rank < n; ++rank)
+    EXPECT_NE(r.out.find("PASS rank " + std::to_string(rank) + " " + which), std::string::npos) << r.out;
+}
+
+TEST(MpiRanks, RingParamServerAndMpiAllreduceGiveExactSumsForEveryNAndCount) {
+  TPB_SKIP_WITHOUT_MPI();
+  for (int n = 1; n <= 4; ++n) expectDriverPasses(n, "exact");
+}
+
+TEST(MpiRanks, MessagesKeepTheirOrderAndLargeExchangesDoNotDeadlock) {
+  TPB_SKIP_WITHOUT_MPI();
+  expectDriverPasses(2, "fifo");
+}
+
+TEST(MpiRanks, SizeMismatchIsAnErrorNamingThePeer) {
+  TPB_SKIP_WITHOUT_MPI();
+  expectDriverPasses(2, "mismatch");
+}
+
+TEST(MpiRanks, WaitingOnAnAbsentPeerTimesOutNamingIt) {
+  TPB_SKIP_WITHOUT_MPI();
+  expectDriverPasses(2, "timeout");
+}
+
+// ---- tpbench through mpirun ----------------------------------------------------------------
+
+// Every record of `doc` measured, verified (wrong == 0) and ok; `expected` of them.
+void expectAllVerified(const json& doc, std::size_t expected) {
+  ASSERT_EQ(doc.at("allreduce").size(), expected) << doc.dump();
+  for (const auto& p : doc.at("allreduce")) {
+    EXPECT_EQ(p.at("status"), "ok") << p.dump();
+    EXPECT_EQ(p.at("wrong"), 0) << p.dump();
+  }
+}
+
+TEST(MpiCli, RingAndParamServerOverTheMpiTransportVerifyExactly) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::string out = test::tempPath("mpi_transport.json");
+  // No --launcher: the mpi transport makes tpbench start the ranks through mpirun. 1 KiB ring
+  // chunks make the 100003-element size many chunks with an odd tail.
+  const auto r = runCli({"allreduce", "--algos", "ring,param_server", "--transport", "mpi", "--n_gpus", "1..4",
+                         "--bytes", "4,12,28,400012", "--iters", "2", "--warmup", "1", "--timeout", "120", "--out", out},
+                        {{"TPB_RING_CHUNK_KB", "1"}});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = readJson(out);
+  expectAllVerified(doc, 2 * 4 * 4);
+  for (const auto& p : doc.at("allreduce")) EXPECT_EQ(p.at("transport"), "mpi");
+  EXPECT_TRUE(test::workerPids().empty());
+  std::remove(out.c_str());
+}
+
+TEST(MpiCli, MpiAllreduceThroughLauncherMpirunVerifiesExactlyBesideGloo) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::string out = test::tempPath("mpi_algo.json");
+  const auto r = runCli({"allreduce", "--algos", "gloo,mpi", "--launcher", "mpirun", "--n_gpus", "2,3", "--bytes",
+                         "4,400012", "--iters", "2", "--warmup", "1", "--timeout", "120", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = readJson(out);
+  expectAllVerified(doc, 2 * 2 * 2);
+  EXPECT_EQ(doc.at("allreduce").at(4).at("algo"), "mpi");
+  EXPECT_EQ(doc.at("allreduce").at(4).at("origin"), "library");
+  EXPECT_NE(r.out.find("algo=gloo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("algo=mpi"), std::string::npos) << r.out;
+  // mpirun's --tag-output lines come back with the launcher's own prefix.
+  EXPECT_NE(r.err.find("[rank 0] allreduce mpi N=3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("<stderr>:"), std::string::npos) << r.err;
+  std::remove(out.c_str());
+}
+
+// A rank killed (or exiting) under mpirun: the point fails with the rank and the reason, and no
+// rank process is left.
+TEST(MpiCli, KilledRankFailsThePointAndNothingIsLeftRunning) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"KILL", "rank 1 was killed by signal 9 (SIGKILL)"},
+      {"SEGV", "rank 1 was killed by signal 11 (SIGSEGV)"},
+      {"exit", "rank 1 exited with code 3"}};
+  for (const auto& [action, reason] : cases) {
+    SCOPED_TRACE(action);
+    const std::string out = test::tempPath("mpi_kill.json");
+    const auto r = runCli({"allreduce", "--algos", "ring", "--transport", "mpi", "--launcher", "mpirun", "--n_gpus",
+                           "3", "--bytes", "4K,64K", "--iters", "5", "--timeout", "60", "--out", out},
+                          {{"TPB_FAULT", "1:" + action + ":3"}});
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_LT(r.seconds, 30) << "the launcher must not wait for the survivors' timeouts";
+    const json doc = readJson(out);
+    ASSERT_EQ(doc.at("allreduce").size(), 2u);
+    for (const auto& p : doc.at("allreduce")) {
+      EXPECT_EQ(p.at("status"), "failed");
+      EXPECT_NE(p.at("error").get<std::string>().find(reason), std::string::npos) << p.dump();
+    }
+    EXPECT_TRUE(test::workerPids().empty()) << "ranks outlived mpirun";
+    std::remove(out.c_str());
+  }
+}
+
+TEST(MpiCli, HungRankIsStoppedAtTheTimeoutWithNothingLeft) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::string out = test::tempPath("mpi_hang.json");
+  const auto r = runCli({"allreduce", "--algos", "param_server", "--transport", "mpi", "--n_gpus", "2", "--bytes",
+                         "4K", "--iters", "5", "--timeout", "3", "--out", out},
+                        {{"TPB_FAULT", "1:hang:2"}});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_LT(r.seconds, 25);
+  EXPECT_EQ(readJson(out).at("allreduce").at(0).at("status"), "failed");
+  EXPECT_TRUE(test::workerPids().empty()) << r.err;
+  std::remove(out.c_str());
+}
+
+// Training over MPI gives what the same algorithm gives elsewhere: at N = 2 every allreduce adds
+// the same two numbers, so losses match to the last bit.
+TEST(MpiCli, TrainingOverMpiMatchesShmAndGloo) {
+  TPB_SKIP_WITHOUT_MPI();
+  auto train = [](const std::vector<std::string>& extra) {
+    const std::string out = test::tempPath("mpi_train.json");
+    std::vector<std::string> args = {"run", "--n_gpus", "2", "--batch_size", "32", "--epochs", "1",
+                                     "--train_size", "512", "--test_size", "256", "--timeout", "120", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = runCli(args);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    json run = readJson(out).at("runs").at(0);
+    std::remove(out.c_str());
+    return run;
+  };
+  const json ringMpi = train({"--strategy", "ring_all_reduce", "--transport", "mpi"});
+  const json ringShm = train({"--strategy", "ring_all_reduce", "--transport", "shm"});
+  ASSERT_EQ(ringMpi.at("status"), "ok") << ringMpi.dump();
+  EXPECT_EQ(ringMpi.at("config").at("transport"), "mpi");
+  EXPECT_EQ(ringMpi.at("epochs").at(0).at("train_loss"), ringShm.at("epochs").at(0).at("train_loss"));
+
+  const json libMpi = train({"--strategy", "allreduce", "--library", "mpi"});
+  const json libDefault = train({"--strategy", "allreduce", "--library", "gloo"});
+  ASSERT_EQ(libMpi.at("status"), "ok") << libMpi.dump();
+  EXPECT_EQ(libMpi.at("config").at("library"), "mpi");
+  // gloo is the CPU's default library: recorded as absent, like every file before --library.
+  EXPECT_FALSE(libDefault.at("config").contains("library")) << libDefault.dump();
+  EXPECT_EQ(libMpi.at("epochs").at(0).at("train_loss"), libDefault.at("epochs").at(0).at("train_loss"));
+}
+
+// ---- refused before anything is launched --------------------------------------------------
+
+TEST(MpiCli, WhatCannotRunIsRefusedUpFront) {
+  std::vector<test::BadInput> cases = {
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--launcher", "srun"}, "--launcher: unknown launcher 'srun'"},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--launcher", ""}, "--launcher: must not be empty"},
+      {{"run", "--strategy", "ring_all_reduce", "--library", "gloo"}, "--library: only the allreduce strategy"},
+      {{"run", "--strategy", "allreduce", "--library", "ring"}, "--library: ring is not a library allreduce"},
+      {{"run", "--strategy", "allreduce", "--library", "nope"}, "--library: unknown algorithm 'nope'"},
+      {{"run", "--strategy", "ring_all_reduce", "--nnodes", "2", "--master_port", "29777", "--launcher", "mpirun"},
+       "--launcher mpirun: tpbench starts mpirun on one node only"},
+  };
+  if (mpiCompiled()) {
+    cases.push_back({{"allreduce", "--algos", "mpi", "--n_gpus", "2", "--launcher", "tpbench"},
+                     "--launcher tpbench: --algos mpi needs ranks started by mpirun"});
+    cases.push_back({{"allreduce", "--algos", "ring", "--transport", "mpi", "--n_gpus", "2", "--launcher", "tpbench"},
+                     "--launcher tpbench: --transport mpi needs ranks started by mpirun"});
+    cases.push_back({{"run", "--strategy", "allreduce", "--library", "mpi", "--launcher", "tpbench"},
+                     "--launcher tpbench: --library mpi needs ranks started by mpirun"});
+    // Without mpirun on PATH, asking for MPI says so (tpbench itself is started by its path).
+    cases.push_back({{"allreduce", "--algos", "mpi", "--n_gpus", "2"}, "--algos mpi: mpirun is not on PATH",
+                     {{"PATH", "/nonexistent"}}});
+  }
+  test::expectAllRefused({}, cases);
+}
+
+// ---- mpirun's output, read by the launcher (no MPI needed) ---------------------------------
+
+TEST(MpirunOutput, TagsBecomeRankPrefixesAndFailuresTheirReason) {
+  {
+    MpirunOutput o;
+    EXPECT_EQ(o.retag("[1,2]<stdout>:hello"), "[rank 2] hello");
+    EXPECT_EQ(o.retag("[3,0]<stderr>:error: [x.cc:1] boom"), "[rank 0] error: [x.cc:1] boom");
+    EXPECT_EQ(o.retag("[3,1]<stderr>:error: later"), "[rank 1] error: later");
+    EXPECT_EQ(o.retag("---------"), "[mpirun] ---------");
+    EXPECT_EQ(o.describeFailure(1, 0), "rank 0: error: [x.cc:1] boom");  // the first error line wins
+    o.retag("  Process name: [[3,1],1]");  // ... unless mpirun names the rank that failed first
+    EXPECT_EQ(o.describeFailure(1, 0), "rank 1: error: later");
+  }
+  {
+    MpirunOutput o;
+    o.retag("[1,0]<stderr>:progress");
+    o.retag("mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9 (Killed).");
+    EXPECT_EQ(o.describeFailure(137, 0), "rank 2 was killed by signal 9 (SIGKILL) (reported by mpirun)");
+  }
+  {
+    MpirunOutput o;
+    o.retag("  Process name: [[16557,1],1]");
+    o.retag("  Exit code:    3");
+    EXPECT_EQ(o.describeFailure(3, 0), "rank 1 exited with code 3 (reported by mpirun)");
+  }
+  {
+    MpirunOutput o;
+    o.retag("some launcher trouble");
+    o.retag("----------");
+    EXPECT_EQ(o.describeFailure(0, 15), "mpirun was killed by signal 15 (SIGTERM): some launcher trouble");
+  }
+}
+
+TEST(MpirunOutput, TheCommandExportsTheRendezvousAndOversubscribes) {
+  const auto argv = mpirunArgv(3, {"/bin/tpbench", "worker", "--job", "j"}, {"MASTER_ADDR", "TPB_RUN_ID"});
+  std::string joined;
+  for (const auto& a : argv) joined += a + " ";
+  const std::string root = geteuid() == 0 ? "--allow-run-as-root " : "";
+  EXPECT_EQ(joined, "mpirun -np 3 " + root +
+                        "--oversubscribe --tag-output --stdin none -x MASTER_ADDR -x TPB_RUN_ID /bin/tpbench worker --job j ");
+}
+
+// `library` stands for the device's default library, and `--algos all` runs each library once.
+TEST(LibraryAllreduce, LibraryStandsForTheDevicesDefault) {
+  const AllreduceAlgo& lib = findAllreduce("--algos", "library");
+  ASSERT_TRUE(lib.standsFor);
+  EXPECT_EQ(lib.standsFor(Device::Cpu), "gloo");
+  EXPECT_EQ(lib.standsFor(Device::Cuda), "nccl");
+  EXPECT_EQ(findAllreduce("--algos", "gloo").origin, Origin::Library);
+  for (const auto& a : allreduceAlgos()) {
+    if (a.name == "library") continue;
+    EXPECT_FALSE(a.standsFor) << a.name;
+  }
+}
+
+}  // namespace
+}  // namespace tpb
