@@ -127,6 +127,8 @@ void checkTempDir(const char* tmpdir);
 // Everything about a run or sweep that can be known before launching: every point's numbers,
 // sizes against the dataset, model state against memory (cpu; a GPU's is not queried), the
 // master port where this node binds it, and TMPDIR.
+// A directory for checkpoints: created when missing, then it must be writable.
+void checkSaveDir(const std::string& flag, const std::string& dir);
 void checkTrainRun(const TrainRunOptions& o);
 
 // The same for the allreduce benchmark: points, whole float32 elements, buffers against memory.

@@ -58,6 +58,11 @@ struct RunConfig {
   std::uint64_t seed = 0;
   int repeatIndex = 0;
   long long maxSteps = -1;             // -1: no limit; files older than the field read as -1
+  // Model parallel strategies only, absent elsewhere: micro-batches per step and their schedule
+  // (pipeline), the first layers of stages 1..N-1 (absent: balanced by parameter count).
+  std::optional<int> microbatches;
+  std::optional<std::string> schedule, split;
+  std::optional<std::string> resumeFrom;  // the checkpoint the run continued from, when it did
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;
@@ -73,6 +78,10 @@ struct EpochRecord {
   double trainLoss = NAN, testAccuracy = NAN;
   double evalS = NAN;               // optional on read
   std::optional<long long> steps, samples;  // absent in files older than the fields
+  // Model parallel strategies only (absent elsewhere): idle/wall per stage averaged, GPipe's
+  // (S-1)/(M+S-1), and each stage's peak activation bytes.
+  std::optional<double> bubbleFraction, bubbleFormula;
+  std::optional<std::vector<double>> activationBytes;
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;

@@ -34,6 +34,8 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"ps_accuracy", ""},        {"ring_epoch_time", ""}, {"data_scaling", ""},
     {"throughput_scaling", ""}, {"time_breakdown", ""},  {"allreduce_busbw", ""},
     {"batch_throughput", ""},
+    {"model_parallel_epoch_time", "no ok model_parallel or pipeline run"},
+    {"pipeline_bubble", "no run recorded a bubble fraction (model_parallel, pipeline)"},
 };
 
 std::vector<std::string> expectedIds() {

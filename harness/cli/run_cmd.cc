@@ -61,8 +61,11 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       p.cfg.trainSize = a->trainSize;
       o.points.push_back(p);
       checkTrainRun(o);
-      if (std::string why = findStrategy("--strategy", a->strategy).unsupported(Device::Cpu, a->nGpus); !why.empty())
+      const TrainStrategy& s = findStrategy("--strategy", a->strategy);
+      if (std::string why = s.unsupported(Device::Cpu, a->nGpus); !why.empty())
         TPB_THROW(UsageError, "--strategy " << a->strategy << " with --n_gpus " << a->nGpus << ": " << why);
+      if (std::string why = s.unsupportedConfig(p.cfg); !why.empty())
+        TPB_THROW(UsageError, why << " (--strategy " << s.name << ")");
       return runTraining(o);
     };
   });

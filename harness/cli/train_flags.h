@@ -20,6 +20,9 @@ struct TrainFlags {
   std::string device = "cpu", transport, out;
   int timeout = 1800;
   long maxSteps = -1;
+  int microbatches = 4;
+  std::string schedule = "gpipe", split;
+  std::string saveDir, resumeFrom;
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);
