@@ -139,7 +139,9 @@ TEST_F(CheckpointFile, RefusedUpFrontByTheCli) {
   test::writeText(cut, test::readText(path_).substr(0, 100));
   test::expectRefusedUpFront(test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--resume_from", cut}), cut);
   test::expectRefusedUpFront(
-      test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--hidden", "64", "--resume_from", path_}),
+      // Every setting as the checkpoint's (smallTrainConfig's) but --hidden, the one named.
+      test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--batch_size", "16", "--train_size", "4096",
+                    "--lr", "0.05", "--momentum", "0.5", "--seed", "7", "--hidden", "64", "--resume_from", path_}),
       "--hidden 512,512, this run has --hidden 64");
 }
 

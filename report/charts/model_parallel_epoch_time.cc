@@ -5,7 +5,9 @@
 // The experiment's definition compares these three strategies by name; the names appear nowhere
 // else in report/. Colours come from each series' style; pipeline's lines share its colour and
 // differ by dash.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "report/chart.h"
 #include "report/format.h"
@@ -21,9 +23,13 @@ long long microbatchesOf(const Run& r) {
   return it != r.config.end() && it->is_number_integer() ? it->get<long long>() : 0;
 }
 
-// "pipeline M=4" for pipeline runs, else the strategy.
+// "pipeline M=4" for pipeline runs ("pipeline M=4 1f1b" for another schedule than GPipe's), else
+// the strategy.
 std::string seriesOf(const Run& r) {
-  return r.strategy == kPipeline ? kPipeline + " M=" + std::to_string(microbatchesOf(r)) : r.strategy;
+  if (r.strategy != kPipeline) return r.strategy;
+  const auto it = r.config.find("schedule");
+  const std::string schedule = it != r.config.end() && it->is_string() ? it->get<std::string>() : "gpipe";
+  return kPipeline + " M=" + std::to_string(microbatchesOf(r)) + (schedule == "gpipe" ? "" : " " + schedule);
 }
 
 void build(Chart& c, const Inputs& in) {
@@ -34,7 +40,7 @@ void build(Chart& c, const Inputs& in) {
            std::isfinite(r.meanWall());
   };
   const Slice s = pickSlice(
-      runs, {"strategy", "n_gpus", "microbatches"}, relevant,
+      runs, {"strategy", "n_gpus", "microbatches", "schedule"}, relevant,
       [](const Run& r) { return seriesOf(r) + "@" + std::to_string(r.n); }, {kModelParallel});
   const auto data = collect(s.runs, seriesOf, [](const Run& r) { return double(r.n); },
                             [](const Run& r) { return r.meanWall(); });
@@ -64,8 +70,18 @@ void build(Chart& c, const Inputs& in) {
   }
   std::map<std::string, std::vector<Point>> pts;
   int dash = 1;
-  for (const auto& [name, byX] : data) {  // "model_parallel" sorts before "pipeline M=..."
-    if (name == kSingle) continue;
+  // model_parallel first, then pipeline by M (as numbers: 2 before 16).
+  std::vector<std::string> names;
+  for (const auto& [name, byX] : data)
+    if (name != kSingle) names.push_back(name);
+  auto mOf = [](const std::string& n) {
+    const auto at = n.find(" M=");
+    return at == std::string::npos ? 0L : std::atol(n.c_str() + at + 3);
+  };
+  std::stable_sort(names.begin(), names.end(),
+                   [&](const std::string& a, const std::string& b) { return mOf(a) < mOf(b); });
+  for (const std::string& name : names) {
+    const auto& byX = data.at(name);
     const bool pipe = name != kModelParallel;
     Series ser = strategySeries(pipe ? kPipeline : name, byX, in.styles);
     ser.title = pipe ? name : in.styles.label(SeriesKind::Strategy, name);
