@@ -24,7 +24,7 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on CPU with the embedded defaults: a training sweep of all six strategies on
+# The main job on CPU with the embedded defaults: a training sweep of every strategy on
 # synthetic data, then the allreduce benchmark over 2..4 ranks.
 run: build
 	@mkdir -p results
