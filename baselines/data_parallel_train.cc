@@ -48,6 +48,10 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
   loop.synchronize = [&] {
     for (int i = 0; i < n; ++i) synchronize(cfg, i);
   };
+  loop.saveState = [&] { return reps[0]->state(); };  // replica 0 holds the optimizer
+  loop.loadState = [&](const ModelState& s) {
+    for (auto& r : reps) r->load(s);
+  };
   TrainResult result = runEpochs(cfg, loop, sampler, data, reps[0]->model, [&](Step& st) {
     const double total = static_cast<double>(st.end - st.begin);
     // Scatter + parallel forward/backward. Reading each replica's loss waits for its device,

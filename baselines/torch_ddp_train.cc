@@ -22,6 +22,7 @@ TrainStrategy torchDdpStrategy() {
   s.order = 20;
   s.color = "#a50f15";
   s.unsupported = [](Device d, int n) { return torchUnsupported(TorchWrapper::Ddp, d, n); };
+  s.unsupportedConfig = torchUnsupportedConfig;
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainWithTorch(TorchWrapper::Ddp, ctx, cfg, onEpoch);
   };

@@ -23,6 +23,7 @@ TrainStrategy torchDpStrategy() {
   s.color = "#a6611a";
   s.processes = [](int) { return 1; };  // like data_parallel: one process drives the N GPUs
   s.unsupported = [](Device d, int n) { return torchUnsupported(TorchWrapper::DataParallel, d, n); };
+  s.unsupportedConfig = torchUnsupportedConfig;
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainWithTorch(TorchWrapper::DataParallel, ctx, cfg, onEpoch);
   };

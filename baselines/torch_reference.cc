@@ -238,6 +238,14 @@ std::string str(double x) {
 
 }  // namespace
 
+std::string torchUnsupportedConfig(const TrainConfig& cfg) {
+  if (!cfg.saveDir.empty() || !cfg.resumeFrom.empty())
+    return std::string(cfg.saveDir.empty() ? "--resume_from" : "--save_dir") +
+           ": the PyTorch references train in scripts/torch_ddp.py, which writes and reads no tpbench "
+           "checkpoints";
+  return {};
+}
+
 std::string torchUnsupported(TorchWrapper wrapper, Device device, int n) {
   if (wrapper == TorchWrapper::DataParallel && device == Device::Cpu)
     return "torch.nn.DataParallel replicates over CUDA devices only (on the CPU it runs the module unreplicated); "

@@ -27,6 +27,9 @@ std::string torchScript();
 // `device`, else why not (Python, torch or the script missing; no Gloo, NCCL or CUDA; too few
 // GPUs; DataParallel on the CPU). Python is asked once per process (it takes a second or two).
 std::string torchUnsupported(TorchWrapper wrapper, Device device, int n);
+// "" unless cfg asks for checkpoints (--save_dir, --resume_from): PyTorch's script trains on its
+// own and writes none of tpbench's, so such points are refused (run) or skipped (sweep).
+std::string torchUnsupportedConfig(const TrainConfig& cfg);
 
 // TrainStrategy::run: this rank's share of the script's run (see torch_reference.cc).
 TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainConfig& cfg,

@@ -27,6 +27,17 @@ struct TrainStrategy : EntryInfo {
   // Empty when the strategy can run with n devices on `device`, else the reason (recorded as a
   // skip by sweeps, a usage error by `run`).
   std::function<std::string(Device device, int n)> unsupported = [](Device, int) { return std::string(); };
+  // Empty when the rest of cfg suits the strategy, else the reason (the same two uses): model
+  // parallel strategies need at least n layers and a --split that fits them.
+  std::function<std::string(const TrainConfig& cfg)> unsupportedConfig = [](const TrainConfig&) {
+    return std::string();
+  };
+  // True when the n devices split the model into n stages instead of each holding all of it
+  // (tests deepen the MLP to n layers where it has fewer).
+  bool splitsModel = false;
+  // True when --microbatches and --schedule shape its work (pipeline): its records carry them,
+  // other strategies' records do not.
+  bool microbatched = false;
   // Runs the whole training on this rank. ctx is the world of `processes(n)` ranks. Rank 0
   // returns the epochs and calls onEpoch; every rank returns its final parameters.
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;

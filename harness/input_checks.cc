@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -23,6 +24,8 @@
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
 #include "workload/dataset_check.h"
+#include "workload/checkpoint.h"
+#include "workload/stages.h"
 
 namespace tpb {
 
@@ -222,6 +225,14 @@ void checkTimeout(std::chrono::seconds timeout) { checkInt("--timeout", timeout.
 
 }  // namespace
 
+void checkSaveDir(const std::string& flag, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0)
+    TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory"
+                               << (ec ? " (" + ec.message() + ")" : std::string()));
+}
+
 void checkTrainRun(const TrainRunOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--nproc_per_node", o.nprocPerNode, 0, 64);
@@ -239,6 +250,10 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkReal("--momentum", c.momentum, {0, 1, false, true});
     checkReal("--bucket_mb", c.bucketMb, kPositive);
     checkMaxSteps("--max_steps", c.maxSteps);
+    checkInt("--microbatches", c.microbatches, 1, 1 << 20);
+    findSchedule("--schedule", c.schedule);
+    if (!c.resumeFrom.empty()) loadCheckpoint(c.resumeFrom, c);  // unreadable, foreign or other settings
+    if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);
     if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
     const DatasetSizes& d = datasets[c.dataset];
     checkSampleCount("--train_size", c.trainSize, d.train, "training samples of " + c.dataset);

@@ -126,12 +126,15 @@ void checkPortFree(const std::string& flag, std::uint16_t port);
 // /tmp. Set but empty, missing, not a directory, or not writable: refused, naming TMPDIR.
 void checkTempDir(const char* tmpdir);
 
+// A directory for checkpoints: created when missing, then it must be writable.
+void checkSaveDir(const std::string& flag, const std::string& dir);
+
 // ---- whole commands -----------------------------------------------------------------------------
 
 // Everything about a run or sweep that can be known before launching: every point's numbers,
 // sizes against the dataset, model state against memory (cpu; a GPU's is not queried), the
 // master port where this node binds it, the interface the ranks bind to (--iface,
-// GLOO_SOCKET_IFNAME, or a route to --master_addr), and TMPDIR.
+// GLOO_SOCKET_IFNAME, or a route to --master_addr), the checkpoint directory, and TMPDIR.
 void checkTrainRun(const TrainRunOptions& o);
 
 // The same for the allreduce benchmark: points, whole float32 elements, buffers against memory.

@@ -62,6 +62,14 @@ RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std
   r.repeatIndex = repeat;
   r.maxSteps = c.maxSteps;
   if (!c.library.empty()) r.library = c.library;
+  // Written only where they shape the work, so other strategies' configs (and the slices reports
+  // make of them) stay as they were.
+  if (findStrategy("--strategy", c.strategy).microbatched) {
+    r.microbatches = c.microbatches;
+    r.schedule = c.schedule;
+  }
+  if (!c.split.empty()) r.split = c.split;
+  if (!c.resumeFrom.empty()) r.resumeFrom = c.resumeFrom;
   return r;
 }
 
@@ -291,6 +299,7 @@ int runTraining(const TrainRunOptions& opt) {
     }
 
     std::string why = strategy.unsupported(device, cfg.nGpus);
+    if (why.empty()) why = strategy.unsupportedConfig(cfg);
     if (why.empty() && world != procs)
       why = "needs " + std::to_string(procs) + " processes, the layout gives " + std::to_string(world);
     if (why.empty()) {
@@ -316,7 +325,8 @@ int runTraining(const TrainRunOptions& opt) {
       driver.skip(shortName + ": skipped: " + why);
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
     } else {
-      const json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
+      json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
+      if (!cfg.saveDir.empty()) job["save_dir"] = cfg.saveDir;  // no part of the work: not in config
       // Saves the point as failed (external launchers: before it starts, and from the watchdog).
       const FailureRecorder recordFailed = [&, failed = run](const std::string& error, const json& partial) mutable {
         bool done = false;

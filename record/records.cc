@@ -125,6 +125,10 @@ json RunConfig::toJson() const {
   j["repeat_index"] = repeatIndex;
   j["max_steps"] = maxSteps;
   putIfSet(j, "library", library);
+  putIfSet(j, "microbatches", microbatches);
+  putIfSet(j, "schedule", schedule);
+  putIfSet(j, "split", split);
+  putIfSet(j, "resume_from", resumeFrom);
   return j;
 }
 
@@ -150,9 +154,14 @@ RunConfig RunConfig::fromJson(const JsonIn& in) {
   c.repeatIndex = intIn(in, "repeat_index", 0, kMaxInt);
   c.maxSteps = optInteger(in, "max_steps", -1, std::numeric_limits<long long>::max()).value_or(-1);
   c.library = optStr(in, "library");
+  if (const auto m = optInteger(in, "microbatches", 1, kMaxInt)) c.microbatches = static_cast<int>(*m);
+  c.schedule = optStr(in, "schedule");
+  c.split = optStr(in, "split");
+  c.resumeFrom = optStr(in, "resume_from");
   c.extra = in.extraExcept({"strategy", "n_gpus", "batch_size", "epochs", "device", "transport", "dataset",
                             "train_size", "test_size", "hidden", "lr", "momentum", "bucket_mb", "seed",
-                            "repeat_index", "max_steps", "library"});
+                            "repeat_index", "max_steps", "library", "microbatches", "schedule", "split",
+                            "resume_from"});
   return c;
 }
 
@@ -162,7 +171,8 @@ bool RunConfig::operator==(const RunConfig& o) const {
          device == o.device && transport == o.transport && dataset == o.dataset && trainSize == o.trainSize &&
          testSize == o.testSize && hidden == o.hidden && sameNumber(lr, o.lr) && momentum == o.momentum &&
          bucketMb == o.bucketMb && seed == o.seed && repeatIndex == o.repeatIndex && maxSteps == o.maxSteps &&
-         library == o.library && extra == o.extra;
+         library == o.library && microbatches == o.microbatches && schedule == o.schedule &&
+         split == o.split && resumeFrom == o.resumeFrom && extra == o.extra;
 }
 
 // ---- traffic -------------------------------------------------------------------------------
@@ -224,6 +234,9 @@ json EpochRecord::toJson() const {
   putIfSet(j, "steps", steps);
   putIfSet(j, "samples", samples);
   if (traffic) j["traffic"] = traffic->toJson();
+  if (bubbleFraction) j["bubble_fraction"] = num(*bubbleFraction);
+  if (bubbleFormula) j["bubble_formula"] = num(*bubbleFormula);
+  putIfSet(j, "activation_bytes", activationBytes);
   return j;
 }
 
@@ -243,6 +256,16 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
   if (const auto t = in.find("traffic")) e.traffic = TrafficRecord::fromJson(*t);
   e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
                             "test_accuracy", "eval_s", "steps", "samples", "traffic"});
+  if (in.find("bubble_fraction")) e.bubbleFraction = in.at("bubble_fraction").numberOrNull();
+  if (in.find("bubble_formula")) e.bubbleFormula = in.at("bubble_formula").numberOrNull();
+  if (const auto a = in.find("activation_bytes")) {
+    std::vector<double> bytes;
+    for (std::size_t i = 0; i < a->size(); ++i) bytes.push_back((*a)[i].number(0, 1e18));
+    e.activationBytes = std::move(bytes);
+  }
+  e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
+                            "test_accuracy", "eval_s", "steps", "samples", "bubble_fraction",
+                            "bubble_formula", "activation_bytes"});
   return e;
 }
 

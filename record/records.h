@@ -67,6 +67,11 @@ struct RunConfig {
   // allreduce: the library allreduce (--library) when it is not the device's default (gloo on
   // cpu, nccl on cuda); absent means that default, as in every file older than the field.
   std::optional<std::string> library;
+  // Model parallel strategies only, absent elsewhere: micro-batches per step and their schedule
+  // (pipeline), the first layers of stages 1..N-1 (absent: balanced by parameter count).
+  std::optional<int> microbatches;
+  std::optional<std::string> schedule, split;
+  std::optional<std::string> resumeFrom;  // the checkpoint the run continued from, when it did
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;
@@ -101,6 +106,10 @@ struct EpochRecord {
   double evalS = NAN;               // optional on read
   std::optional<long long> steps, samples;  // absent in files older than the fields
   std::optional<TrafficRecord> traffic;       // the epoch's steps, every rank; see TrafficRecord
+  // Model parallel strategies only (absent elsewhere): idle/wall per stage averaged, GPipe's
+  // (S-1)/(M+S-1), and each stage's peak activation bytes.
+  std::optional<double> bubbleFraction, bubbleFormula;
+  std::optional<std::vector<double>> activationBytes;
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;

@@ -31,6 +31,8 @@ Run runOf(const RunRecord& r) {
     run.compute.push_back(finiteOr(e.computeS));
     run.comm.push_back(finiteOr(e.commS));
     run.accuracy.push_back(finiteOr(e.testAccuracy));
+    if (e.bubbleFraction) run.bubble.push_back(finiteOr(*e.bubbleFraction));
+    if (e.bubbleFormula) run.bubbleFormula.push_back(finiteOr(*e.bubbleFormula));
     if (e.samples) {
       samples += *e.samples;
     } else {

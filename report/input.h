@@ -32,6 +32,8 @@ struct Run {
   std::string status;
   std::string error;
   std::vector<double> wall, compute, comm, accuracy;  // per completed epoch; NaN where null
+  // Model parallel runs, per epoch (empty elsewhere): measured bubble and GPipe's formula.
+  std::vector<double> bubble, bubbleFormula;
   double samplesPerS = kNaN;
   double finalAccuracy = kNaN;
   double scalingEfficiency = kNaN;  // as recorded; NaN when null

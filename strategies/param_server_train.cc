@@ -51,6 +51,8 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
   loop.device = device;
   loop.countsSamples = rank != 0;
   loop.synchronize = [&cfg] { synchronize(cfg); };
+  loop.saveState = [&rep] { return rep.state(); };  // rank 0's, the server's, is written
+  loop.loadState = [&rep](const ModelState& s) { rep.load(s); };
   auto serve = [&](Step&) {
     // Transports order their device work after the kernels already queued (the zeroing here,
     // the optimizer step below), and a wait returns only once the data is there.

@@ -35,6 +35,8 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"throughput_scaling", ""}, {"time_breakdown", ""},  {"allreduce_busbw", ""},
     {"collective_busbw", ""},
     {"batch_throughput", ""},
+    {"model_parallel_epoch_time", ""},
+    {"pipeline_bubble", ""},
 };
 
 std::vector<std::string> expectedIds() {

@@ -122,7 +122,7 @@ TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
   if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
   const ReportSummary s = report();
   for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
-  EXPECT_EQ(s.drawn.size(), 8u);
+  EXPECT_EQ(s.drawn.size(), 10u);
   EXPECT_TRUE(fs::is_empty(marks())) << "a command from the results file ran: "
                                      << fs::directory_iterator(marks())->path();
   for (const auto& e : fs::directory_iterator(out())) {

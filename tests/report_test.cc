@@ -37,7 +37,8 @@ using test::gnuplotAvailable;
 
 const std::vector<std::string> kTrainingCharts = {"ps_accuracy",    "ring_epoch_time",
                                                   "data_scaling",   "throughput_scaling",
-                                                  "time_breakdown", "batch_throughput"};
+                                                  "time_breakdown", "batch_throughput",
+                                                  "model_parallel_epoch_time", "pipeline_bubble"};
 const std::map<std::string, std::string> kTitles = {
     {"ps_accuracy", "Parameter server: from scratch vs builtin"},
     {"ring_epoch_time", "Ring all-reduce: from scratch vs builtin"},
@@ -46,7 +47,9 @@ const std::map<std::string, std::string> kTitles = {
     {"time_breakdown", "Where does the time go"},
     {"allreduce_busbw", "Allreduce bus bandwidth vs message size"},
     {"collective_busbw", "Bus bandwidth of the other collectives vs message size"},
-    {"batch_throughput", "Effect of batch size on throughput"}};
+    {"batch_throughput", "Effect of batch size on throughput"},
+    {"model_parallel_epoch_time", "Model parallel: one batch at a time vs pipelined"},
+    {"pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula"}};
 
 using test::readText;
 using test::usageErrorOf;
@@ -81,12 +84,12 @@ class ReportTest : public test::TempDirTest {
 
 TEST_F(ReportTest, FixtureIsSmallAndValid) {
   ASSERT_TRUE(fs::exists(kFixture)) << kFixture;
-  EXPECT_LT(fs::file_size(kFixture), 60u * 1024);
+  EXPECT_LT(fs::file_size(kFixture), 72u * 1024);
   const json doc = json::parse(readText(kFixture));
   EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
   std::set<std::string> strategies;
   for (const auto& r : doc.at("runs")) strategies.insert(r.at("config").at("strategy"));
-  EXPECT_EQ(strategies.size(), 6u);
+  EXPECT_EQ(strategies.size(), 8u);  // the sweep of six, then model_parallel and pipeline
 }
 
 TEST_F(ReportTest, DrawsEveryChartFromFixture) {

@@ -331,7 +331,7 @@ json everyRecordWithUnknownFields() {
                           {"device", "cpu"}, {"transport", "shm"}, {"dataset", "synthetic"},
                           {"train_size", 8192}, {"test_size", 0}, {"hidden", "512,512"}, {"lr", 0.01},
                           {"momentum", 0.9}, {"bucket_mb", 25.0}, {"seed", 7}, {"repeat_index", 1},
-                          {"max_steps", 100}, {"microbatches", 4}}},
+                          {"max_steps", 100}, {"zero_stage", 4}}},
               {"status", "ok"}, {"error", nullptr},
               {"epochs", json::array({{{"epoch", 1}, {"wall_s", 1.5}, {"compute_s", 1.0}, {"comm_s", 0.5},
                                        {"samples_per_s", 5461.0}, {"train_loss", 0.7},
@@ -366,7 +366,7 @@ TEST_F(ResultsTest, EveryRecordTypeRoundTripsWithUnknownFields) {
   EXPECT_EQ(rf.doc(), original);
   ASSERT_EQ(rf.runs().size(), 1u);
   EXPECT_EQ(rf.runs()[0].config.maxSteps, 100);
-  EXPECT_EQ(rf.runs()[0].config.extra.at("microbatches"), 4);
+  EXPECT_EQ(rf.runs()[0].config.extra.at("zero_stage"), 4);
   EXPECT_TRUE(std::isnan(rf.runs()[0].epochs[0].testAccuracy));
   ASSERT_EQ(rf.collectives().size(), 2u);
   EXPECT_TRUE(rf.collectives()[0].measured);
@@ -433,7 +433,7 @@ TEST_F(ResultsTest, ConfigsCompareByValue) {
   json b = a;
   b["n_gpus"] = 2.0;
   b["lr"] = 0.010;
-  b["microbatches"] = 4.0;
+  b["zero_stage"] = 4.0;  // an unknown field compares by value too
   EXPECT_TRUE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
   b["max_steps"] = -1;
   EXPECT_FALSE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));

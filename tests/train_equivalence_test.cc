@@ -33,7 +33,7 @@ TEST_P(Equivalence, MatchesSingleAtTheGlobalBatch) {
   const auto got = trainAll(smallConfig(strategy, n, batch));
   const auto ref = trainAll(test::referenceConfigFor(strategy, n, batch));
   const auto untrained = [&] {
-    TrainConfig c = test::referenceConfigFor(strategy, 1, batch);
+    TrainConfig c = test::referenceConfigFor(strategy, n, batch);
     c.maxSteps = 0;
     return trainAll(c)[0];
   }();

@@ -32,6 +32,10 @@ inline TrainConfig smallTrainConfig(const std::string& strategy, int n, int batc
   c.seed = 7;
   c.bucketMb = 0.25;  // several buckets (4 for the default MLP) where a strategy buckets
   c.device = device;
+  // A strategy that splits the model over the devices needs a layer per device: the MLP gets
+  // more 512-wide hidden layers where it has fewer (the reference trains the same model).
+  const TrainStrategy& s = findStrategy("--strategy", strategy);
+  while (s.splitsModel && static_cast<int>(c.model.hidden.size()) + 1 < n) c.model.hidden.push_back(512);
   return c;
 }
 
@@ -55,7 +59,9 @@ inline const TrainStrategy& referenceStrategy() {
 inline TrainConfig referenceConfigFor(const std::string& strategy, int n, int batch,
                                       Device device = Device::Cpu) {
   const int dataRanks = findStrategy("--strategy", strategy).dataRanks(n);
-  return smallTrainConfig(referenceStrategy().name, 1, batch * dataRanks, device);
+  TrainConfig c = smallTrainConfig(referenceStrategy().name, 1, batch * dataRanks, device);
+  c.model = smallTrainConfig(strategy, n, batch, device).model;
+  return c;
 }
 
 // Runs cfg.strategy on its own world (as many ranks as the strategy has processes) and returns

@@ -38,6 +38,10 @@ TrainConfig configFromJob(const json& j, const std::string& jobPath) {
   c.bucketMb = r.bucketMb.value_or(c.bucketMb);
   c.maxSteps = r.maxSteps;
   c.library = r.library.value_or("");
+  c.microbatches = r.microbatches.value_or(c.microbatches);
+  c.schedule = r.schedule.value_or(c.schedule);
+  c.split = r.split.value_or(c.split);
+  c.resumeFrom = r.resumeFrom.value_or(c.resumeFrom);
   return c;
 }
 
@@ -60,6 +64,9 @@ EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
     for (const Traffic& x : e.rankTraffic) t.add(x.bytesSent, x.bytesRecv, x.msgsSent, x.msgsRecv);
     r.traffic = std::move(t);
   }
+  if (e.bubbleFraction >= 0) r.bubbleFraction = e.bubbleFraction;
+  if (e.bubbleFormula >= 0) r.bubbleFormula = e.bubbleFormula;
+  if (!e.activationBytes.empty()) r.activationBytes = e.activationBytes;
   return r;
 }
 
@@ -74,6 +81,7 @@ json epochsJson(const std::vector<EpochRecord>& epochs) {
 void trainJob(Worker& w, const json& job) {
   const std::string jobPath = job.value("job_path", std::string("job"));
   TrainConfig cfg = configFromJob(job.at("config"), jobPath);
+  cfg.saveDir = job.value("save_dir", std::string());
   // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
   // same one), the CPU otherwise.
   cfg.device = w.comm->device();

@@ -8,6 +8,7 @@
 #include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "workload/checkpoint.h"
 #include "workload/evaluate.h"
 #include "workload/sampler.h"
 
@@ -104,6 +105,28 @@ std::vector<float> Replica::hostParams() {
   return std::vector<float>(p, p + cpu.numel());
 }
 
+namespace {
+std::vector<float> toHost(const torch::Tensor& t) {
+  if (!t.defined()) return {};
+  torch::Tensor cpu = t.to(torch::kCPU).contiguous();
+  return std::vector<float>(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+}
+
+void fromHost(torch::Tensor t, const std::vector<float>& v, const char* what) {
+  TPB_CHECK(t.defined() && static_cast<std::size_t>(t.numel()) == v.size(),
+            "checkpoint: " << v.size() << " " << what << " for " << (t.defined() ? t.numel() : 0));
+  torch::NoGradGuard noGrad;
+  t.copy_(torch::from_blob(const_cast<float*>(v.data()), {static_cast<std::int64_t>(v.size())}, torch::kFloat32));
+}
+}  // namespace
+
+ModelState Replica::state() { return {hostParams(), toHost(sgd.velocity())}; }
+
+void Replica::load(const ModelState& s) {
+  fromHost(flatParams->flat(), s.weights, "weights");
+  if (sgd.velocity().defined()) fromHost(sgd.velocity(), s.velocity, "momentum values");
+}
+
 FlatGradSync::FlatGradSync(int worldSize, ReduceFn reduce) : world_(worldSize), reduce_(std::move(reduce)) {}
 
 void FlatGradSync::attach(Replica& r) { grads_ = std::make_unique<FlatGrads>(r.params); }
@@ -156,7 +179,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     double wall = v[0], compute = 0, comm = 0, lossSum = v[3], steps = v[4], samples = v[5];
     int computing = 0;
     auto add = [&](const double* x) {
-      if (x[5] > 0) {
+      if (x[5] > 0 || x[1] > 0) {
         compute += x[1];
         comm += x[2];
         ++computing;
@@ -211,10 +234,20 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
                       const EpochCallback& onEpoch) {
   TPB_CHECK(loop.rowsPerStep > 0, "a step must consume at least one sample");
   Transport* t = loop.transport;
+  const bool reporter = !t || t->rank() == 0;
   TrainResult result;
   long totalSteps = 0;
+  int firstEpoch = 0;
+  if (!cfg.resumeFrom.empty()) {
+    TPB_CHECK(loop.loadState, "this training loop cannot resume from a checkpoint");
+    const Checkpoint ck = loadCheckpoint(cfg.resumeFrom, cfg);
+    loop.loadState(ck.state);
+    firstEpoch = ck.epoch;
+    totalSteps = ck.steps;
+  }
+  TPB_CHECK(cfg.saveDir.empty() || loop.saveState, "this training loop cannot write checkpoints");
   const auto stepsLeft = [&] { return cfg.maxSteps < 0 || totalSteps < cfg.maxSteps; };
-  for (int epoch = 0; epoch < cfg.epochs && stepsLeft(); ++epoch) {
+  for (int epoch = firstEpoch; epoch < cfg.epochs && stepsLeft(); ++epoch) {
     sampler.setEpoch(static_cast<std::uint64_t>(epoch));
     const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), loop.device);
     const std::size_t n = static_cast<std::size_t>(idx.numel());
@@ -239,7 +272,16 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     s.wallS = since(t0);
     if (t) s.traffic = t->traffic() - before;
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
+    if (loop.beforeClose) loop.beforeClose(s);
     closeEpoch(t, s, evalModel, data, cfg, onEpoch, result);
+    if (!cfg.saveDir.empty()) {
+      Checkpoint ck;
+      ck.state = loop.saveState();
+      ck.epoch = epoch + 1;
+      ck.steps = totalSteps;
+      ck.samplerSeed = cfg.seed;
+      if (reporter) saveCheckpoint(checkpointPath(cfg.saveDir, cfg, epoch + 1), cfg, ck);
+    }
   }
   if (t) t->barrier();
   return result;
@@ -264,6 +306,8 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
   loop.device = device;
   loop.computeIsWall = gpu && !waitBeforeComm;
   loop.synchronize = [&cfg] { synchronize(cfg); };
+  loop.saveState = [&rep] { return rep.state(); };
+  loop.loadState = [&rep](const ModelState& s) { rep.load(s); };
   TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model, [&](Step& st) {
     const auto c0 = clock_type::now();
     sync.beforeBackward();

@@ -32,6 +32,11 @@ struct TrainConfig {
   double bucketMb = 25.0;        // ddp
   std::string library;           // allreduce: the library allreduce (gloo, mpi, nccl); "": the device's
   long maxSteps = -1;            // stop after this many optimizer steps (tests); -1: all
+  int microbatches = 4;          // pipeline: micro-batches per step
+  std::string schedule = "gpipe";  // pipeline: gpipe or 1f1b (workload/stages.h)
+  std::string split;             // model_parallel, pipeline: first layers of stages 1..N-1 ("" balanced)
+  std::string saveDir;           // write a checkpoint after every epoch here ("": none)
+  std::string resumeFrom;        // continue from this checkpoint ("": from the seed's weights)
   bool evaluate = true;          // test accuracy after every epoch
   // Where this rank's replica lives: the CPU, or cuda:deviceIndex (the worker sets LOCAL_RANK;
   // data_parallel puts replica i on cuda:deviceIndex+i).
@@ -64,6 +69,10 @@ struct EpochStats {
   // every rank's in rank order (empty without a transport).
   Traffic traffic;
   std::vector<Traffic> rankTraffic;
+  // Model parallel strategies (workload/stages.h); -1 / empty elsewhere.
+  double bubbleFraction = -1;  // idle time over wall time of each stage, averaged
+  double bubbleFormula = -1;   // GPipe's (S-1)/(M+S-1) for the same S and M
+  std::vector<double> activationBytes;  // per stage: most activation bytes held for backward at once
 };
 
 struct TrainResult {
@@ -84,11 +93,20 @@ class FlatSgd {
   // `like`: a flat float32 tensor on the replica's device (sizes the velocity buffer).
   FlatSgd(double lr, double momentum, const torch::Tensor& like, Impl impl = Impl::Auto);
   void step(torch::Tensor& params, const torch::Tensor& grads);
+  // The momentum buffer (undefined when momentum is 0), for checkpoints.
+  torch::Tensor velocity() const { return velocity_; }
 
  private:
   float lr_, momentum_;
   bool loop_;
   torch::Tensor velocity_;  // undefined when momentum is 0
+};
+
+// The whole model's training state in the flat order of orderedParameters(): what a checkpoint
+// holds (workload/checkpoint.h).
+struct ModelState {
+  std::vector<float> weights;
+  std::vector<float> velocity;  // empty when momentum is 0
 };
 
 // Model, data and optimizer state of one replica, on `device` (the same seed gives the same
@@ -114,6 +132,9 @@ struct Replica {
   }
   // The flat parameters, copied to host memory.
   std::vector<float> hostParams();
+  // Weights and momentum copied to host memory, and back (checkpoints).
+  ModelState state();
+  void load(const ModelState& s);
 };
 
 // How a replicated strategy turns local gradients into the global mean gradient.
@@ -174,6 +195,14 @@ struct EpochLoop {
   // is only launch time, so the epoch's compute_s becomes its wall time minus comm_s.
   bool computeIsWall = false;
   std::function<void()> synchronize;  // waits for this rank's devices; called before clocks start
+  // Called on every rank after an epoch's steps, before its figures are gathered on rank 0 (which
+  // then evaluates): a loop adds its own figures here or brings the weights to rank 0.
+  std::function<void(EpochStats&)> beforeClose;
+  // Checkpoints (cfg.saveDir, cfg.resumeFrom). saveState runs on every rank after each epoch and
+  // returns the whole model's state on rank 0 (the one that writes it); loadState puts a
+  // checkpoint's state back on this rank before the first epoch.
+  std::function<ModelState()> saveState;
+  std::function<void(const ModelState&)> loadState;
 };
 
 // Runs cfg.epochs epochs, stopping after cfg.maxSteps steps in all: per epoch the sampler's
@@ -191,7 +220,8 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
 
 // Pieces for loops that are not replicated (parameter server, DataParallel):
 // aggregates per-rank epoch figures on rank 0 over the transport (wall: max; compute and comm:
-// mean over ranks with samples > 0; loss: mean over steps of all ranks).
+// mean over ranks that computed, i.e. had samples or compute time; loss: mean over steps of all
+// ranks).
 EpochStats gatherEpoch(Transport* t, const EpochStats& mine);
 // Evaluates on the test split (respecting cfg.testSize) and fills testAccuracy/evalS.
 void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainConfig& cfg);

@@ -21,7 +21,8 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       "run", "Train once with one strategy and print a line per epoch (time, samples/s, loss, accuracy, comm share)");
   cmd->add_option("--strategy", a->strategy,
                   "single, param_server (N=1: the server trains alone), ring_all_reduce, allreduce, ddp "
-                  "(= ring_all_reduce_builtin), data_parallel (= param_server_builtin)")
+                  "(= ring_all_reduce_builtin), data_parallel (= param_server_builtin), model_parallel, pipeline (N stages of "
+                  "the MLP; the global batch is --batch_size)")
       ->capture_default_str();
   cmd->add_option("--n_gpus", a->nGpus,
                   "Devices (ranks on CPU; data_parallel: replicas in one process); under torchrun, srun or "
@@ -47,8 +48,11 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       p.cfg.trainSize = a->trainSize;
       o.points.push_back(p);
       checkTrainRun(o);
-      if (std::string why = findStrategy("--strategy", a->strategy).unsupported(Device::Cpu, a->nGpus); !why.empty())
+      const TrainStrategy& s = findStrategy("--strategy", a->strategy);
+      if (std::string why = s.unsupported(Device::Cpu, a->nGpus); !why.empty())
         TPB_THROW(UsageError, "--strategy " << a->strategy << " with --n_gpus " << a->nGpus << ": " << why);
+      if (std::string why = s.unsupportedConfig(p.cfg); !why.empty())
+        TPB_THROW(UsageError, why << " (--strategy " << s.name << ")");
       return runTraining(o);
     };
   });

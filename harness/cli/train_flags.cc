@@ -56,6 +56,21 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--iface", f.iface,
                   "Network interface this node's ranks bind to (sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME "
                   "for them; default: GLOO_SOCKET_IFNAME, else the interface that routes to --master_addr)");
+  cmd->add_option("--microbatches", f.microbatches, "pipeline: micro-batches per step (each batch split into M)")
+      ->capture_default_str();
+  cmd->add_option("--schedule", f.schedule,
+                  "pipeline: gpipe (all forwards, then all backwards, one step) or 1f1b (one forward, one "
+                  "backward in turn after warm-up)")
+      ->capture_default_str();
+  cmd->add_option("--split", f.split,
+                  "model_parallel, pipeline: the first layer of stages 1..N-1, e.g. 2,3 (layers numbered from 0; "
+                  "default: stages balanced by parameter count)");
+  cmd->add_option("--save_dir", f.saveDir,
+                  "Write a checkpoint after every epoch to DIR/<strategy>-n<N>-epoch-<k>.pt (atomically; "
+                  "torch.load reads it)");
+  cmd->add_option("--resume_from", f.resumeFrom,
+                  "Continue from this checkpoint: its weights, momentum, epoch and sample order (its settings "
+                  "must equal this run's)");
 }
 
 TrainConfig baseConfig(const TrainFlags& f) {
@@ -70,6 +85,11 @@ TrainConfig baseConfig(const TrainFlags& f) {
   c.testSize = f.testSize;
   c.maxSteps = f.maxSteps;
   c.library = f.library;
+  c.microbatches = f.microbatches;
+  c.schedule = f.schedule;
+  c.split = f.split;
+  c.saveDir = f.saveDir;
+  c.resumeFrom = f.resumeFrom;
   return c;
 }
 

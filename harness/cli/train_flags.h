@@ -27,6 +27,9 @@ struct TrainFlags {
   int masterPort = 0;
   int rendezvousTimeout = static_cast<int>(kDefaultRendezvousTimeout.count());
   std::string iface;
+  int microbatches = 4;
+  std::string schedule = "gpipe", split;
+  std::string saveDir, resumeFrom;
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);

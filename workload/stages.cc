@@ -1,0 +1,437 @@
+#include "workload/stages.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include "common/error.h"
+#include "workload/sampler.h"
+
+namespace tpb {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+// Widths at the layer boundaries: inputs, hidden..., classes (layerCount + 1 entries).
+std::vector<int> widthsOf(const ModelConfig& m) {
+  std::vector<int> w{m.inputs};
+  w.insert(w.end(), m.hidden.begin(), m.hidden.end());
+  w.push_back(m.classes);
+  return w;
+}
+
+std::string hiddenSuggestion(const ModelConfig& m, int stages) {
+  const int width = m.hidden.empty() ? 512 : m.hidden.back();
+  std::string s;
+  for (int i = 0; i < std::max(stages - 1, 1); ++i) s += (i ? "," : "") + std::to_string(width);
+  return s;
+}
+
+// Contiguous partition of `cost` into `parts` non-empty ranges minimising the largest range's
+// sum (ties: the earliest boundaries), by dynamic programming over (layers, stages).
+std::vector<int> balancedBounds(const std::vector<double>& cost, int parts) {
+  const int n = static_cast<int>(cost.size());
+  std::vector<double> prefix(n + 1, 0);
+  for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: smallest max over the first i layers cut into k stages; from[k][i]: last cut.
+  std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> from(parts + 1, std::vector<int>(n + 1, 0));
+  best[0][0] = 0;
+  for (int k = 1; k <= parts; ++k)
+    for (int i = k; i <= n; ++i)
+      for (int j = k - 1; j < i; ++j) {
+        const double v = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (v < best[k][i]) {
+          best[k][i] = v;
+          from[k][i] = j;
+        }
+      }
+  std::vector<int> bounds(parts + 1, n);
+  for (int k = parts, i = n; k > 0; --k) {
+    i = from[k][i];
+    bounds[k - 1] = i;
+  }
+  return bounds;
+}
+
+// One rank's stage: its layers (taken from the whole MLP built from the seed, so the weights are
+// the ones `single` starts from), its flat parameters, gradients and optimizer.
+struct StageModel {
+  StageModel(const TrainConfig& cfg, int first, int end, torch::Device device) {
+    Mlp whole = makeModel(cfg.model, cfg.seed);
+    const auto children = whole->children();
+    lastOfModel = end == static_cast<int>(children.size());
+    for (int l = first; l < end; ++l) {
+      auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(children[l]);
+      TPB_CHECK(linear != nullptr, "MLP child " << l << " is not a Linear layer");
+      linear->to(device);
+      layers.push_back(linear);
+      params.push_back(linear->weight);
+      params.push_back(linear->bias);
+    }
+    flat = std::make_unique<FlatParams>(params);
+    grads = std::make_unique<FlatGrads>(params);
+    sgd = std::make_unique<FlatSgd>(cfg.lr, cfg.momentum, flat->flat());
+  }
+  // The layers with ReLU after each, except after the model's output layer.
+  torch::Tensor forward(torch::Tensor x) {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      x = layers[i]->forward(x);
+      if (i + 1 < layers.size() || !lastOfModel) x = torch::relu(x);
+    }
+    return x;
+  }
+  void step() {
+    torch::Tensor w = flat->flat();
+    sgd->step(w, grads->flat());
+  }
+
+  bool lastOfModel = false;
+  std::vector<std::shared_ptr<torch::nn::LinearImpl>> layers;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<FlatParams> flat;
+  std::unique_ptr<FlatGrads> grads;
+  std::unique_ptr<FlatSgd> sgd;
+};
+
+// What one micro-batch keeps between its forward and its backward.
+struct Micro {
+  torch::Tensor input, output, loss;
+  double activationBytes = 0;
+};
+
+}  // namespace
+
+int layerCount(const ModelConfig& m) { return static_cast<int>(m.hidden.size()) + 1; }
+
+namespace {
+
+// The stage bounds, or empty with `why` set when they cannot be made.
+std::vector<int> planStages(const ModelConfig& m, int stages, const std::string& split, const std::string& flag,
+                            std::string& why) {
+  const int layers = layerCount(m);
+  std::ostringstream os;
+  if (stages > layers) {
+    os << "--n_gpus: " << stages << " stages need at least " << stages << " layers, the MLP has " << layers
+       << " (try a deeper --hidden, e.g. " << hiddenSuggestion(m, stages) << ")";
+    why = os.str();
+    return {};
+  }
+  if (split.empty()) {
+    const std::vector<int> w = widthsOf(m);
+    std::vector<double> cost;
+    for (int l = 0; l < layers; ++l) cost.push_back(static_cast<double>(w[l]) * w[l + 1] + w[l + 1]);
+    return balancedBounds(cost, stages);
+  }
+  std::vector<int> bounds{0};
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = split.find(',', start);
+    const std::string item = split.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    long v = -1;
+    if (!item.empty() && item.size() < 8 && item.find_first_not_of("0123456789") == std::string::npos)
+      v = std::stol(item);
+    if (v <= bounds.back() || v >= layers) {
+      os << flag << ": '" << split << "': each entry is the first layer of the next stage, ascending in 1.."
+         << layers - 1 << " (the MLP has " << layers << " layers, numbered from 0)";
+      why = os.str();
+      return {};
+    }
+    bounds.push_back(static_cast<int>(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(bounds.size()) != stages) {
+    os << flag << ": '" << split << "' makes " << bounds.size() << " stages, --n_gpus asks for " << stages
+       << " (give " << stages - 1 << " layer indices)";
+    why = os.str();
+    return {};
+  }
+  bounds.push_back(layers);
+  return bounds;
+}
+
+}  // namespace
+
+std::string stagesProblem(const ModelConfig& m, int stages, const std::string& split, const std::string& flag) {
+  std::string why;
+  planStages(m, stages, split, flag, why);
+  return why;
+}
+
+std::vector<int> stageBounds(const ModelConfig& m, int stages, const std::string& split, const std::string& flag) {
+  std::string why;
+  std::vector<int> bounds = planStages(m, stages, split, flag, why);
+  if (!why.empty()) TPB_THROW(UsageError, why);
+  return bounds;
+}
+
+const std::vector<PipelineSchedule>& pipelineSchedules() {
+  static const std::vector<PipelineSchedule> schedules = {
+      {"gpipe", "every micro-batch's forward, then every backward (GPipe)",
+       [](int, int, int micro) {
+         std::vector<PipeOp> ops;
+         for (int m = 0; m < micro; ++m) ops.push_back({true, m});
+         for (int m = micro - 1; m >= 0; --m) ops.push_back({false, m});
+         return ops;
+       }},
+      {"1f1b", "S-s-1 warm-up forwards, then one forward and one backward in turn (PipeDream-Flush)",
+       [](int stage, int stages, int micro) {
+         std::vector<PipeOp> ops;
+         const int warm = std::min(stages - stage - 1, micro);
+         int f = 0, b = 0;
+         for (; f < warm; ++f) ops.push_back({true, f});
+         while (f < micro) {
+           ops.push_back({true, f++});
+           ops.push_back({false, b++});
+         }
+         while (b < micro) ops.push_back({false, b++});
+         return ops;
+       }},
+  };
+  return schedules;
+}
+
+const PipelineSchedule& findSchedule(const std::string& flag, const std::string& name) {
+  std::string names;
+  for (const auto& s : pipelineSchedules()) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  TPB_THROW(UsageError, flag << ": unknown schedule '" << name << "' (choose from " << names << ")");
+}
+
+double gpipeBubble(int stages, int micro) {
+  return static_cast<double>(stages - 1) / static_cast<double>(micro + stages - 1);
+}
+
+TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const PipelineSchedule& schedule,
+                        const EpochCallback& onEpoch) {
+  const int stages = t.size(), s = t.rank();
+  const bool first = s == 0, last = s == stages - 1;
+  TPB_CHECK(micro >= 1, "micro-batches must be at least 1, got " << micro);
+  const std::vector<int> bounds = stageBounds(cfg.model, stages, cfg.split);
+  const std::vector<int> widths = widthsOf(cfg.model);
+  const torch::Device device = torchDevice(cfg);
+  const bool gpu = cfg.device == Device::Cuda;
+  const DataSplit data = loadTrainData(cfg, device);
+  StageModel stage(cfg, bounds[s], bounds[s + 1], device);
+  const int inWidth = widths[bounds[s]], outWidth = widths[bounds[s + 1]];
+  // Activations a micro-batch holds for backward per row: each layer's input and the stage's output.
+  double perRowFloats = outWidth;
+  for (int l = bounds[s]; l < bounds[s + 1]; ++l) perRowFloats += widths[l];
+
+  // Where each stage's parameters sit in the whole model's flat order (its layers are contiguous).
+  std::vector<std::size_t> offsets{0};
+  for (int r = 0; r < stages; ++r) {
+    std::size_t n = 0;
+    for (int l = bounds[r]; l < bounds[r + 1]; ++l)
+      n += static_cast<std::size_t>(widths[l]) * widths[l + 1] + widths[l + 1];
+    offsets.push_back(offsets.back() + n);
+  }
+  const std::size_t total = offsets.back();
+  TPB_CHECK(stage.flat->count() == offsets[s + 1] - offsets[s], "stage " << s << " holds " << stage.flat->count()
+                                                                         << " parameters, its layers have "
+                                                                         << offsets[s + 1] - offsets[s]);
+  // Rank 0 evaluates the whole model; it gathers the stages' weights into it after every epoch.
+  Mlp whole{nullptr};
+  std::unique_ptr<FlatParams> wholeFlat;
+  if (first) {
+    whole = makeModel(cfg.model, cfg.seed);
+    if (!device.is_cpu()) whole->to(device);
+    auto p = orderedParameters(whole);
+    wholeFlat = std::make_unique<FlatParams>(p);
+  }
+  auto gatherWeights = [&] {
+    if (!first) {
+      t.send(0, stage.flat->data(), stage.flat->count() * sizeof(float));
+      return;
+    }
+    torch::NoGradGuard noGrad;
+    wholeFlat->flat().narrow(0, 0, static_cast<std::int64_t>(offsets[1])).copy_(stage.flat->flat());
+    for (int r = 1; r < stages; ++r)
+      t.recv(r, wholeFlat->data() + offsets[r], (offsets[r + 1] - offsets[r]) * sizeof(float));
+  };
+
+  DistributedSampler sampler(data.train.size(), 1, 0, /*shuffle=*/true, cfg.seed);
+  const auto floatOpts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const std::vector<PipeOp> ops = schedule.order(s, stages, micro);
+  auto syncDevice = [&] {
+    if (gpu) synchronize(cfg);
+  };
+  std::vector<std::unique_ptr<Request>> sends;
+  std::vector<torch::Tensor> sendBufs;  // alive until their sends complete
+  std::vector<Micro> micros(static_cast<std::size_t>(micro));
+  double held = 0, peakHeld = 0;
+
+  EpochLoop loop;
+  loop.transport = &t;
+  loop.rank = s;
+  loop.rowsPerStep = static_cast<std::size_t>(cfg.batchSize);
+  loop.device = device;
+  loop.countsSamples = last;  // one batch per step, whichever stage counts it; the loss is the last's
+  loop.synchronize = syncDevice;
+  loop.beforeClose = [&](EpochStats& e) {
+    // Stage figures to rank 0: wall, compute, activation peak.
+    double mine[3] = {e.wallS, e.computeS, peakHeld};
+    peakHeld = 0;
+    if (!first) {
+      t.sendHost(0, mine, sizeof mine);
+    } else {
+      double idleShare = 0;
+      e.activationBytes.clear();
+      for (int r = 0; r < stages; ++r) {
+        double v[3] = {mine[0], mine[1], mine[2]};
+        if (r > 0) t.recvHost(r, v, sizeof v);
+        idleShare += v[0] > 0 ? std::max(0.0, v[0] - v[1]) / v[0] : 0;
+        e.activationBytes.push_back(v[2]);
+      }
+      e.bubbleFraction = idleShare / stages;
+      e.bubbleFormula = gpipeBubble(stages, micro);
+    }
+    if (cfg.evaluate) gatherWeights();
+  };
+
+  // Checkpoints: the stages' weights and momentum gathered on rank 0 in the whole model's order;
+  // on resume each stage takes its slice.
+  auto hostSlice = [](const torch::Tensor& flat) {
+    torch::Tensor c = flat.to(torch::kCPU).contiguous();
+    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  };
+  auto gatherHost = [&](const torch::Tensor& flat) {
+    std::vector<float> mine = hostSlice(flat), all;
+    if (!first) {
+      t.sendHost(0, mine.data(), mine.size() * sizeof(float));
+      return all;
+    }
+    all.resize(total);
+    std::copy(mine.begin(), mine.end(), all.begin());
+    for (int r = 1; r < stages; ++r)
+      t.recvHost(r, all.data() + offsets[r], (offsets[r + 1] - offsets[r]) * sizeof(float));
+    return all;
+  };
+  loop.saveState = [&] {
+    ModelState st;
+    st.weights = gatherHost(stage.flat->flat());
+    if (stage.sgd->velocity().defined()) st.velocity = gatherHost(stage.sgd->velocity());
+    return st;
+  };
+  loop.loadState = [&](const ModelState& st) {
+    torch::NoGradGuard noGrad;
+    auto put = [&](torch::Tensor dst, const std::vector<float>& src) {
+      TPB_CHECK(src.size() == total, "checkpoint: " << src.size() << " values for a model of " << total);
+      dst.copy_(torch::from_blob(const_cast<float*>(src.data()) + offsets[s],
+                                 {static_cast<std::int64_t>(offsets[s + 1] - offsets[s])}, torch::kFloat32));
+    };
+    put(stage.flat->flat(), st.weights);
+    if (stage.sgd->velocity().defined()) put(stage.sgd->velocity(), st.velocity);
+  };
+
+  auto step = [&](Step& st) {
+    const std::size_t rows = st.end - st.begin;
+    double compute = 0, comm = 0;
+    stage.grads->zero();
+    for (const PipeOp& op : ops) {
+      const std::size_t b = st.begin + rows * op.micro / micro, e = st.begin + rows * (op.micro + 1) / micro;
+      if (b == e) continue;  // fewer rows than micro-batches (an epoch's last batch)
+      const auto n = static_cast<std::int64_t>(e - b);
+      Micro& mb = micros[op.micro];
+      if (op.forward) {
+        torch::Tensor in;
+        if (first) {
+          in = gatherBatch(data.train, st.indices, b, e).images;
+        } else {
+          in = torch::empty({n, inWidth}, floatOpts);
+          const auto c = clock_type::now();
+          t.recv(s - 1, in.data_ptr<float>(), static_cast<std::size_t>(in.numel()) * sizeof(float));
+          comm += since(c);
+          in.requires_grad_(true);
+        }
+        const auto c0 = clock_type::now();
+        torch::Tensor out = stage.forward(in);
+        if (last) {
+          const torch::Tensor labels = st.indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
+          torch::Tensor loss = torch::nn::functional::cross_entropy(out, data.train.labels.index_select(0, labels));
+          // Micro-batch means weighted by their share of the batch add up to the batch mean.
+          if (n != static_cast<std::int64_t>(rows)) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
+          st.lossSum.add_(loss.detach());
+          mb.loss = loss;
+        }
+        syncDevice();
+        compute += since(c0);
+        if (!last) {
+          const auto c = clock_type::now();
+          sendBufs.push_back(out.detach());
+          sends.push_back(t.isend(s + 1, sendBufs.back().data_ptr<float>(),
+                                  static_cast<std::size_t>(out.numel()) * sizeof(float)));
+          comm += since(c);
+        }
+        mb.input = in;
+        mb.output = out;
+        mb.activationBytes = perRowFloats * static_cast<double>(n) * sizeof(float);
+        held += mb.activationBytes;
+        peakHeld = std::max(peakHeld, held);
+      } else {
+        torch::Tensor gradOut;
+        if (!last) {
+          gradOut = torch::empty({n, outWidth}, floatOpts);
+          const auto c = clock_type::now();
+          t.recv(s + 1, gradOut.data_ptr<float>(), static_cast<std::size_t>(gradOut.numel()) * sizeof(float));
+          comm += since(c);
+        }
+        const auto c0 = clock_type::now();
+        if (last) {
+          mb.loss.backward();
+        } else {
+          mb.output.backward(gradOut);
+        }
+        syncDevice();
+        compute += since(c0);
+        if (!first) {
+          const auto c = clock_type::now();
+          sendBufs.push_back(mb.input.grad());
+          sends.push_back(t.isend(s - 1, sendBufs.back().data_ptr<float>(),
+                                  static_cast<std::size_t>(sendBufs.back().numel()) * sizeof(float)));
+          comm += since(c);
+        }
+        held -= mb.activationBytes;
+        mb = Micro{};
+      }
+    }
+    const auto c = clock_type::now();
+    for (auto& r : sends) r->wait();
+    sends.clear();
+    sendBufs.clear();
+    comm += since(c);
+    const auto c0 = clock_type::now();
+    stage.step();
+    syncDevice();
+    st.stats.computeS += compute + since(c0);
+    st.stats.commS += comm;
+  };
+
+  TrainResult result = runEpochs(cfg, loop, sampler, data, whole, step, onEpoch);
+  // Every rank returns the whole model: the stages' weights to rank 0, then from it to all.
+  if (!first) {
+    gatherWeights();
+    result.params.resize(total);
+    t.recvHost(0, result.params.data(), total * sizeof(float));
+  } else {
+    gatherWeights();
+    torch::Tensor cpu = wholeFlat->flat().to(torch::kCPU).contiguous();
+    result.params.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + total);
+    for (int r = 1; r < stages; ++r) t.sendHost(r, result.params.data(), total * sizeof(float));
+  }
+  return result;
+}
+
+}  // namespace tpb
