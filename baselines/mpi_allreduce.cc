@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "baselines/mpi_group.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "common/error.h"
 #include "core/registry.h"
@@ -21,24 +22,10 @@ namespace tpb {
 
 namespace {
 
-// The run's communicator for library collectives, freed with the CommContext.
-MPI_Comm mpiGroup(CommContext& ctx) {
-  auto& slot = ctx.shared["baselines/mpi_comm"];
-  if (!slot) {
-    auto comm = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
-      mpi::freeComm(c);
-      delete c;
-    });
-    *comm = mpi::makeComm(ctx.rank(), ctx.size(), "mpi allreduce");
-    slot = comm;
-  }
-  return *std::static_pointer_cast<MPI_Comm>(slot);
-}
-
 class MpiAllreduce final : public Allreduce {
  public:
   MpiAllreduce(CommContext& ctx, float* buf, std::size_t count) : buf_(buf), count_(count) {
-    if (ctx.size() > 1 && count > 0) comm_ = mpiGroup(ctx);
+    if (ctx.size() > 1 && count > 0) comm_ = mpiGroup(ctx, "mpi allreduce");
   }
 
   void run() override {

@@ -142,6 +142,27 @@ TEST(MpiCli, MpiAllreduceThroughLauncherMpirunVerifiesExactlyBesideGloo) {
   std::remove(out.c_str());
 }
 
+// Every op's MPI baseline under --launcher mpirun: exact values in place and out of place, over
+// an odd N and awkward counts, recorded as the library's (no traffic: MPI moves it).
+TEST(MpiCli, EveryCollectiveHasAnMpiBaselineThatVerifies) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::string out = test::tempPath("mpi_coll.json");
+  const auto r = runCli({"collective", "--op", "all", "--algos", "mpi", "--launcher", "mpirun", "--n_gpus", "2,3",
+                         "--bytes", "4,400012", "--place", "in,out", "--root", "1", "--iters", "2", "--warmup", "1",
+                         "--timeout", "120", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = readJson(out);
+  // allreduce, broadcast, reduce, allgather, reduce_scatter in and out of place; alltoall and
+  // sendrecv out of place only; 2 sizes, N = 2 and 3.
+  expectAllVerified(doc, (5 * 2 + 2) * 2 * 2);
+  for (const auto& p : doc.at("allreduce")) {
+    EXPECT_EQ(p.at("algo"), "mpi");
+    EXPECT_EQ(p.at("origin"), "library");
+    EXPECT_FALSE(p.contains("traffic")) << p.dump();
+  }
+  std::remove(out.c_str());
+}
+
 // A rank killed (or exiting) under mpirun: the point fails with the rank and the reason, and no
 // rank process is left.
 TEST(MpiCli, KilledRankFailsThePointAndNothingIsLeftRunning) {

@@ -279,7 +279,12 @@ ShmTransport::Op* ShmTransport::post(int peer, int kind, void* buf, std::size_t 
 std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::size_t bytes) {
   checkPeer(peer, "isend");
   countSend(bytes);
-  return request(post(peer, kSend, const_cast<void*>(buf), bytes));
+  auto req = request(post(peer, kSend, const_cast<void*>(buf), bytes));
+  // Eager: copy what the ring takes now. Data moves only when this rank drives progress, so a
+  // sender that goes on computing (a pipeline stage after sending its activations) would
+  // otherwise hold the message back until its next wait, and the receiver would idle meanwhile.
+  progress();
+  return req;
 }
 
 std::unique_ptr<Request> ShmTransport::irecv(int peer, void* buf, std::size_t bytes) {

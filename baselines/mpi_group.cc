@@ -1,0 +1,24 @@
+#ifdef TPB_HAVE_MPI
+
+#include "baselines/mpi_group.h"
+
+#include <memory>
+
+namespace tpb {
+
+MPI_Comm mpiGroup(CommContext& ctx, const char* who) {
+  auto& slot = ctx.shared["baselines/mpi_comm"];
+  if (!slot) {
+    auto comm = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
+      mpi::freeComm(c);
+      delete c;
+    });
+    *comm = mpi::makeComm(ctx.rank(), ctx.size(), who);
+    slot = comm;
+  }
+  return *std::static_pointer_cast<MPI_Comm>(slot);
+}
+
+}  // namespace tpb
+
+#endif  // TPB_HAVE_MPI
