@@ -35,8 +35,12 @@ run: build
 	  --out results/sweep-cpu.json
 	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json
 
+# Every test, $(JOBS) at a time, except the one that checks the whole machine for leftover rank
+# processes (a neighbouring test's ranks would count): it runs alone afterwards.
+SERIAL_TESTS := ^Cli\.KilledRankIsReportedAndNothingIsLeftBehind$$
 test: build
-	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS) -E '$(SERIAL_TESTS)' && \
+	  ctest --output-on-failure --timeout 600 -R '$(SERIAL_TESTS)'
 
 # Micro-benchmarks of the sum kernel and the shm transport (Google Benchmark JSON beside).
 micro: build
