@@ -51,7 +51,7 @@ void checkLayoutFlags(const LaunchEnv& env, std::optional<int> nnodes, std::opti
 std::string externalDefaultRanks(const std::string& command, int worldSize) {
   const std::string w = std::to_string(worldSize);
   if (command == "run" || worldSize == 1) return w;
-  return (command == "allreduce" ? "2.." : "1..") + w;
+  return (command == "allreduce" || command == "collective" ? "2.." : "1..") + w;
 }
 
 ExternalJob* ExternalJob::current() {

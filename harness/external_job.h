@@ -39,7 +39,7 @@ void checkLayoutFlags(const LaunchEnv& env, std::optional<int> nnodes, std::opti
                       std::optional<int> nprocPerNode);
 
 // The default --n_gpus text under an external launcher of `worldSize` ranks: `run` uses them
-// all ("W"), `sweep` every count ("1..W"), `allreduce` every count from 2 ("2..W").
+// all ("W"), `sweep` every count ("1..W"), `allreduce` and `collective` every count from 2 ("2..W").
 std::string externalDefaultRanks(const std::string& command, int worldSize);
 
 class ExternalJob {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/transports.h"
+#include "harness/external_job.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -234,6 +235,16 @@ TEST(ExternalLaunch, MpirunAllreduceVerifiesExactly) {
   EXPECT_EQ(doc.at("meta").at("launcher"), "mpirun");
   EXPECT_EQ(countOf(r.out, "# allreduce  algo=ring"), 1u) << r.out;  // rank 0's tables only
   std::remove(out.c_str());
+}
+
+// Without --n_gpus, a command under an external launcher of W ranks uses: run all W, sweep
+// every count, allreduce and collective every count from 2 (one rank has nothing to exchange).
+TEST(ExternalLaunch, DefaultRankCountsPerCommand) {
+  EXPECT_EQ(externalDefaultRanks("run", 4), "4");
+  EXPECT_EQ(externalDefaultRanks("sweep", 4), "1..4");
+  EXPECT_EQ(externalDefaultRanks("allreduce", 4), "2..4");
+  EXPECT_EQ(externalDefaultRanks("collective", 4), "2..4");
+  EXPECT_EQ(externalDefaultRanks("collective", 1), "1");
 }
 
 // Under mpirun -np 3, the N = 2 point leaves rank 2 idle: MPI_Init waits for every rank of the
