@@ -110,9 +110,6 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
                                          << " started has " << ext->worldSize());
   const Device device = chooseDevice(opt.device, ext ? std::min<long long>(most, ext->env().localWorldSize) : most);
   const std::string devName = deviceName(device);
-  if (ext && !opt.launcher.empty())
-    TPB_THROW(UsageError, "--launcher: this process is already one rank of a job " << ext->env().launcher
-                                                                                  << " started; it launches nothing");
   for (auto n : opt.nGpus) {
     const int ranks = static_cast<int>(n);
     const std::string tname = opt.transport.empty() ? defaultTransport(device, ranks, ranks) : opt.transport;
@@ -167,14 +164,10 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   dopt.timeout = opt.timeout;
   dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
-  // Under mpirun, once every rank has joined, each initialises MPI when a point will use it
-  // (MPI_Init waits for every rank of the job, also those a point leaves idle).
-  if (ext && ext->env().launcher == "mpirun") {
-    bool usesMpi = !opt.transport.empty() && findTransport(opt.transport).needsMpiLauncher;
-    for (const auto& [op, algos] : runs)
-      for (const auto& a : algos) usesMpi = usesMpi || !algoNeedsMpi(op, a).empty();
-    if (usesMpi) startCommProcess();
-  }
+  bool usesMpi = !opt.transport.empty() && findTransport(opt.transport).needsMpiLauncher;
+  for (const auto& [op, algos] : runs)
+    for (const auto& a : algos) usesMpi = usesMpi || !algoNeedsMpi(op, a).empty();
+  driver.prepareMpi(usesMpi);
   if (outLock) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);

@@ -51,6 +51,9 @@ PointDriver::PointDriver(PointDriverOptions opt)
   } else {
     installInterruptHandlers();
   }
+  if (external_ && !opt_.launcher.empty())
+    TPB_THROW(UsageError, "--launcher: this process is already one rank of a job "
+                              << external_->env().launcher << " started; it launches nothing");
   if (external_) {
     // Before the scratch directory: a refusal from another rank throws out of here.
     external_->setTimeout(opt_.timeout);
@@ -197,6 +200,10 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   out.result = json::object();
   if (access(out.resultPath.c_str(), R_OK) == 0) out.result = readJsonFile(out.resultPath);
   return out;
+}
+
+void PointDriver::prepareMpi(bool used) {
+  if (used && external_ && external_->env().launcher == "mpirun") startCommProcess();
 }
 
 PointOutcome PointDriver::runExternal(const json& job, const std::string& transport, int ranks,

@@ -99,6 +99,10 @@ class PointDriver {
   PointOutcome run(const std::string& what, nlohmann::json job, const std::string& transport,
                    int procsPerNode, int ranks = 0, const FailureRecorder& record = {},
                    const std::string& needsMpi = "");
+  // Under an external mpirun, initialises MPI on this rank when `used` (some point of the command
+  // uses MPI): Open MPI's MPI_Init waits for every rank of the job, also those a point leaves
+  // idle, so every rank does it once, after all have joined. Nothing otherwise.
+  void prepareMpi(bool used);
   // Several nodes: [{"node_rank", "host", "address"}] of the nodes that joined so far (results
   // meta.node_hosts); one node: [] .
   nlohmann::json nodeHosts();

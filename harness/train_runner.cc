@@ -204,9 +204,6 @@ int runTraining(const TrainRunOptions& opt) {
 
   checkLibrary(opt, device);
   checkLauncherFlag(opt.launcher);
-  if (ext && !opt.launcher.empty())
-    TPB_THROW(UsageError, "--launcher: this process is already one rank of a job " << ext->env().launcher
-                                                                                  << " started; it launches nothing");
   for (const auto& p : opt.points) {  // who starts each point's ranks, refused now rather than mid-sweep
     const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
     if (ext || !s.unsupported(device, p.cfg.nGpus).empty()) continue;  // skipped, with the reason
@@ -239,16 +236,12 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.iface = opt.iface;
   dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
-  // Under mpirun, once every rank has joined, each initialises MPI when a point will use it
-  // (MPI_Init waits for every rank of the job, also those a point leaves idle).
-  if (ext && ext->env().launcher == "mpirun") {
-    bool usesMpi = false;
-    for (const auto& p : opt.points) {
-      const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-      usesMpi = usesMpi || !needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)).empty();
-    }
-    if (usesMpi) startCommProcess();
+  bool usesMpi = false;
+  for (const auto& p : opt.points) {
+    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+    usesMpi = usesMpi || !needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)).empty();
   }
+  driver.prepareMpi(usesMpi);
   if (!opt.out.empty() && writer && !results) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);
