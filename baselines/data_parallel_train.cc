@@ -12,6 +12,7 @@
 #include "comm/reduce.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "common/trace.h"
 #include "core/registry.h"
 #include "workload/sampler.h"
 
@@ -110,6 +111,14 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
     st.lossSum.add_(loss);
     st.stats.computeS += std::chrono::duration<double>((c1 - c0) + (c3 - c2)).count();
     st.stats.commS += std::chrono::duration<double>((c2 - c1) + (c4 - c3)).count();
+    if (trace::enabled()) {
+      // One host thread drives the replicas: its phases, with replica 0's own forward and
+      // backward (run on this thread) inside the first.
+      trace::record("replicas forward + backward", trace::Category::Compute, trace::toNs(c0), trace::toNs(c1));
+      trace::record("reduce to replica 0", trace::Category::Comm, trace::toNs(c1), trace::toNs(c2));
+      trace::record("optimizer", trace::Category::Optimizer, trace::toNs(c2), trace::toNs(c3));
+      trace::record("copy weights out", trace::Category::Comm, trace::toNs(c3), trace::toNs(c4));
+    }
   }, onEpoch);
   result.params = reps[0]->hostParams();
   return result;

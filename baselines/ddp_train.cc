@@ -17,9 +17,13 @@
 // smaller --bucket_mb gives several buckets.
 #include <torch/torch.h>
 
+#include <atomic>
+#include <deque>
+
 #include "baselines/gloo_group.h"
 #include "comm/cuda/devices.h"
 #include "common/error.h"
+#include "common/trace.h"
 #include "core/registry.h"
 
 #ifdef TPB_HAVE_NCCL
@@ -31,12 +35,14 @@ namespace tpb {
 namespace {
 
 // What DdpSync needs from a collective library: a broadcast from rank 0 and an asynchronous
-// in-place sum per bucket, waited for later.
+// in-place sum per bucket, waited for later. `doneNs`, when not null, receives the steady
+// clock (ns) at which the library completed the sum, where the library can tell (a trace
+// draws the bucket's allreduce up to then); it stays 0 where it cannot.
 class BucketComm {
  public:
   virtual ~BucketComm() = default;
   virtual void broadcastFromRoot(torch::Tensor flat) = 0;
-  virtual void start(std::size_t bucket, torch::Tensor slice) = 0;
+  virtual void start(std::size_t bucket, torch::Tensor slice, std::atomic<std::int64_t>* doneNs) = 0;
   virtual void wait(std::size_t bucket) = 0;
 };
 
@@ -49,10 +55,14 @@ class GlooBucketComm final : public BucketComm {
     o.rootRank = 0;
     waitWork(pg_->broadcast(t, o), timeout_, "ddp initial broadcast");
   }
-  void start(std::size_t bucket, torch::Tensor slice) override {
+  void start(std::size_t bucket, torch::Tensor slice, std::atomic<std::int64_t>* doneNs) override {
     if (work_.size() <= bucket) work_.resize(bucket + 1);
     std::vector<at::Tensor> t{slice};
     work_[bucket] = pg_->allreduce(t);  // asynchronous: Gloo's threads run it
+    // The future completes on Gloo's thread as soon as the sum is there, which can be long
+    // before wait() is called: that moment is what shows how much of it backward hid.
+    if (doneNs)
+      work_[bucket]->getFuture()->addCallback([doneNs](c10::ivalue::Future&) { doneNs->store(trace::nowNs()); });
   }
   void wait(std::size_t bucket) override {
     waitWork(work_.at(bucket), timeout_, "ddp bucket allreduce");
@@ -79,7 +89,7 @@ class NcclBucketComm final : public BucketComm {
       return ncclBroadcast(p, p, n, ncclFloat, 0, c, s);
     });
   }
-  void start(std::size_t bucket, torch::Tensor slice) override {
+  void start(std::size_t bucket, torch::Tensor slice, std::atomic<std::int64_t>*) override {
     if (reqs_.size() <= bucket) reqs_.resize(bucket + 1);
     float* p = slice.data_ptr<float>();
     const auto n = static_cast<std::size_t>(slice.numel());
@@ -134,12 +144,11 @@ class DdpSync final : public GradSync {
         --first;
         bytes += params_[first].numel() * 4.0;
       }
-      Bucket b;
+      for (std::size_t i = first; i < begin; ++i) bucketOf_[i] = buckets_.size();
+      Bucket& b = buckets_.emplace_back();
       b.lo = offsets_[first];
       b.hi = offsets_[begin];
       b.params = begin - first;
-      for (std::size_t i = first; i < begin; ++i) bucketOf_[i] = buckets_.size();
-      buckets_.push_back(b);
       begin = first;
     }
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -158,17 +167,31 @@ class DdpSync final : public GradSync {
               "ddp: only " << launched_.size() << " of " << buckets_.size()
                            << " buckets became ready (a parameter got no gradient)");
     if (ctx_.size() == 1) return;
-    for (std::size_t k : launched_) comm_->wait(k);
+    for (std::size_t k : launched_) {
+      comm_->wait(k);
+      if (trace::enabled()) {
+        // From launch (in the hook, during backward) to the library's completion; where the
+        // library cannot say, to the end of the wait (an upper bound).
+        const Bucket& b = buckets_[k];
+        const std::int64_t done = b.doneNs.load();
+        trace::record("bucket allreduce", trace::Category::Comm, b.launchNs, done > 0 ? done : trace::nowNs(),
+                      "bucket", static_cast<std::int64_t>(k), trace::Track::Comm);
+      }
+    }
     scaleInPlace(flat_, 1.0f / static_cast<float>(ctx_.size()));
   }
 
   torch::Tensor grads() override { return flat_; }
+  // The host waits for the buckets launched during backward: the communication it did not hide.
+  const char* traceName() const override { return "bucket wait"; }
 
   std::size_t bucketCount() const { return buckets_.size(); }
 
  private:
   struct Bucket {
     std::size_t lo = 0, hi = 0, params = 0, pending = 0;
+    std::int64_t launchNs = 0;              // traced runs: when the hook launched the allreduce
+    std::atomic<std::int64_t> doneNs{0};    // and when the library completed it (0: not known)
   };
 
   void onGrad(std::size_t i, const torch::Tensor& grad) {
@@ -179,15 +202,21 @@ class DdpSync final : public GradSync {
     if (--b.pending > 0) return;
     launched_.push_back(bucketOf_[i]);
     if (ctx_.size() == 1) return;
+    std::atomic<std::int64_t>* done = nullptr;
+    if (trace::enabled()) {
+      b.launchNs = trace::nowNs();
+      b.doneNs.store(0);
+      done = &b.doneNs;
+    }
     // Asynchronous: overlaps the rest of backward.
-    comm_->start(bucketOf_[i], flat_.narrow(0, static_cast<int64_t>(b.lo), static_cast<int64_t>(b.hi - b.lo)));
+    comm_->start(bucketOf_[i], flat_.narrow(0, static_cast<int64_t>(b.lo), static_cast<int64_t>(b.hi - b.lo)), done);
   }
 
   CommContext& ctx_;
   double bucketBytes_;
   std::vector<torch::Tensor> params_;
   std::vector<std::size_t> offsets_, bucketOf_, launched_;
-  std::vector<Bucket> buckets_;
+  std::deque<Bucket> buckets_;  // a deque: a Bucket holds an atomic and never moves
   torch::Tensor flat_;
   std::unique_ptr<BucketComm> comm_;
 };

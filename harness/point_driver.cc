@@ -158,11 +158,22 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   job["comm_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count();
   job["rendezvous_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.rendezvousTimeout).count();
   job["point"] = index_;
+  const std::string tracePath = dir_ + "/trace.json";
+  if (job.value("trace", false)) {
+    std::remove(tracePath.c_str());
+    job["trace_path"] = tracePath;
+  }
+  // What rank 0 left behind: its result, and its trace where the job asked for one.
+  auto collect = [&](PointOutcome& o) {
+    if (access(o.resultPath.c_str(), R_OK) == 0) o.result = readJsonFile(o.resultPath);
+    if (job.contains("trace_path") && o.launch.ok && access(tracePath.c_str(), R_OK) == 0)
+      o.trace = readJsonFile(tracePath);
+  };
   writeFileAtomic(jobPath, job.dump());
   if (external_) {
     PointOutcome ext = runExternal(job, transport, ranks > 0 ? ranks : procsPerNode, record);
     ext.resultPath = out.resultPath;
-    if (reporter() && access(out.resultPath.c_str(), R_OK) == 0) ext.result = readJsonFile(out.resultPath);
+    if (reporter()) collect(ext);
     ++launched_;
     return ext;
   }
@@ -198,7 +209,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   ++launched_;
 
   out.result = json::object();
-  if (access(out.resultPath.c_str(), R_OK) == 0) out.result = readJsonFile(out.resultPath);
+  collect(out);
   return out;
 }
 

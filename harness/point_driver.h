@@ -66,6 +66,9 @@ struct PointOutcome {
   LaunchResult launch;
   nlohmann::json result;   // what rank 0 wrote; an empty object when it wrote nothing
   std::string resultPath;  // names the file in errors (JsonIn)
+  // A job with "trace": true: rank 0's trace fragment (worker/trace_gather.h), null when the
+  // point wrote none (it failed, or this is not its reporter).
+  nlohmann::json trace;
 };
 
 // What in a point over `transport` needs ranks started by mpirun: `other` when not empty
@@ -92,7 +95,8 @@ class PointDriver {
   void skip(const std::string& what);
   // Counts and launches one point of `procsPerNode` ranks per node over `transport` (under an
   // external launcher: runs it on ranks 0..ranks-1). `job` is the kind-specific part; the
-  // driver adds transport, result_path, job_path and comm_timeout_ms. An external job's first
+  // driver adds transport, result_path, job_path and comm_timeout_ms, and trace_path when the
+  // job says "trace": true. An external job's first
   // failed point ends the command on every rank: the runner records it and stops. `needsMpi`
   // names what in the point needs ranks started by mpirun besides the transport ("--algos
   // mpi"), or is empty.

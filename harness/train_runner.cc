@@ -8,6 +8,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/trace.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
 #include "harness/point_driver.h"
@@ -15,6 +16,7 @@
 #include "harness/meta.h"
 #include "harness/mpirun.h"
 #include "record/results.h"
+#include "record/trace_file.h"
 
 namespace tpb {
 
@@ -216,6 +218,12 @@ int runTraining(const TrainRunOptions& opt) {
   const bool writer = !ext || ext->rank() == 0;
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until every point is saved
+  if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
+    if (!opt.out.empty() && std::filesystem::absolute(opt.trace).lexically_normal() ==
+                                std::filesystem::absolute(opt.out).lexically_normal())
+      TPB_THROW(UsageError, "--trace: '" << opt.trace << "' is the results file (--out); name another file");
+    checkWritable("--trace", opt.trace);
+  }
   if (!opt.out.empty() && writer) {
     checkWritable("--out", opt.out);
     outLock = std::make_unique<OutLock>("--out", opt.out);
@@ -250,6 +258,13 @@ int runTraining(const TrainRunOptions& opt) {
       if (opt.nnodes == 1) meta.hosts = std::vector<std::string>{*meta.host};
     }
     results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, std::move(meta)));
+  }
+  // The trace's clock starts now, on this node's steady clock, which rank 0 of every point shares.
+  std::unique_ptr<TraceFile> traceFile;
+  if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
+    Meta meta = collectMeta(opt.command);
+    driver.describe(meta);
+    traceFile = std::make_unique<TraceFile>(opt.trace, trace::nowNs(), meta.toJson());
   }
   // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
   // wrote, writes results and prints the table; the other nodes print their own ranks' outcome
@@ -320,6 +335,7 @@ int runTraining(const TrainRunOptions& opt) {
     } else {
       json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
       if (!cfg.saveDir.empty()) job["save_dir"] = cfg.saveDir;  // no part of the work: not in config
+      if (!opt.trace.empty()) job["trace"] = true;  // every rank records; rank 0 gathers
       // Saves the point as failed (external launchers: before it starts, and from the watchdog).
       const FailureRecorder recordFailed = [&, failed = run](const std::string& error, const json& partial) mutable {
         bool done = false;
@@ -361,6 +377,12 @@ int runTraining(const TrainRunOptions& opt) {
       }
       run.summary = RunSummary::of(run.epochs);
       run.wallS = lr.wallSeconds;
+      if (traceFile && run.ok() && !po.trace.is_null()) {
+        std::string label = name + " batch " + std::to_string(cfg.batchSize);
+        if (strategy.microbatched) label += " M=" + std::to_string(cfg.microbatches) + " " + cfg.schedule;
+        if (point.repeat > 0) label += " repeat " + std::to_string(point.repeat);
+        traceFile->add(label, run.config.toJson(), po.trace);
+      }
       const RunSummary& s = run.summary;
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
                       std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
@@ -386,6 +408,9 @@ int runTraining(const TrainRunOptions& opt) {
     }
   }
   if (results && reporter) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
+  if (traceFile && traceFile->points() > 0)
+    std::fprintf(stderr, "trace of %zu run(s) written to %s (open it in Perfetto or chrome://tracing)\n",
+                 traceFile->points(), opt.trace.c_str());
   if (driver.interrupted()) {
     std::fprintf(stderr, "interrupted: finished points are saved\n");
     return 130;

@@ -24,6 +24,7 @@ struct TrainRunOptions {
   std::string device = "cpu";
   std::string transport;  // empty: the default (shm on one node, gloo across nodes)
   std::string out;        // results file; empty: none
+  std::string trace;      // --trace: the Chrome trace file (record/trace_file.h); empty: none
   bool resume = false;    // skip points the file already holds (ok or skipped)
   std::chrono::seconds timeout{1800};
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "common/fault.h"
+#include "common/trace.h"
 #include "core/registry.h"
 #include "core/replicated.h"
 #include "workload/sampler.h"
@@ -24,9 +25,6 @@ namespace tpb {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-double secondsSince(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
   Transport& t = ctx.transport;
@@ -57,9 +55,16 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
     // Transports order their device work after the kernels already queued (the zeroing here,
     // the optimizer step below), and a wait returns only once the data is there.
     grads.zero();
-    for (int src = 1; src < n; ++src) t.irecvReduce(src, g, count)->wait();
-    scaleInPlace(grads.flat(), 1.0f / static_cast<float>(workers));
-    rep.step(grads.flat());
+    for (int src = 1; src < n; ++src) {
+      trace::Span span("recv + sum gradients", trace::Category::Comm, "peer", src);
+      t.irecvReduce(src, g, count)->wait();
+    }
+    {
+      trace::Span span("optimizer", trace::Category::Optimizer);
+      scaleInPlace(grads.flat(), 1.0f / static_cast<float>(workers));
+      rep.step(grads.flat());
+    }
+    trace::Span span("send weights", trace::Category::Comm);
     sends.clear();
     for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
     for (auto& q : sends) q->wait();
@@ -71,9 +76,11 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
     if (gpu) synchronize(cfg);  // compute ends here, not when the send finds it done
     const auto c1 = clock_type::now();
     t.send(0, g, bytes);
+    const double push = trace::close("send gradients", trace::Category::Comm, c1, "peer", 0);
+    const auto c2 = clock_type::now();
     t.recv(0, w, bytes);
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count();
-    st.stats.commS += secondsSince(c1);
+    st.stats.commS += push + trace::close("recv weights", trace::Category::Comm, c2, "peer", 0);
   };
   TrainResult result = rank == 0 ? runEpochs(cfg, loop, sampler, data, rep.model, serve, onEpoch)
                                  : runEpochs(cfg, loop, sampler, data, rep.model, work, onEpoch);

@@ -6,11 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "comm/net_iface.h"
+#include "common/trace.h"
 #include "core/registry.h"
 #include "record/records.h"
 #include "record/results.h"
 #include "workload/model.h"
 #include "workload/train.h"
+#include "worker/point_sync.h"
+#include "worker/trace_gather.h"
 #include "worker/worker.h"
 
 namespace tpb {
@@ -103,7 +107,16 @@ void trainJob(Worker& w, const json& job) {
                 share * 100);
     std::fflush(stdout);
   };
+  // --trace: this rank records its spans while it trains; afterwards rank 0 gathers them all.
+  const std::string tracePath = job.value("trace_path", std::string());
+  trace::enable(!tracePath.empty());
   TrainResult r = strategy.run(*w.comm, cfg, onEpoch);
+  if (!tracePath.empty()) {
+    const std::string prefix = pointPrefix(job.value("point", -1LL)) + w.env.runId + "/trace/";
+    const json fragment = gatherTrace(w.comm->transport, *w.store, prefix, thisHostName());
+    trace::enable(false);
+    if (reporter) writeFileAtomic(tracePath, fragment.dump());
+  }
   if (reporter) writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}, {"done", true}}.dump());
 }
 

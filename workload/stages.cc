@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/trace.h"
 #include "workload/sampler.h"
 
 namespace tpb {
@@ -16,9 +17,6 @@ namespace tpb {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
 
 // Widths at the layer boundaries: inputs, hidden..., classes (layerCount + 1 entries).
 std::vector<int> widthsOf(const ModelConfig& m) {
@@ -353,7 +351,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           in = torch::empty({n, inWidth}, floatOpts);
           const auto c = clock_type::now();
           t.recv(s - 1, in.data_ptr<float>(), static_cast<std::size_t>(in.numel()) * sizeof(float));
-          comm += since(c);
+          comm += trace::close("recv", trace::Category::Comm, c, "micro", op.micro);
           in.requires_grad_(true);
         }
         const auto c0 = clock_type::now();
@@ -367,13 +365,13 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           mb.loss = loss;
         }
         syncDevice();
-        compute += since(c0);
+        compute += trace::close("forward", trace::Category::Compute, c0, "micro", op.micro);
         if (!last) {
           const auto c = clock_type::now();
           sendBufs.push_back(out.detach());
           sends.push_back(t.isend(s + 1, sendBufs.back().data_ptr<float>(),
                                   static_cast<std::size_t>(out.numel()) * sizeof(float)));
-          comm += since(c);
+          comm += trace::close("send", trace::Category::Comm, c, "micro", op.micro);
         }
         mb.input = in;
         mb.output = out;
@@ -386,7 +384,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           gradOut = torch::empty({n, outWidth}, floatOpts);
           const auto c = clock_type::now();
           t.recv(s + 1, gradOut.data_ptr<float>(), static_cast<std::size_t>(gradOut.numel()) * sizeof(float));
-          comm += since(c);
+          comm += trace::close("recv", trace::Category::Comm, c, "micro", op.micro);
         }
         const auto c0 = clock_type::now();
         if (last) {
@@ -395,13 +393,13 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           mb.output.backward(gradOut);
         }
         syncDevice();
-        compute += since(c0);
+        compute += trace::close("backward", trace::Category::Compute, c0, "micro", op.micro);
         if (!first) {
           const auto c = clock_type::now();
           sendBufs.push_back(mb.input.grad());
           sends.push_back(t.isend(s - 1, sendBufs.back().data_ptr<float>(),
                                   static_cast<std::size_t>(sendBufs.back().numel()) * sizeof(float)));
-          comm += since(c);
+          comm += trace::close("send", trace::Category::Comm, c, "micro", op.micro);
         }
         held -= mb.activationBytes;
         mb = Micro{};
@@ -411,11 +409,11 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     for (auto& r : sends) r->wait();
     sends.clear();
     sendBufs.clear();
-    comm += since(c);
+    comm += trace::close("send wait", trace::Category::Wait, c);
     const auto c0 = clock_type::now();
     stage.step();
     syncDevice();
-    st.stats.computeS += compute + since(c0);
+    st.stats.computeS += compute + trace::close("optimizer", trace::Category::Optimizer, c0);
     st.stats.commS += comm;
   };
 

@@ -8,6 +8,7 @@
 #include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "common/trace.h"
 #include "workload/checkpoint.h"
 #include "workload/evaluate.h"
 #include "workload/sampler.h"
@@ -88,9 +89,14 @@ Replica::Replica(const TrainConfig& cfg, torch::Device dev)
 
 torch::Tensor Replica::forwardBackward(const Dataset& data, const torch::Tensor& epochIndices,
                                        std::size_t begin, std::size_t end, double lossScale) {
-  const Batch b = gatherBatch(data, epochIndices, begin, end);
-  torch::Tensor logits = model->forward(b.images.to(device));
-  torch::Tensor loss = torch::nn::functional::cross_entropy(logits, b.labels.to(device));
+  torch::Tensor loss;
+  {
+    trace::Span span("forward", trace::Category::Compute);
+    const Batch b = gatherBatch(data, epochIndices, begin, end);
+    torch::Tensor logits = model->forward(b.images.to(device));
+    loss = torch::nn::functional::cross_entropy(logits, b.labels.to(device));
+  }
+  trace::Span span("backward", trace::Category::Compute);
   if (lossScale == 1.0) {
     loss.backward();
   } else {
@@ -215,6 +221,7 @@ void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainC
     test.images = test.images.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
     test.labels = test.labels.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
   }
+  trace::Span span("evaluate", trace::Category::Eval);
   s.testAccuracy = evaluate(model, test).accuracy;
   s.evalS = since(t0);
 }
@@ -260,6 +267,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     const auto t0 = clock_type::now();
     for (std::size_t begin = 0; begin < n && stepsLeft(); begin += loop.rowsPerStep) {
       Step st{idx, begin, std::min(begin + loop.rowsPerStep, n), s, lossSum};
+      trace::Span span("step", trace::Category::Step, "step", totalSteps);
       step(st);
       if (loop.countsSamples) {
         ++s.steps;
@@ -315,10 +323,11 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
     if (waitBeforeComm) synchronize(cfg);
     const auto c1 = clock_type::now();
     sync.finish();
+    st.stats.commS += trace::close(sync.traceName(), trace::Category::Comm, c1);
     const auto c2 = clock_type::now();
     rep.step(sync.grads());
-    st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() + since(c2);
-    st.stats.commS += std::chrono::duration<double>(c2 - c1).count();
+    st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() +
+                         trace::close("optimizer", trace::Category::Optimizer, c2);
   }, onEpoch);
   result.params = rep.hostParams();
   return result;

@@ -149,6 +149,8 @@ class GradSync {
   virtual void finish() = 0;
   // The flat gradient buffer (on the replica's device).
   virtual torch::Tensor grads() = 0;
+  // The name of finish()'s span in a trace (common/trace.h): what the host does meanwhile.
+  virtual const char* traceName() const { return "allreduce"; }
 };
 
 // Gradients accumulate straight into one flat buffer (parameters' .grad are views of it), and

@@ -68,6 +68,9 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--save_dir", f.saveDir,
                   "Write a checkpoint after every epoch to DIR/<strategy>-n<N>-epoch-<k>.pt (atomically; "
                   "torch.load reads it)");
+  cmd->add_option("--trace", f.trace,
+                  "Write every run's per-rank timeline to FILE (Chrome trace-event JSON: open it in Perfetto or "
+                  "chrome://tracing; `tpbench report --trace FILE` draws one step per strategy)");
   cmd->add_option("--resume_from", f.resumeFrom,
                   "Continue from this checkpoint: its weights, momentum, epoch and sample order (its settings "
                   "must equal this run's)");
@@ -99,11 +102,13 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   checkGivenNotEmpty(cmd, "--iface", f.iface);
   checkGivenNotEmpty(cmd, "--library", f.library);
   checkGivenNotEmpty(cmd, "--launcher", f.launcher);
+  checkGivenNotEmpty(cmd, "--trace", f.trace);
   checkInt("--master_port", f.masterPort, 0, 65535);
   checkInt("--rendezvous_timeout", f.rendezvousTimeout, 1);
   o.device = f.device;
   o.transport = f.transport;
   o.out = f.out;
+  o.trace = f.trace;
   o.timeout = std::chrono::seconds(f.timeout);
   o.launcher = f.launcher;
   o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);

@@ -18,7 +18,7 @@ struct TrainFlags {
   std::uint64_t seed = 1;
   double bucketMb = 25.0;
   std::size_t testSize = 0;
-  std::string device = "cpu", transport, out, library, launcher;
+  std::string device = "cpu", transport, out, library, launcher, trace;
   int timeout = 1800;
   long maxSteps = -1;
   // Layout over several nodes (torchrun's names) and how the nodes meet.

@@ -1,0 +1,91 @@
+#include "record/trace_file.h"
+
+#include <utility>
+
+#include "common/error.h"
+#include "record/results.h"
+
+namespace tpb {
+
+using nlohmann::json;
+
+namespace {
+
+json metadataEvent(const char* name, int pid, int tid, const json& args) {
+  json e = {{"ph", "M"}, {"name", name}, {"pid", pid}, {"args", args}};
+  if (tid >= 0) e["tid"] = tid;
+  return e;
+}
+
+std::int64_t intAt(const json& a, std::size_t i, const std::string& what) {
+  TPB_CHECK(a.size() > i && a[i].is_number_integer(), "trace fragment: " << what << " is not an integer");
+  return a[i].get<std::int64_t>();
+}
+
+std::string stringAt(const json& a, std::size_t i, const std::string& what) {
+  TPB_CHECK(a.size() > i && a[i].is_string(), "trace fragment: " << what << " is not a string");
+  return a[i].get<std::string>();
+}
+
+}  // namespace
+
+TraceFile::TraceFile(std::string path, std::int64_t originNs, json meta)
+    : path_(std::move(path)), originNs_(originNs) {
+  doc_ = {{"traceEvents", json::array()},
+          {"displayTimeUnit", "ms"},
+          {"tpbench", {{"schema", "tpbench.trace/1"}, {"meta", std::move(meta)}, {"points", json::array()}}}};
+}
+
+void TraceFile::add(const std::string& label, const json& config, const json& fragment) {
+  TPB_CHECK(fragment.is_object() && fragment.contains("ranks") && fragment["ranks"].is_array(),
+            "trace fragment of " << label << ": no \"ranks\" array");
+  const int pid = static_cast<int>(points_.size()) + 1;
+  json& events = doc_["traceEvents"];
+  json added = json::array();
+  added.push_back(metadataEvent("process_name", pid, -1, {{"name", label}}));
+  added.push_back(metadataEvent("process_sort_index", pid, -1, {{"sort_index", pid}}));
+  json ranks = json::array();
+  for (const json& r : fragment["ranks"]) {
+    TPB_CHECK(r.is_object() && r.contains("rank") && r["rank"].is_number_integer() && r.contains("events") &&
+                  r["events"].is_array(),
+              "trace fragment of " << label << ": a rank without \"rank\" or \"events\"");
+    const int rank = r["rank"].get<int>();
+    const std::string host = r.value("host", std::string());
+    bool usesComm = false;
+    for (const json& e : r["events"]) {
+      TPB_CHECK(e.is_array() && e.size() == 7, "trace fragment of " << label << ", rank " << rank
+                                                                     << ": an event is not [name, arg_key, category, track, begin, end, arg]");
+      const std::string track = stringAt(e, 3, "track");
+      const bool comm = track == "comm";
+      usesComm = usesComm || comm;
+      const std::int64_t begin = intAt(e, 4, "begin"), end = intAt(e, 5, "end");
+      json x = {{"name", stringAt(e, 0, "name")},
+                {"cat", stringAt(e, 2, "category")},
+                {"ph", "X"},
+                {"ts", static_cast<double>(begin - originNs_) / 1e3},
+                {"dur", static_cast<double>(end - begin) / 1e3},
+                {"pid", pid},
+                {"tid", traceTid(rank, comm)}};
+      if (e[1].is_string()) x["args"] = {{e[1].get<std::string>(), intAt(e, 6, "arg")}};
+      added.push_back(std::move(x));
+    }
+    const std::string where = host.empty() ? "" : " (" + host + ")";
+    added.push_back(metadataEvent("thread_name", pid, traceTid(rank, false), {{"name", "rank " + std::to_string(rank) + where}}));
+    added.push_back(metadataEvent("thread_sort_index", pid, traceTid(rank, false), {{"sort_index", traceTid(rank, false)}}));
+    if (usesComm) {
+      added.push_back(metadataEvent("thread_name", pid, traceTid(rank, true), {{"name", "rank " + std::to_string(rank) + " comm"}}));
+      added.push_back(metadataEvent("thread_sort_index", pid, traceTid(rank, true), {{"sort_index", traceTid(rank, true)}}));
+    }
+    ranks.push_back({{"rank", rank},
+                     {"host", host},
+                     {"clock_offset_ns", r.value("clock_offset_ns", 0LL)},
+                     {"clock_error_ns", r.value("clock_error_ns", 0LL)}});
+  }
+  // Validated whole before the document changes: a bad fragment leaves the file as it was.
+  for (json& e : added) events.push_back(std::move(e));
+  points_.push_back({{"pid", pid}, {"label", label}, {"config", config}, {"ranks", std::move(ranks)}});
+  doc_["tpbench"]["points"] = points_;
+  writeFileAtomic(path_, doc_.dump());
+}
+
+}  // namespace tpb

@@ -1,0 +1,297 @@
+// The per-rank timeline (--trace): the recorder, the clock alignment through the store, the
+// trace file, and traced runs of every kind of step as a user starts them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/store.h"
+#include "common/error.h"
+#include "common/trace.h"
+#include "record/trace_file.h"
+#include "tests/cli_util.h"
+#include "worker/trace_gather.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+
+TEST(TraceRecorder, RecordsOnlyWhenOnAndOnlyFromItsThread) {
+  trace::enable(false);
+  { trace::Span s("forward", trace::Category::Compute); }
+  EXPECT_EQ(trace::size(), 0u);
+
+  trace::enable(true);
+  {
+    trace::Span outer("step", trace::Category::Step, "step", 7);
+    trace::Span inner("backward", trace::Category::Compute, "micro", 2);
+  }
+  std::thread other([] { trace::Span s("forward", trace::Category::Compute); });
+  other.join();
+  const auto c0 = trace::clock_type::now();
+  const double secs = trace::close("recv", trace::Category::Comm, c0, "peer", 1);
+  trace::record("bucket allreduce", trace::Category::Comm, 100, 250, "bucket", 3, trace::Track::Comm);
+  std::vector<trace::Event> ev = trace::take();
+  trace::enable(false);
+  EXPECT_EQ(trace::size(), 0u);
+
+  ASSERT_EQ(ev.size(), 4u);  // the other thread's span is dropped
+  // Spans close inner first.
+  EXPECT_STREQ(ev[0].name, "backward");
+  EXPECT_STREQ(ev[0].argKey, "micro");
+  EXPECT_EQ(ev[0].arg, 2);
+  EXPECT_STREQ(ev[1].name, "step");
+  EXPECT_EQ(ev[1].arg, 7);
+  EXPECT_LE(ev[1].beginNs, ev[0].beginNs);
+  EXPECT_GE(ev[1].endNs, ev[0].endNs);
+  EXPECT_STREQ(ev[2].name, "recv");
+  EXPECT_EQ(ev[2].cat, trace::Category::Comm);
+  EXPECT_NEAR(static_cast<double>(ev[2].endNs - ev[2].beginNs) / 1e9, secs, 1e-6);
+  EXPECT_EQ(ev[3].track, trace::Track::Comm);
+  EXPECT_EQ(ev[3].beginNs, 100);
+  EXPECT_EQ(ev[3].endNs, 250);
+}
+
+TEST(TraceRecorder, CloseReturnsTheSpanEvenWhenOff) {
+  trace::enable(false);
+  const auto c0 = trace::clock_type::now() - std::chrono::milliseconds(5);
+  EXPECT_GE(trace::close("x", trace::Category::Compute, c0), 0.005);
+  EXPECT_EQ(trace::size(), 0u);
+}
+
+// Two "hosts" in one process: rank 1's clock runs `skew` behind rank 0's, with another boot id.
+ClockOffset alignTwo(std::int64_t skewNs, const std::string& boot1, ClockOffset* rank0 = nullptr) {
+  auto store = Store::local();
+  ClockOffset zero, one;
+  std::thread t0([&] { zero = estimateClockOffset(*store, "t/", 0, 2, "boot-a", trace::nowNs); });
+  one = estimateClockOffset(*store, "t/", 1, 2, boot1, [skewNs] { return trace::nowNs() - skewNs; });
+  t0.join();
+  if (rank0) *rank0 = zero;
+  return one;
+}
+
+TEST(TraceClock, SameKernelNeedsNoExchange) {
+  ClockOffset r0;
+  const ClockOffset r1 = alignTwo(0, "boot-a", &r0);
+  EXPECT_TRUE(r1.sameHost);
+  EXPECT_EQ(r1.offsetNs, 0);
+  EXPECT_TRUE(r0.sameHost);
+  EXPECT_EQ(r0.offsetNs, 0);
+}
+
+TEST(TraceClock, AnotherHostsSkewIsRecoveredWithinHalfTheRoundTrip) {
+  for (const std::int64_t skew : {std::int64_t{5'000'000'000}, std::int64_t{-123'456'789}, std::int64_t{0}}) {
+    SCOPED_TRACE(skew);
+    const ClockOffset r1 = alignTwo(skew, "boot-b");
+    EXPECT_FALSE(r1.sameHost);
+    EXPECT_GT(r1.rttNs, 0);
+    // rank 0's clock = rank 1's + skew: the estimate is off by at most half the round trip.
+    EXPECT_LE(std::llabs(r1.offsetNs - skew), r1.rttNs / 2 + 1000) << "offset " << r1.offsetNs << ", rtt " << r1.rttNs;
+    EXPECT_LT(r1.rttNs, 50'000'000);  // an in-process store answers in far less than 50 ms
+  }
+}
+
+json fragment(std::int64_t base) {
+  return {{"ranks",
+           {{{"rank", 0},
+             {"host", "a"},
+             {"events",
+              {{"step", "step", "step", "host", base, base + 5000, 0},
+               {"forward", nullptr, "compute", "host", base + 1000, base + 2000, 0},
+               {"bucket allreduce", "bucket", "comm", "comm", base + 1500, base + 4000, 1}}}},
+            {{"rank", 1}, {"host", "b"}, {"clock_offset_ns", 42}, {"clock_error_ns", 7},
+             {"events", {{"step", "step", "step", "host", base + 100, base + 5100, 0}}}}}}};
+}
+
+TEST(TraceFile, EachPointIsAProcessAndEachRankTrackAThread) {
+  const std::string path = test::tempPath("unit.trace.json");
+  TraceFile f(path, 1'000'000, {{"host", "a"}});
+  f.add("ddp N=2 batch 64", {{"strategy", "ddp"}, {"n_gpus", 2}}, fragment(1'000'000));
+  f.add("ring_all_reduce N=2 batch 64", {{"strategy", "ring_all_reduce"}, {"n_gpus", 2}}, fragment(9'000'000));
+  const json doc = test::readJson(path);
+  EXPECT_EQ(doc.at("tpbench").at("schema"), "tpbench.trace/1");
+  ASSERT_EQ(doc.at("tpbench").at("points").size(), 2u);
+  EXPECT_EQ(doc["tpbench"]["points"][1]["config"]["strategy"], "ring_all_reduce");
+  EXPECT_EQ(doc["tpbench"]["points"][0]["ranks"][1]["clock_error_ns"], 7);
+  std::map<std::pair<int, int>, std::string> threadNames;
+  std::vector<json> spans;
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name")
+      threadNames[{e.at("pid").get<int>(), e.at("tid").get<int>()}] = e.at("args").at("name");
+    if (e.at("ph") == "X") spans.push_back(e);
+  }
+  ASSERT_EQ(spans.size(), 8u);
+  EXPECT_EQ(threadNames.at({1, 0}), "rank 0 (a)");
+  EXPECT_EQ(threadNames.at({1, 1}), "rank 0 comm");
+  EXPECT_EQ(threadNames.at({1, 2}), "rank 1 (b)");
+  EXPECT_EQ(threadNames.count({1, 3}), 0u);  // rank 1 has no comm span
+  // ts and dur in µs from the origin.
+  const json& fwd = spans[1];
+  EXPECT_EQ(fwd.at("name"), "forward");
+  EXPECT_DOUBLE_EQ(fwd.at("ts").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(fwd.at("dur").get<double>(), 1.0);
+  EXPECT_EQ(fwd.count("args"), 0u);
+  const json& bucket = spans[2];
+  EXPECT_EQ(bucket.at("tid"), 1);
+  EXPECT_EQ(bucket.at("args").at("bucket"), 1);
+  EXPECT_EQ(spans[4].at("pid"), 2);
+  EXPECT_DOUBLE_EQ(spans[4].at("ts").get<double>(), 8000.0);
+}
+
+TEST(TraceFile, AMalformedFragmentLeavesTheFileAsItWas) {
+  const std::string path = test::tempPath("bad.trace.json");
+  TraceFile f(path, 0, json::object());
+  f.add("good", json::object(), fragment(0));
+  const std::string before = test::readText(path);
+  json bad = fragment(0);
+  bad["ranks"][1]["events"][0][4] = "soon";
+  EXPECT_THROW(f.add("bad", json::object(), bad), Error);
+  EXPECT_THROW(f.add("bad", json::object(), json::object()), Error);
+  EXPECT_EQ(test::readText(path), before);
+  EXPECT_EQ(f.points(), 1u);
+}
+
+// ---- traced runs, as a user starts them ----------------------------------------------------
+
+struct Span {
+  std::string name, cat;
+  int pid, tid;
+  double ts, dur;
+  json args;
+};
+
+std::vector<Span> spansOf(const json& doc, int pid) {
+  std::vector<Span> out;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("pid") == pid)
+      out.push_back({e.at("name"), e.at("cat"), pid, e.at("tid"), e.at("ts"), e.at("dur"), e.value("args", json())});
+  return out;
+}
+
+std::size_t countOf(const std::vector<Span>& s, const std::string& name, int tid) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [&](const Span& x) { return x.name == name && x.tid == tid; }));
+}
+
+TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
+  const std::string out = test::tempPath("ddp.json"), tr = test::tempPath("ddp.trace.json");
+  // 512 samples, 2 ranks, batch 64: 4 steps per rank. 0.5 MiB buckets cut the 784-512-512-10 MLP
+  // (2.7 MB) into several.
+  const auto r = test::runCli({"run", "--strategy", "ddp", "--n_gpus", "2", "--batch_size", "64", "--epochs", "1",
+                               "--train_size", "512", "--test_size", "200", "--bucket_mb", "0.5", "--out", out,
+                               "--trace", tr});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("trace of 1 run(s) written to " + tr), std::string::npos) << r.err;
+  const json doc = test::readJson(tr);
+  ASSERT_EQ(doc.at("tpbench").at("points").size(), 1u);
+  EXPECT_EQ(doc["tpbench"]["points"][0]["config"]["strategy"], "ddp");
+  const std::vector<Span> s = spansOf(doc, 1);
+  std::size_t buckets = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(rank);
+    const int host = 2 * rank, comm = host + 1;
+    EXPECT_EQ(countOf(s, "step", host), 4u);
+    EXPECT_EQ(countOf(s, "forward", host), 4u);
+    EXPECT_EQ(countOf(s, "backward", host), 4u);
+    EXPECT_EQ(countOf(s, "bucket wait", host), 4u);
+    EXPECT_EQ(countOf(s, "optimizer", host), 4u);
+    const std::size_t b = countOf(s, "bucket allreduce", comm);
+    EXPECT_EQ(b % 4, 0u);
+    EXPECT_GE(b / 4, 3u) << "0.5 MiB buckets of a 2.7 MB model";
+    buckets = b / 4;
+    // Every bucket is launched by a hook during its step's backward and ends before that
+    // step's optimizer starts.
+    std::vector<Span> backward, optimizer;
+    for (const Span& x : s) {
+      if (x.tid == host && x.name == "backward") backward.push_back(x);
+      if (x.tid == host && x.name == "optimizer") optimizer.push_back(x);
+    }
+    for (const Span& x : s) {
+      if (x.tid != comm) continue;
+      const auto it = std::find_if(backward.begin(), backward.end(), [&](const Span& b) {
+        return x.ts >= b.ts - 1e-3 && x.ts <= b.ts + b.dur + 1e-3;
+      });
+      ASSERT_NE(it, backward.end()) << "bucket " << x.args.dump() << " at " << x.ts << " outside every backward";
+      const Span& opt = optimizer[static_cast<std::size_t>(it - backward.begin())];
+      EXPECT_LE(x.ts + x.dur, opt.ts + 1e-3);
+    }
+  }
+  // Rank 0 evaluates once per epoch.
+  EXPECT_EQ(countOf(s, "evaluate", 0), 1u);
+  EXPECT_EQ(countOf(s, "evaluate", 2), 0u);
+  // The trace's steps cover what the results file timed.
+  const json run = test::readJson(out).at("runs").at(0);
+  EXPECT_EQ(run.at("status"), "ok");
+  EXPECT_GE(buckets, 3u);
+}
+
+TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
+  const std::string tr = test::tempPath("pipe.trace.json"), out = test::tempPath("pipe.json");
+  const auto r = test::runCli({"sweep", "--strategies", "pipeline,ring_all_reduce", "--n_gpus", "2", "--batch_size", "64",
+                               "--epochs", "1", "--train_size", "256", "--test_size", "100", "--hidden", "64,64,64",
+                               "--microbatches", "4", "--out", out, "--trace", tr});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = test::readJson(tr);
+  const json& points = doc.at("tpbench").at("points");
+  ASSERT_EQ(points.size(), 2u);
+  std::map<std::string, int> pidOf;
+  for (const json& p : points) pidOf[p.at("config").at("strategy")] = p.at("pid");
+  ASSERT_EQ(pidOf.count("pipeline"), 1u);
+  ASSERT_EQ(pidOf.count("ring_all_reduce"), 1u);
+  EXPECT_NE(points[0].at("label").get<std::string>().find("M=4 gpipe"), std::string::npos);
+
+  // pipeline: 256 samples, batch 64 => 4 steps, each 4 micro-batches on both stages.
+  const std::vector<Span> p = spansOf(doc, pidOf["pipeline"]);
+  for (int stage = 0; stage < 2; ++stage) {
+    SCOPED_TRACE(stage);
+    const int tid = 2 * stage;
+    EXPECT_EQ(countOf(p, "step", tid), 4u);
+    EXPECT_EQ(countOf(p, "forward", tid), 16u);
+    EXPECT_EQ(countOf(p, "backward", tid), 16u);
+    std::set<int> micro;
+    for (const Span& x : p)
+      if (x.tid == tid && x.name == "forward") micro.insert(x.args.at("micro").get<int>());
+    EXPECT_EQ(micro, (std::set<int>{0, 1, 2, 3}));
+  }
+  // Stage 0 sends activations and receives their gradients; stage 1 the other way round.
+  EXPECT_EQ(countOf(p, "send", 0), 16u);
+  EXPECT_EQ(countOf(p, "recv", 0), 16u);
+  EXPECT_EQ(countOf(p, "recv", 2), 16u);
+  EXPECT_EQ(countOf(p, "send", 2), 16u);
+  // GPipe: in every step, stage 1's first forward starts after stage 0's first forward ended.
+  std::vector<double> f0, f1;
+  for (const Span& x : p) {
+    if (x.name != "forward" || x.args.at("micro") != 0) continue;
+    (x.tid == 0 ? f0 : f1).push_back(x.ts + (x.tid == 0 ? x.dur : 0));
+  }
+  ASSERT_EQ(f0.size(), f1.size());
+  for (std::size_t i = 0; i < f0.size(); ++i) EXPECT_GE(f1[i], f0[i] - 1.0) << "step " << i;
+
+  // ring_all_reduce: one allreduce per step on each rank (256 / 2 / 64 = 2 steps).
+  const std::vector<Span> ring = spansOf(doc, pidOf["ring_all_reduce"]);
+  EXPECT_EQ(countOf(ring, "allreduce", 0), 2u);
+  EXPECT_EQ(countOf(ring, "allreduce", 2), 2u);
+  // The second run started after the first ended.
+  double endFirst = 0, startSecond = 1e300;
+  for (const Span& x : p) endFirst = std::max(endFirst, x.ts + x.dur);
+  for (const Span& x : ring) startSecond = std::min(startSecond, x.ts);
+  EXPECT_GT(startSecond, endFirst);
+}
+
+TEST(TraceCli, BadTracePathsAreRefusedUpFront) {
+  const std::string out = test::tempPath("same.json");
+  test::expectRefusedUpFront(test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--out", out, "--trace", out}),
+                             "--trace");
+  test::expectRefusedUpFront(test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--trace", ""}), "--trace");
+  test::expectRefusedUpFront(
+      test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--trace", "/proc/no/such/dir/t.json"}), "--trace");
+}
+
+}  // namespace
+}  // namespace tpb
