@@ -184,6 +184,7 @@ class DdpSync final : public GradSync {
   torch::Tensor grads() override { return flat_; }
   // The host waits for the buckets launched during backward: the communication it did not hide.
   const char* traceName() const override { return "bucket wait"; }
+  trace::Category traceCategory() const override { return trace::Category::Wait; }
 
   std::size_t bucketCount() const { return buckets_.size(); }
 

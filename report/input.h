@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/style.h"
+#include "report/trace_input.h"
 
 namespace tpb::report {
 
@@ -62,6 +63,7 @@ struct Inputs {
   std::vector<Input> files;
   std::vector<Run> runs;
   std::vector<ArPoint> points;
+  std::vector<TracedRun> traces;  // from --trace files (report/trace_input.h); empty without
   Styles styles;  // of every strategy and algorithm the records name
 };
 

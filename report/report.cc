@@ -11,9 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "common/error.h"
 #include "report/chart.h"
+#include "report/format.h"
 #include "report/gnuplot.h"
 #include "report/input.h"
 #include "report/page.h"
@@ -130,10 +132,20 @@ void chartSections(Page& page, const std::vector<Outcome>& outs) {
 }
 
 Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs,
-               const Table& runs, const Table& ar) {
+               const Table& runs, const Table& ar, const Table* overlap) {
   Page page("tpbench report");
   introduce(page, inputs);
   chartSections(page, outs);
+  if (overlap) {
+    page.heading(2, {text("Communication hidden behind computation (traces)")});
+    page.paragraph({text("Per traced run, per step and mean over ranks (also in "), link("overlap.csv", "overlap.csv"),
+                    text("). Communication beside the host is work the host thread does not wait in while it "
+                         "runs: ddp's bucket allreduces, from their launch in a backward hook to the library's "
+                         "completion. The hidden share is the part of it that overlaps the same rank's forward or "
+                         "backward; the host's own time in communication (a blocking allreduce, send/recv, "
+                         "waiting for the buckets) is what the step pays.")});
+    page.table(*overlap);
+  }
   page.heading(2, {text("Training runs")});
   page.paragraph({text("One row per configuration and status; repeats merged by median (also in "),
                   link("runs.csv", "runs.csv"),
@@ -155,9 +167,10 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
 }  // namespace
 
 ReportSummary writeReport(const ReportOptions& opt) {
-  if (opt.inputs.empty()) TPB_THROW(UsageError, "report: no results file given");
+  if (opt.inputs.empty() && opt.traces.empty()) TPB_THROW(UsageError, "report: no results or trace file given");
   // Load every input before touching the output directory: a bad input leaves nothing behind.
-  const Inputs in = loadInputs(opt.inputs, opt.styles);
+  Inputs in = loadInputs(opt.inputs, opt.styles);
+  in.traces = loadTraces(opt.traces);
   prepareOutDir(opt.outDir);
   const fs::path dir(opt.outDir);
 
@@ -192,7 +205,19 @@ ReportSummary writeReport(const ReportOptions& opt) {
   const Table arTable = allreduceTable(in.points, in.styles);
   writeText(dir / "runs.csv", csv(runTable));
   writeText(dir / "allreduce.csv", csv(arTable));
-  const Page page = indexPage(in.files, outcomes, runTable, arTable);
+  std::unique_ptr<Table> overlap;
+  if (!in.traces.empty()) {
+    overlap = std::make_unique<Table>(overlapTable(in.traces));
+    writeText(dir / "overlap.csv", csv(*overlap));
+    for (const TracedRun& r : in.traces) {
+      const Overlap o = overlapOf(r);
+      if (o.asyncUs <= 0) continue;
+      summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
+                                " ms/step of communication beside the host hidden behind compute; the host waited " +
+                                fmtNum(o.exposedUs / 1e3) + " ms/step");
+    }
+  }
+  const Page page = indexPage(in.files, outcomes, runTable, arTable, overlap.get());
   writeText(dir / "index.md", page.markdown());
   writeText(dir / "index.html", page.html());
   return summary;

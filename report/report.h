@@ -23,6 +23,7 @@ namespace tpb {
 
 struct ReportOptions {
   std::vector<std::string> inputs;  // results files; their runs and allreduce records are merged
+  std::vector<std::string> traces;  // trace files (--trace of run and sweep): timeline, overlap
   std::string outDir;               // created (with parents) when missing
   // gnuplot binary: a path, or a name looked up in PATH. "" or not found => no charts drawn.
   std::string gnuplot = "gnuplot";
@@ -34,11 +35,14 @@ struct ReportOptions {
 struct ReportSummary {
   std::vector<std::string> drawn;                            // chart ids, in index order
   std::vector<std::pair<std::string, std::string>> skipped;  // chart id, reason
+  // One line per traced run with communication beside the host thread (ddp): how much of it
+  // computation hid.
+  std::vector<std::string> overlap;
 };
 
 // Writes the report into opt.outDir and says which charts were drawn and which were skipped.
-// Throws tpb::UsageError when there is no input, an input cannot be read or is not a results
-// file (report/input.h), or outDir cannot be created or written. A gnuplot failure for one
+// Throws tpb::UsageError when there is no input (neither results nor trace files), an input
+// cannot be read or is not a results or trace file (report/input.h, report/trace_input.h), or outDir cannot be created or written. A gnuplot failure for one
 // chart is not an error: that chart is skipped with gnuplot's first line of stderr as reason.
 ReportSummary writeReport(const ReportOptions& opt);
 

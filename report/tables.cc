@@ -111,6 +111,20 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
   return t;
 }
 
+Table overlapTable(const std::vector<TracedRun>& traces) {
+  Table t;
+  t.header = {"traced run", "file", "steps", "comm beside the host, ms/step", "of it hidden behind compute",
+              "host in comm or waiting, ms/step", "async spans/step"};
+  for (const TracedRun& r : traces) {
+    const Overlap o = overlapOf(r);
+    const bool async = o.asyncUs > 0;
+    t.rows.push_back({r.label, r.file, std::to_string(o.steps), async ? fmtNum(o.asyncUs / 1e3) : "0",
+                      async ? fmtPct(o.hiddenFraction()) : "—", fmtNum(o.exposedUs / 1e3),
+                      fmtNum(o.asyncPerStep)});
+  }
+  return t;
+}
+
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta) {
   Table t;
   t.header = {"field", "value"};

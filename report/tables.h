@@ -19,6 +19,10 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 // One row per algorithm, transport, device, N, size and status.
 Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
 
+// One row per traced run: steps, communication beside the host per step and the share of it
+// hidden behind computation, the host's own communication per step (report/trace_input.h).
+Table overlapTable(const std::vector<TracedRun>& traces);
+
 // field | value
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta);
 

@@ -37,6 +37,7 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"batch_throughput", ""},
     {"model_parallel_epoch_time", ""},
     {"pipeline_bubble", ""},
+    {"timeline", ""},
 };
 
 std::vector<std::string> expectedIds() {
@@ -82,6 +83,7 @@ class ReportChart : public ::testing::TestWithParam<std::string> {
     ASSERT_FALSE(dir_.empty());
     ReportOptions opt;
     opt.inputs = {kFixture};
+    opt.traces = {test::kTraceFixture};
     opt.outDir = (dir_ / "report").string();
     summary_ = writeReport(opt);
   }

@@ -99,6 +99,15 @@ class ReportHostileTest : public ::testing::Test {
     doc["meta"]["host"] = host_;
     doc["meta"]["command"] = "tpbench sweep `touch " + m + "m2` | tee \"x\", y";
     writeText(dir_ / "hostile.json", doc.dump());
+    // Trace files are untrusted too: run labels and strategy names reach the timeline's tics.
+    json trace = json::parse(readText(test::kTraceFixture));
+    for (auto& p : trace["tpbench"]["points"]) {
+      p["label"] = (p["config"]["strategy"] == "ddp" ? strategy1_ : strategy2_) + " " + p["label"].get<std::string>();
+      if (p["config"]["strategy"] == "ddp") p["config"]["strategy"] = strategy1_;
+    }
+    for (auto& e : trace["traceEvents"])
+      if (e["ph"] == "X" && e["name"] == "forward") e["name"] = "f`touch " + m + "x1`";
+    writeText(dir_ / "hostile.trace.json", trace.dump());
   }
   void TearDown() override {
     std::error_code ec;
@@ -110,6 +119,7 @@ class ReportHostileTest : public ::testing::Test {
   ReportSummary report() {
     ReportOptions opt;
     opt.inputs = {(dir_ / "hostile.json").string()};
+    opt.traces = {(dir_ / "hostile.trace.json").string()};
     opt.outDir = out().string();
     return writeReport(opt);
   }
@@ -122,7 +132,7 @@ TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
   if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
   const ReportSummary s = report();
   for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
-  EXPECT_EQ(s.drawn.size(), 10u);
+  EXPECT_EQ(s.drawn.size(), 11u);
   EXPECT_TRUE(fs::is_empty(marks())) << "a command from the results file ran: "
                                      << fs::directory_iterator(marks())->path();
   for (const auto& e : fs::directory_iterator(out())) {
@@ -193,7 +203,7 @@ TEST_F(ReportHostileTest, PagesAndCsvHoldEscapedText) {
     std::size_t cells = 0;
     for (std::size_t i = 0; i < line.size(); ++i)
       cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
-    EXPECT_TRUE(cells == 3 || cells == 5 || cells == 9 || cells == 10) << line;
+    EXPECT_TRUE(cells == 3 || cells == 5 || cells == 8 || cells == 9 || cells == 10) << line;
   }
 
   const auto runs = parseCsv(readText(out() / "runs.csv"));

@@ -49,7 +49,10 @@ const std::map<std::string, std::string> kTitles = {
     {"collective_busbw", "Bus bandwidth of the other collectives vs message size"},
     {"batch_throughput", "Effect of batch size on throughput"},
     {"model_parallel_epoch_time", "Model parallel: one batch at a time vs pipelined"},
-    {"pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula"}};
+    {"pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula"},
+    {"timeline", "One training step per strategy (from --trace)"}};
+// What the timeline says without a trace file.
+const std::string kNoTrace = "no trace given (tpbench run|sweep --trace FILE, then tpbench report --trace FILE)";
 
 using test::readText;
 using test::usageErrorOf;
@@ -96,6 +99,7 @@ TEST_F(ReportTest, DrawsEveryChartFromFixture) {
   if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
   ReportOptions opt;
   opt.inputs = {kFixture};
+  opt.traces = {test::kTraceFixture};
   opt.outDir = out().string();
   const ReportSummary s = writeReport(opt);
   for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
@@ -189,10 +193,14 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
   opt.outDir = out().string();
   const ReportSummary s = writeReport(opt);
   EXPECT_EQ(s.drawn, (std::vector<std::string>{"allreduce_busbw", "collective_busbw"}));
-  ASSERT_EQ(s.skipped.size(), kTrainingCharts.size());
+  ASSERT_EQ(s.skipped.size(), kTrainingCharts.size() + 1);
   const std::string md = readText(out() / "index.md");
   for (const auto& [id, reason] : s.skipped) {
     SCOPED_TRACE(id);
+    if (id == "timeline") {
+      EXPECT_EQ(reason, kNoTrace);
+      continue;
+    }
     EXPECT_NE(std::find(kTrainingCharts.begin(), kTrainingCharts.end(), id), kTrainingCharts.end());
     EXPECT_EQ(reason, "no training runs in the input");
     for (const char* ext : {".png", ".svg", ".dat", ".gp"})
@@ -230,6 +238,7 @@ TEST_F(ReportTest, TooFewSizesIsAReasonNotAnEmptyChart) {
 TEST_F(ReportTest, WithoutGnuplotWritesTablesAndData) {
   ReportOptions opt;
   opt.inputs = {kFixture};
+  opt.traces = {test::kTraceFixture};
   opt.outDir = out().string();
   opt.gnuplot = "/nonexistent/gnuplot";
   const ReportSummary s = writeReport(opt);
@@ -260,6 +269,7 @@ TEST_F(ReportTest, GnuplotFailureSkipsWithItsMessage) {
   ::chmod(fake.c_str(), 0755);
   ReportOptions opt;
   opt.inputs = {kFixture};
+  opt.traces = {test::kTraceFixture};
   opt.outDir = out().string();
   opt.gnuplot = fake.string();
   const ReportSummary s = writeReport(opt);
@@ -274,6 +284,7 @@ TEST_F(ReportTest, MergesSeveralInputs) {
   if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
   ReportOptions opt;
   opt.inputs = {fixtureWithout("allreduce", "train.json"), fixtureWithout("runs", "ar.json")};
+  opt.traces = {test::kTraceFixture};
   opt.outDir = out().string();
   const ReportSummary s = writeReport(opt);
   EXPECT_EQ(s.drawn.size(), kTitles.size());
@@ -288,7 +299,7 @@ TEST_F(ReportTest, BadInputsAreUsageErrors) {
   ReportOptions opt;
   opt.outDir = out().string();
   opt.gnuplot = "";
-  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("no results file"), std::string::npos);
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("no results or trace file"), std::string::npos);
 
   opt.inputs = {path("missing.json").string()};
   EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("missing.json"), std::string::npos);

@@ -20,6 +20,11 @@ namespace tpb::test {
 // A small but realistic results file on which every chart is drawn.
 inline const std::string kReportFixture =
     std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+// A real trace (`tpbench sweep --strategies ddp,ring_all_reduce,pipeline --n_gpus 2 --batch_size 64
+// --epochs 1 --train_size 384 --test_size 100 --hidden 256,256,256 --bucket_mb 0.25 --trace`):
+// 3 steps of each, ddp with several buckets, the pipeline with 4 micro-batches.
+inline const std::string kTraceFixture =
+    std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.trace.json";
 
 inline bool gnuplotAvailable() { return std::system("gnuplot -e 'exit' >/dev/null 2>&1") == 0; }
 

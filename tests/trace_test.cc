@@ -14,7 +14,9 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "record/trace_file.h"
+#include "report/trace_input.h"
 #include "tests/cli_util.h"
+#include "tests/report_util.h"
 #include "worker/trace_gather.h"
 
 namespace tpb {
@@ -291,6 +293,103 @@ TEST(TraceCli, BadTracePathsAreRefusedUpFront) {
   test::expectRefusedUpFront(test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--trace", ""}), "--trace");
   test::expectRefusedUpFront(
       test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--trace", "/proc/no/such/dir/t.json"}), "--trace");
+}
+
+// ---- the report's side -------------------------------------------------------------------
+
+report::TraceSpan span(const char* name, const char* cat, int rank, bool comm, double b, double e,
+                       const char* key = "", long long arg = -1) {
+  report::TraceSpan s;
+  s.name = name;
+  s.cat = cat;
+  s.rank = rank;
+  s.commTrack = comm;
+  s.beginUs = b;
+  s.endUs = e;
+  s.argKey = key;
+  s.arg = arg;
+  return s;
+}
+
+TEST(TraceReport, OverlapCountsOnlyCommBesideTheHostThatComputeCovers) {
+  report::TracedRun r;
+  for (int rank = 0; rank < 2; ++rank) {
+    const double o = rank * 100;  // rank 1 runs later: overlap is per rank, on its own clock span
+    r.spans.push_back(span("step", "step", rank, false, o + 0, o + 20, "step", 0));
+    r.spans.push_back(span("forward", "compute", rank, false, o + 0, o + 4));
+    r.spans.push_back(span("backward", "compute", rank, false, o + 4, o + 10));
+    // bucket 0: 6..14, 4 of its 8 us behind backward; bucket 1: 9..11, 1 of 2
+    r.spans.push_back(span("bucket allreduce", "comm", rank, true, o + 6, o + 14, "bucket", 0));
+    r.spans.push_back(span("bucket allreduce", "comm", rank, true, o + 9, o + 11, "bucket", 1));
+    r.spans.push_back(span("bucket wait", "wait", rank, false, o + 10, o + 14));
+  }
+  // Another rank's compute never hides this rank's communication.
+  r.spans.push_back(span("backward", "compute", 1, false, 6, 14));
+  const report::Overlap ov = report::overlapOf(r);
+  EXPECT_EQ(ov.steps, 1);
+  EXPECT_DOUBLE_EQ(ov.asyncUs, 10.0);
+  EXPECT_DOUBLE_EQ(ov.hiddenUs, 5.0);
+  EXPECT_DOUBLE_EQ(ov.hiddenFraction(), 0.5);
+  EXPECT_DOUBLE_EQ(ov.exposedUs, 4.0);
+  EXPECT_DOUBLE_EQ(ov.asyncPerStep, 2.0);
+}
+
+TEST(TraceReport, TheStepShownIsTheMiddleOneWithEachRanksOwnSpans) {
+  report::TracedRun r;
+  for (int step = 0; step < 3; ++step) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const double b = step * 100 + rank * 30;  // rank 1 runs 30 us behind
+      r.spans.push_back(span("step", "step", rank, false, b, b + 90, "step", step));
+      r.spans.push_back(span("forward", "compute", rank, false, b + 1, b + 40));
+      r.spans.push_back(span("bucket allreduce", "comm", rank, true, b + 50, b + 95, "bucket", 0));
+    }
+  }
+  const report::StepWindow w = report::representativeStep(r);
+  EXPECT_EQ(w.step, 1);
+  EXPECT_DOUBLE_EQ(w.beginUs, 100);
+  EXPECT_DOUBLE_EQ(w.endUs, 220);
+  ASSERT_EQ(w.spans.size(), 4u);  // each rank's forward and bucket of step 1, nothing of steps 0, 2
+  for (const auto& s : w.spans) EXPECT_GE(s.beginUs, 100);
+}
+
+TEST(TraceReport, ReportFromATraceAloneDrawsTheTimelineAndTablesTheOverlap) {
+  const std::string dir = test::tempPath("trace_report");
+  const auto r = test::runCli({"report", "--trace", test::kTraceFixture, "-o", dir});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // ddp's buckets are the one run with communication beside the host.
+  EXPECT_NE(r.out.find("overlap: ddp N=2 batch 64: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("overlap: ring_all_reduce"), std::string::npos) << r.out;
+  const std::string csv = test::readText(dir + "/overlap.csv");
+  EXPECT_NE(csv.find("ddp N=2 batch 64"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("pipeline N=2 batch 64 M=4 gpipe"), std::string::npos) << csv;
+  EXPECT_NE(test::readText(dir + "/index.md").find("Communication hidden behind computation"), std::string::npos);
+  if (test::gnuplotAvailable()) {
+    EXPECT_NE(r.out.find("drawn:   " + dir + "/timeline.png"), std::string::npos) << r.out;
+    const std::string dat = test::readText(dir + "/timeline.dat");
+    // GPipe's picture: the pipeline's micro-batches are labelled.
+    for (const char* label : {"\"F0\"", "\"F3\"", "\"B0\"", "\"B3\""})
+      EXPECT_NE(dat.find(label), std::string::npos) << label;
+  }
+}
+
+TEST(TraceReport, WhatIsNotATraceIsRefusedNamingTheField) {
+  // A results file is not a trace.
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", test::kReportFixture, "-o", test::tempPath("nt")}),
+                             "no \"tpbench\"");
+  json doc = test::readJson(test::kTraceFixture);
+  for (auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") {
+      e["dur"] = -5;
+      break;
+    }
+  const std::string bad = test::tempPath("bad_dur.trace.json");
+  test::writeText(bad, doc.dump());
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nd")}), ".dur: negative");
+  doc = test::readJson(test::kTraceFixture);
+  doc["tpbench"]["schema"] = "tpbench.trace/9";
+  test::writeText(bad, doc.dump());
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("ns")}), "tpbench.trace/1");
+  test::expectRefusedUpFront(test::runCli({"report", "-o", test::tempPath("none")}), "--trace FILE");
 }
 
 }  // namespace

@@ -323,7 +323,7 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
     if (waitBeforeComm) synchronize(cfg);
     const auto c1 = clock_type::now();
     sync.finish();
-    st.stats.commS += trace::close(sync.traceName(), trace::Category::Comm, c1);
+    st.stats.commS += trace::close(sync.traceName(), sync.traceCategory(), c1);
     const auto c2 = clock_type::now();
     rep.step(sync.grads());
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() +

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/transport.h"
+#include "common/trace.h"
 #include "workload/dataset.h"
 #include "workload/model.h"
 
@@ -149,8 +150,9 @@ class GradSync {
   virtual void finish() = 0;
   // The flat gradient buffer (on the replica's device).
   virtual torch::Tensor grads() = 0;
-  // The name of finish()'s span in a trace (common/trace.h): what the host does meanwhile.
+  // finish()'s span in a trace (common/trace.h): what the host does meanwhile.
   virtual const char* traceName() const { return "allreduce"; }
+  virtual trace::Category traceCategory() const { return trace::Category::Comm; }
 };
 
 // Gradients accumulate straight into one flat buffer (parameters' .grad are views of it), and

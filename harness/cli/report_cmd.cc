@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "common/error.h"
 #include "core/registry.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
@@ -28,15 +29,21 @@ void addReport(CLI::App& app, Action& action) {
       "Draw the charts (gnuplot: PNG + SVG, with their .gp scripts and .dat data) and write index.md and "
       "index.html with summary tables, run metadata and a one-line reading of each chart. Several results "
       "files are merged; charts without data are listed as skipped.");
-  cmd->add_option("RESULTS", o->inputs, "Results JSON files")->required();
+  cmd->add_option("RESULTS", o->inputs, "Results JSON files");
+  cmd->add_option("--trace", o->traces,
+                  "Trace files of run/sweep --trace (repeatable): draws one step per strategy as a timeline and "
+                  "tables how much communication computation hid (overlap.csv)");
   cmd->add_option("-o,--out", o->outDir, "Output directory (created)")->required();
   cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary (\"\" draws no charts: tables, .dat and .gp only)")->capture_default_str();
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {
       checkGivenNotEmpty(cmd, "--out", o->outDir);
+      if (o->inputs.empty() && o->traces.empty())
+        TPB_THROW(UsageError, "report: give a results file (RESULTS), a trace file (--trace FILE), or both");
       const ReportSummary s = writeReport(*o);
       for (const auto& d : s.drawn) std::cout << "drawn:   " << o->outDir << "/" << d << ".png (.svg .gp .dat)\n";
       for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << why << "\n";
+      for (const auto& line : s.overlap) std::cout << "overlap: " << line << "\n";
       std::cout << "index:   " << o->outDir << "/index.html, " << o->outDir << "/index.md\n";
       return 0;
     };
