@@ -8,6 +8,8 @@
 // * BM_ShmPingPong: two threads, each with its own ShmTransport, bounce a message back and
 //   forth. one_way_s is half a round trip (latency at 8 B); bytes_per_second counts the bytes
 //   carried in both directions (bandwidth at 1..64 MiB).
+// * BM_TraceSpan/0 and /1: one scoped span of common/trace.h with recording off and on (the
+//   buffer is drained every 64 Ki spans, as a long run's would grow): what --trace adds per span.
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "comm/reduce.h"
+#include "common/trace.h"
 #include "comm/shm/shm_transport.h"
 #include "comm/store.h"
 
@@ -84,5 +87,16 @@ void BM_ShmPingPong(benchmark::State& state) {
 BENCHMARK(BM_ShmPingPong)->Arg(8)->Arg(4 << 10)->RangeMultiplier(4)->Range(1 << 20, 64 << 20)->UseRealTime();
 
 }  // namespace
+
+void BM_TraceSpan(benchmark::State& state) {
+  tpb::trace::enable(state.range(0) != 0);
+  std::size_t n = 0;
+  for (auto _ : state) {
+    tpb::trace::Span span("forward", tpb::trace::Category::Compute, "micro", 1);
+    if (++n % (64 << 10) == 0) benchmark::DoNotOptimize(tpb::trace::take());
+  }
+  tpb::trace::enable(false);
+}
+BENCHMARK(BM_TraceSpan)->Arg(0)->Arg(1);
 
 BENCHMARK_MAIN();

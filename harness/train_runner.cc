@@ -264,7 +264,10 @@ int runTraining(const TrainRunOptions& opt) {
   if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);
-    traceFile = std::make_unique<TraceFile>(opt.trace, trace::nowNs(), meta.toJson());
+    // A resumed sweep goes on in the same trace, after what the file holds.
+    traceFile = opt.resume && std::filesystem::exists(opt.trace)
+                    ? std::make_unique<TraceFile>(TraceFile::resume(opt.trace, trace::nowNs()))
+                    : std::make_unique<TraceFile>(opt.trace, trace::nowNs(), meta.toJson());
   }
   // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
   // wrote, writes results and prints the table; the other nodes print their own ranks' outcome

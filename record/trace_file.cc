@@ -1,5 +1,6 @@
 #include "record/trace_file.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
@@ -34,6 +35,26 @@ TraceFile::TraceFile(std::string path, std::int64_t originNs, json meta)
   doc_ = {{"traceEvents", json::array()},
           {"displayTimeUnit", "ms"},
           {"tpbench", {{"schema", "tpbench.trace/1"}, {"meta", std::move(meta)}, {"points", json::array()}}}};
+}
+
+TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
+  json doc = readJsonBounded(path);
+  const bool ok = doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array() &&
+                  doc.contains("tpbench") && doc["tpbench"].is_object() &&
+                  doc["tpbench"].value("schema", "") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&
+                  doc["tpbench"]["points"].is_array();
+  if (!ok)
+    TPB_THROW(UsageError, "--trace: '" << path << "' is not a tpbench trace (schema tpbench.trace/1) to resume; "
+                                       << "name another file");
+  double lastUs = 0;
+  for (const json& e : doc["traceEvents"])
+    if (e.is_object() && e.value("ph", "") == "X" && e.contains("ts") && e["ts"].is_number() && e.contains("dur") &&
+        e["dur"].is_number())
+      lastUs = std::max(lastUs, e["ts"].get<double>() + e["dur"].get<double>());
+  TraceFile f(path, nowNs - static_cast<std::int64_t>((lastUs + 1000.0) * 1e3), json::object());
+  f.points_ = doc["tpbench"]["points"];
+  f.doc_ = std::move(doc);
+  return f;
 }
 
 void TraceFile::add(const std::string& label, const json& config, const json& fragment) {

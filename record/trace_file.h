@@ -29,6 +29,10 @@ class TraceFile {
  public:
   // `originNs`: node 0's steady clock (ns) that ts = 0 stands for. `meta`: the results meta.
   TraceFile(std::string path, std::int64_t originNs, nlohmann::json meta);
+  // Continues the trace at `path` (a resumed sweep): its points and events stay, new points get
+  // the next pids and begin 1 ms after its last event (`nowNs` on the new run's clock). Throws
+  // tpb::UsageError naming the file when it is not a tpbench trace.
+  static TraceFile resume(const std::string& path, std::int64_t nowNs);
   // Adds one point's fragment (worker/trace_gather.h: {"ranks": [...]}, every time on rank 0's
   // steady clock) and rewrites the file. Throws tpb::Error when the fragment is malformed or the
   // file cannot be written.

@@ -286,6 +286,41 @@ TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
   EXPECT_GT(startSecond, endFirst);
 }
 
+TEST(TraceCli, AResumedSweepGoesOnInTheSameTrace) {
+  const std::string out = test::tempPath("resume.json"), tr = test::tempPath("resume.trace.json");
+  const std::vector<std::string> common = {"--n_gpus", "2", "--batch_size", "64", "--epochs", "1", "--train_size", "256",
+                                           "--test_size", "100", "--out", out, "--trace", tr};
+  auto args = [&](const std::string& strategies, bool resume) {
+    std::vector<std::string> a = {"sweep", "--strategies", strategies};
+    a.insert(a.end(), common.begin(), common.end());
+    if (resume) a.push_back("--resume");
+    return a;
+  };
+  auto r = test::runCli(args("ring_all_reduce", false));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const double firstEnd = [&] {
+    double e = 0;
+    for (const Span& x : spansOf(test::readJson(tr), 1)) e = std::max(e, x.ts + x.dur);
+    return e;
+  }();
+  r = test::runCli(args("ring_all_reduce,ddp", true));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = test::readJson(tr);
+  ASSERT_EQ(doc.at("tpbench").at("points").size(), 2u) << "the resumed sweep ran ddp only";
+  EXPECT_EQ(doc["tpbench"]["points"][0]["config"]["strategy"], "ring_all_reduce");
+  EXPECT_EQ(doc["tpbench"]["points"][1]["config"]["strategy"], "ddp");
+  EXPECT_EQ(doc["tpbench"]["points"][1]["pid"], 2);
+  const std::vector<Span> ddp = spansOf(doc, 2);
+  ASSERT_FALSE(ddp.empty());
+  for (const Span& x : ddp) EXPECT_GT(x.ts, firstEnd);
+  EXPECT_EQ(countOf(spansOf(doc, 1), "allreduce", 0), 2u) << "the first run's spans are kept";
+
+  // A file that is not a trace is not overwritten by a resumed sweep.
+  test::writeText(tr, "{\"not\": \"a trace\"}");
+  test::expectRefusedUpFront(test::runCli(args("ring_all_reduce,ddp,param_server", true)), "is not a tpbench trace");
+  EXPECT_EQ(test::readText(tr), "{\"not\": \"a trace\"}");
+}
+
 TEST(TraceCli, BadTracePathsAreRefusedUpFront) {
   const std::string out = test::tempPath("same.json");
   test::expectRefusedUpFront(test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--out", out, "--trace", out}),
