@@ -213,7 +213,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
       const Overlap o = overlapOf(r);
       if (o.asyncUs <= 0) continue;
       summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
-                                " ms/step of communication beside the host hidden behind compute; the host waited " +
+                                " ms/step with communication in flight beside the host hidden behind compute; the host waited " +
                                 fmtNum(o.exposedUs / 1e3) + " ms/step");
     }
   }

@@ -113,7 +113,7 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
 
 Table overlapTable(const std::vector<TracedRun>& traces) {
   Table t;
-  t.header = {"traced run", "file", "steps", "comm beside the host, ms/step", "of it hidden behind compute",
+  t.header = {"traced run", "file", "steps", "comm in flight beside the host, ms/step", "of it hidden behind compute",
               "host in comm or waiting, ms/step", "async spans/step"};
   for (const TracedRun& r : traces) {
     const Overlap o = overlapOf(r);

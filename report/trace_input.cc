@@ -163,16 +163,37 @@ Overlap overlapOf(const TracedRun& r) {
     if (s.cat == "step" && s.rank == 0 && !s.commTrack) ++o.steps;
   }
   for (auto& [rank, v] : compute) std::sort(v.begin(), v.end());
-  double async = 0, hidden = 0, exposed = 0, asyncCount = 0;
+  // Concurrent buckets overlap each other: what counts is the time some communication was in
+  // flight, the union of a rank's comm-track spans.
+  std::map<int, std::vector<std::pair<double, double>>> inFlight;
+  double exposed = 0, asyncCount = 0;
   for (const TraceSpan& s : r.spans) {
     if (s.commTrack) {
-      async += s.endUs - s.beginUs;
+      inFlight[s.rank].emplace_back(s.beginUs, s.endUs);
       ++asyncCount;
-      const auto it = compute.find(s.rank);
-      if (it != compute.end()) hidden += coveredBy(s.beginUs, s.endUs, it->second);
     } else if (s.cat == "comm" || s.cat == "wait") {
       exposed += s.endUs - s.beginUs;
     }
+  }
+  double async = 0, hidden = 0;
+  for (auto& [rank, v] : inFlight) {
+    std::sort(v.begin(), v.end());
+    const auto it = compute.find(rank);
+    double lo = v.front().first, hi = v.front().second;
+    auto flush = [&] {
+      async += hi - lo;
+      if (it != compute.end()) hidden += coveredBy(lo, hi, it->second);
+    };
+    for (const auto& [b, e] : v) {
+      if (b > hi) {
+        flush();
+        lo = b;
+        hi = e;
+      } else {
+        hi = std::max(hi, e);
+      }
+    }
+    flush();
   }
   if (o.steps == 0) return o;
   const double per = static_cast<double>(o.steps) * ranks;

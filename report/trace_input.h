@@ -44,9 +44,9 @@ struct StepWindow {
 StepWindow representativeStep(const TracedRun& r);
 
 // Communication against computation over the whole run, per step, mean over ranks:
-//   asyncUs    time of the comm-track spans: communication that runs beside the host thread
-//              (ddp's bucket allreduces, from launch in a backward hook to the library's
-//              completion);
+//   asyncUs    time some comm-track span was in flight (their union: concurrent buckets count
+//              once): communication that runs beside the host thread (ddp's bucket
+//              allreduces, from launch in a backward hook to the library's completion);
 //   hiddenUs   the part of it that overlaps a compute span (forward, backward) of the same
 //              rank's host thread: communication hidden behind computation;
 //   exposedUs  the host thread's own communication and wait spans (ddp: waiting for the
