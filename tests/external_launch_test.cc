@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,14 +154,25 @@ TEST(ExternalLaunch, TorchrunTrainsLikeTheOwnLauncher) {
 TEST(ExternalLaunch, MpirunTrainsLikeTheOwnLauncher) {
   const std::string mpirun = onPath("mpirun");
   if (mpirun.empty()) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
-  const std::string out = test::tempPath("ext_mpirun.json");
+  const std::string out = test::tempPath("ext_mpirun.json"), trace = test::tempPath("ext_mpirun.trace.json");
   std::vector<std::string> args = mpirunArgs(2);
   for (const auto& a : trainArgs(out)) args.push_back(a);
+  args.insert(args.end(), {"--trace", trace});
   const CliResult r = runProgram(mpirun, args);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   expectSameTraining(readJson(out), "mpirun");
   expectOneReporter(r);
+  // --trace under mpirun: rank 0 gathers both ranks' spans into the one file it writes.
+  const json doc = readJson(trace);
+  const json& points = doc.at("tpbench").at("points");
+  ASSERT_EQ(points.size(), 1u);
+  ASSERT_EQ(points[0].at("ranks").size(), 2u);
+  std::set<int> tids;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("name") == "step") tids.insert(e.at("tid").get<int>());
+  EXPECT_EQ(tids, (std::set<int>{0, 2}));
   std::remove(out.c_str());
+  std::remove(trace.c_str());
 }
 
 TEST(ExternalLaunch, TwoProcessesWithSlurmVariablesTrain) {

@@ -51,8 +51,11 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
       {"sweep", "--strategies", "ring_all_reduce,ddp,param_server", "--n_gpus", "4", "--transport", "gloo"},
       tinyTraining());
   const std::string port = portFor(0), twoPath = tempPath("two_hosts.json"), onePath = tempPath("one_host.json");
-  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));  // no --out: node 0 writes
-  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", twoPath}));
+  const std::string tracePath = tempPath("two_hosts.trace.json");
+  // Every node traces (the same command); node 0 alone writes the results and the trace.
+  const auto node1 = pair.start(1, concat(sweep, concat(twoNodes(1, port, "60"), {"--trace", tracePath})));
+  const auto node0 =
+      pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", twoPath, "--trace", tracePath}));
   const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
   ASSERT_EQ(r0.exitCode, 0) << r0.err;
   ASSERT_EQ(r1.exitCode, 0) << r1.err;
@@ -81,6 +84,16 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
   }
   EXPECT_EQ(r1.out.find("# strategy"), std::string::npos) << r1.out;
   EXPECT_NE(r0.out.find("# strategy"), std::string::npos) << r0.out;
+  // The trace holds every rank of both hosts, on node 0's clock (one kernel: no offset).
+  const json points = readJson(tracePath).at("tpbench").at("points");
+  ASSERT_EQ(points.size(), 3u);
+  for (const json& p : points) {
+    ASSERT_EQ(p.at("ranks").size(), 4u) << p.dump();
+    for (const json& rk : p.at("ranks")) {
+      EXPECT_EQ(rk.at("host"), "tpb-node" + std::to_string(rk.at("rank").get<int>() / 2)) << rk.dump();
+      EXPECT_EQ(rk.at("clock_offset_ns"), 0);
+    }
+  }
   // Each node's host name and address, as it registered them.
   const json& nodes = two["meta"]["node_hosts"];
   ASSERT_EQ(nodes.size(), 2u) << two["meta"].dump();
