@@ -104,6 +104,112 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
   }
 }
 
+// torchrun on each host (static rendezvous: node 0's agent hosts the store at --master_addr), each
+// starting two tpbench ranks: the ranks of both hosts connect and train as on one host.
+TEST(NetnsTwoHosts, TorchrunOnEachHostTrainsLikeOneHost) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::string python = "/usr/bin/python3";
+  if (runProgram(python, {"-c", "import torch.distributed.run"}).exitCode != 0)
+    GTEST_SKIP() << python << " cannot import torch.distributed.run (torchrun)";
+  const std::string port = portFor(3), twoPath = tempPath("torchrun_hosts.json"), onePath = tempPath("torchrun_one.json");
+  const std::vector<std::string> sweep =
+      concat({"sweep", "--strategies", "ring_all_reduce,ddp", "--n_gpus", "4", "--transport", "gloo"}, tinyTraining());
+  auto torchrun = [&](int node) {
+    return concat({"-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+                   std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0],
+                   "--master_port", port, "--no_python", TPB_BINARY},
+                  concat(sweep, {"--out", twoPath}));  // the same command on both: rank 0 alone writes
+  };
+  const auto node1 = pair.start(1, torchrun(1), python);
+  const auto node0 = pair.start(0, torchrun(0), python);
+  const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
+  ASSERT_EQ(r0.exitCode, 0) << r0.out << r0.err;
+  ASSERT_EQ(r1.exitCode, 0) << r1.out << r1.err;
+  const CliResult one = runCli(concat(sweep, {"--out", onePath}));
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+  const json two = readJson(twoPath), ref = readJson(onePath);
+  ASSERT_EQ(two["runs"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const json& a = two["runs"][i];
+    const json& b = ref["runs"][i];
+    SCOPED_TRACE(a["config"]["strategy"].get<std::string>());
+    EXPECT_EQ(a["status"], "ok");
+    EXPECT_EQ(a["config"]["strategy"], b["config"]["strategy"]);
+    const double la = a["epochs"][0]["train_loss"], lb = b["epochs"][0]["train_loss"];
+    EXPECT_NEAR(la, lb, 1e-5 * std::fabs(lb));
+    EXPECT_EQ(a["epochs"][0]["test_accuracy"], b["epochs"][0]["test_accuracy"]);
+  }
+  const json& meta = two["meta"];
+  EXPECT_EQ(meta["launcher"], "torchrun");
+  EXPECT_EQ(meta["world_size"], 4);
+  EXPECT_EQ(meta["nodes"], 2) << meta.dump();
+}
+
+// The pid of the rank of this test that torchrun started as global rank `rank`; -1 when none.
+int torchrunRank(int rank) {
+  const std::string tag = testTag();
+  DIR* d = opendir("/proc");
+  int found = -1;
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    const std::string proc = "/proc/" + std::string(e->d_name);
+    if (readText(proc + "/cmdline").rfind(std::string(TPB_BINARY) + '\0' + "sweep", 0) != 0) continue;
+    const std::string env = '\0' + readText(proc + "/environ") + '\0';
+    if (env.find('\0' + tag + '\0') != std::string::npos && env.find("\0TORCHELASTIC_RUN_ID=") != std::string::npos &&
+        env.find("\0RANK=" + std::to_string(rank) + '\0') != std::string::npos)
+      found = pid;
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+// Under torchrun on each host, a rank killed on node 1 fails the point on node 0 within
+// seconds, recorded with the rank and host it lost, and the job ends on both hosts (an external
+// launcher's job stops at its first failed point).
+TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::string python = "/usr/bin/python3";
+  if (runProgram(python, {"-c", "import torch.distributed.run"}).exitCode != 0)
+    GTEST_SKIP() << python << " cannot import torch.distributed.run (torchrun)";
+  const std::string port = portFor(2), out = tempPath("torchrun_killed.json");
+  auto torchrun = [&](int node) {
+    return std::vector<std::string>{
+        "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+        std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0], "--master_port", port,
+        "--no_python", TPB_BINARY, "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--transport", "gloo",
+        "--batch_size", "8", "--train_size", "2048", "--test_size", "100", "--epochs", "100", "--hidden", "32",
+        "--timeout", "120", "--out", out};
+  };
+  const auto node1 = pair.start(1, torchrun(1), python);
+  const auto node0 = pair.start(0, torchrun(0), python);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (readText(node0.outPath).find("epoch 1/100") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(readText(node0.outPath).find("epoch 1/100"), std::string::npos) << readText(node0.errPath);
+  const int victim = torchrunRank(3);
+  ASSERT_GT(victim, 0) << "rank 3 not found";
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const auto killedAt = std::chrono::steady_clock::now();
+  const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killedAt).count();
+  EXPECT_NE(r0.exitCode, 0) << r0.err;
+  EXPECT_NE(r1.exitCode, 0) << r1.err;
+  EXPECT_LT(seconds, 30.0) << "both hosts' jobs ended";
+  const json doc = readJson(out);
+  ASSERT_EQ(doc["runs"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["runs"][0]["status"], "failed");
+  // torchrun does not tell the ranks why one died: the record holds a surviving rank's view,
+  // which names the peer it lost and that peer's host (torchrun's own log names the signal).
+  const std::string error = doc["runs"][0]["error"];
+  EXPECT_NE(error.find("rank 3"), std::string::npos) << error;
+  EXPECT_NE(error.find(NetnsPair::kAddress[1]), std::string::npos) << error;
+  RecordProperty("error", error);
+  RecordProperty("seconds_to_end_both_hosts", std::to_string(seconds));
+}
+
 // A rank killed on node 1 ends the point on node 0 within seconds, recorded as failed with the
 // host, rank and reason; both nodes then run the next point.
 TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {

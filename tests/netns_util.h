@@ -84,14 +84,17 @@ class NetnsPair {
 
   const std::string& skipReason() const { return skip_; }
 
-  // Starts `tpbench args...` as node `node`, in its own process group, output to files.
-  Node start(int node, const std::vector<std::string>& args) {
+  // Starts `tpbench args...` (or `program args...`, e.g. torchrun) as node `node`, in its own
+  // process group, output to files.
+  Node start(int node, const std::vector<std::string>& args, const std::string& program = TPB_BINARY) {
     Node n;
-    n.outPath = tempPath("node" + std::to_string(node) + "_" + std::to_string(started_.size()) + ".out");
+    // Unique in the test process: a later test must never read an earlier one's output.
+    static int launches = 0;
+    n.outPath = tempPath("node" + std::to_string(node) + "_" + std::to_string(launches++) + ".out");
     n.errPath = n.outPath.substr(0, n.outPath.size() - 4) + ".err";
     const std::string hostname = "tpb-node" + std::to_string(node);
     std::vector<std::string> argv = {"ip", "netns", "exec", ns_[node], "unshare", "--uts", "sh", "-c",
-                                     "hostname " + hostname + " && exec \"$0\" \"$@\"", TPB_BINARY};
+                                     "hostname " + hostname + " && exec \"$0\" \"$@\"", program};
     argv.insert(argv.end(), args.begin(), args.end());
     n.start = std::chrono::steady_clock::now();
     n.pid = fork();
