@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "comm/transports.h"
 #include "common/error.h"
@@ -250,24 +251,28 @@ int runTraining(const TrainRunOptions& opt) {
     usesMpi = usesMpi || !needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)).empty();
   }
   driver.prepareMpi(usesMpi);
-  if (!opt.out.empty() && writer && !results) {
-    Meta meta = collectMeta(opt.command);
-    driver.describe(meta);
-    if (!ext) {
-      if (opt.nprocPerNode > 0) meta.ranksPerNode = opt.nprocPerNode;
-      if (opt.nnodes == 1) meta.hosts = std::vector<std::string>{*meta.host};
+  // This command's meta, collected once for a new results file and a new trace alike.
+  std::optional<Meta> meta;
+  auto commandMeta = [&]() -> const Meta& {
+    if (!meta) {
+      meta = collectMeta(opt.command);
+      driver.describe(*meta);
+      if (!ext) {
+        if (opt.nprocPerNode > 0) meta->ranksPerNode = opt.nprocPerNode;
+        if (opt.nnodes == 1) meta->hosts = std::vector<std::string>{*meta->host};
+      }
     }
-    results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, std::move(meta)));
-  }
+    return *meta;
+  };
+  if (!opt.out.empty() && writer && !results)
+    results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, commandMeta()));
   // The trace's clock starts now, on this node's steady clock, which rank 0 of every point shares.
   std::unique_ptr<TraceFile> traceFile;
   if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
-    Meta meta = collectMeta(opt.command);
-    driver.describe(meta);
     // A resumed sweep goes on in the same trace, after what the file holds.
     traceFile = opt.resume && std::filesystem::exists(opt.trace)
                     ? std::make_unique<TraceFile>(TraceFile::resume(opt.trace, trace::nowNs()))
-                    : std::make_unique<TraceFile>(opt.trace, trace::nowNs(), meta.toJson());
+                    : std::make_unique<TraceFile>(opt.trace, trace::nowNs(), commandMeta().toJson());
   }
   // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
   // wrote, writes results and prints the table; the other nodes print their own ranks' outcome

@@ -52,7 +52,6 @@ TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
         e["dur"].is_number())
       lastUs = std::max(lastUs, e["ts"].get<double>() + e["dur"].get<double>());
   TraceFile f(path, nowNs - static_cast<std::int64_t>((lastUs + 1000.0) * 1e3), json::object());
-  f.points_ = doc["tpbench"]["points"];
   f.doc_ = std::move(doc);
   return f;
 }
@@ -60,7 +59,7 @@ TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
 void TraceFile::add(const std::string& label, const json& config, const json& fragment) {
   TPB_CHECK(fragment.is_object() && fragment.contains("ranks") && fragment["ranks"].is_array(),
             "trace fragment of " << label << ": no \"ranks\" array");
-  const int pid = static_cast<int>(points_.size()) + 1;
+  const int pid = static_cast<int>(points()) + 1;
   json& events = doc_["traceEvents"];
   json added = json::array();
   added.push_back(metadataEvent("process_name", pid, -1, {{"name", label}}));
@@ -104,8 +103,7 @@ void TraceFile::add(const std::string& label, const json& config, const json& fr
   }
   // Validated whole before the document changes: a bad fragment leaves the file as it was.
   for (json& e : added) events.push_back(std::move(e));
-  points_.push_back({{"pid", pid}, {"label", label}, {"config", config}, {"ranks", std::move(ranks)}});
-  doc_["tpbench"]["points"] = points_;
+  doc_["tpbench"]["points"].push_back({{"pid", pid}, {"label", label}, {"config", config}, {"ranks", std::move(ranks)}});
   writeFileAtomic(path_, doc_.dump());
 }
 

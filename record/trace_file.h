@@ -37,14 +37,12 @@ class TraceFile {
   // steady clock) and rewrites the file. Throws tpb::Error when the fragment is malformed or the
   // file cannot be written.
   void add(const std::string& label, const nlohmann::json& config, const nlohmann::json& fragment);
-  std::size_t points() const { return points_.size(); }
-  const nlohmann::json& document() const { return doc_; }
+  std::size_t points() const { return doc_.at("tpbench").at("points").size(); }
 
  private:
   std::string path_;
   std::int64_t originNs_;
   nlohmann::json doc_;
-  nlohmann::json points_ = nlohmann::json::array();
 };
 
 // tid of rank r's track in the file: 2r (host), 2r+1 (comm).

@@ -207,10 +207,13 @@ ReportSummary writeReport(const ReportOptions& opt) {
   writeText(dir / "allreduce.csv", csv(arTable));
   std::unique_ptr<Table> overlap;
   if (!in.traces.empty()) {
-    overlap = std::make_unique<Table>(overlapTable(in.traces));
+    std::vector<Overlap> overlaps;
+    for (const TracedRun& r : in.traces) overlaps.push_back(overlapOf(r));
+    overlap = std::make_unique<Table>(overlapTable(in.traces, overlaps));
     writeText(dir / "overlap.csv", csv(*overlap));
-    for (const TracedRun& r : in.traces) {
-      const Overlap o = overlapOf(r);
+    for (std::size_t i = 0; i < in.traces.size(); ++i) {
+      const TracedRun& r = in.traces[i];
+      const Overlap& o = overlaps[i];
       if (o.asyncUs <= 0) continue;
       summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
                                 " ms/step with communication in flight beside the host hidden behind compute; the host waited " +

@@ -20,8 +20,9 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
 
 // One row per traced run: steps, communication beside the host per step and the share of it
-// hidden behind computation, the host's own communication per step (report/trace_input.h).
-Table overlapTable(const std::vector<TracedRun>& traces);
+// hidden behind computation, the host's own communication per step; overlaps[i] is
+// overlapOf(traces[i]) (report/trace_input.h).
+Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overlap>& overlaps);
 
 // field | value
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta);

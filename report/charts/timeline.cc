@@ -51,24 +51,32 @@ std::string labelOf(const TraceSpan& s) {
   return "";
 }
 
-// Per strategy, in order of first appearance: the run with the most ranks up to 4, else the fewest.
-std::vector<const TracedRun*> pickRuns(const std::vector<TracedRun>& traces) {
+// A run shown, with its step.
+struct Shown {
+  const TracedRun* run;
+  StepWindow step;
+};
+
+// Per strategy, in order of first appearance: the run with the most ranks up to 4, else the
+// fewest, among those that hold a training step.
+std::vector<Shown> pickRuns(const std::vector<TracedRun>& traces) {
   std::vector<std::string> order;
-  std::map<std::string, const TracedRun*> best;
+  std::map<std::string, Shown> best;
   for (const TracedRun& r : traces) {
-    if (representativeStep(r).step < 0) continue;
+    StepWindow w = representativeStep(r);
+    if (w.step < 0) continue;
     auto it = best.find(r.strategy);
     if (it == best.end()) {
       order.push_back(r.strategy);
-      best[r.strategy] = &r;
+      best.emplace(r.strategy, Shown{&r, std::move(w)});
       continue;
     }
-    const int have = it->second->n;
+    const int have = it->second.run->n;
     const bool better = (r.n <= 4 && (have > 4 || r.n > have)) || (r.n > 4 && have > 4 && r.n < have);
-    if (better) it->second = &r;
+    if (better) it->second = Shown{&r, std::move(w)};
   }
-  std::vector<const TracedRun*> out;
-  for (const auto& s : order) out.push_back(best[s]);
+  std::vector<Shown> out;
+  for (const auto& s : order) out.push_back(std::move(best.at(s)));
   return out;
 }
 
@@ -77,7 +85,7 @@ void build(Chart& c, const Inputs& in) {
     c.reason = "no trace given (tpbench run|sweep --trace FILE, then tpbench report --trace FILE)";
     return;
   }
-  const std::vector<const TracedRun*> runs = pickRuns(in.traces);
+  const std::vector<Shown> runs = pickRuns(in.traces);
   if (runs.empty()) {
     c.reason = "the traces hold no training step";
     return;
@@ -87,8 +95,9 @@ void build(Chart& c, const Inputs& in) {
   int row = 0;
   double longest = 0;
   std::vector<std::string> reading;
-  for (const TracedRun* r : runs) {
-    const StepWindow w = representativeStep(*r);
+  for (const Shown& shown : runs) {
+    const TracedRun* r = shown.run;
+    const StepWindow& w = shown.step;
     const double len = (w.endUs - w.beginUs) / 1e3;
     longest = std::max(longest, len);
     reading.push_back(r->label + " " + fmtNum(len) + " ms");
