@@ -15,6 +15,7 @@
 #include "common/trace.h"
 #include "core/registry.h"
 #include "workload/sampler.h"
+#include "workload/train.h"
 
 namespace tpb {
 

@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "core/registry.h"
+#include "workload/train.h"
 
 #ifdef TPB_HAVE_NCCL
 #include "comm/nccl/nccl_transport.h"

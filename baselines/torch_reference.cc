@@ -41,6 +41,7 @@
 #include "common/error.h"
 #include "workload/idx_file.h"
 #include "workload/sampler.h"
+#include "workload/train.h"
 
 namespace tpb {
 

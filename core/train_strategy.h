@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/allreduce.h"
-#include "workload/train.h"
+#include "workload/train_config.h"
 
 namespace tpb {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "record/records.h"
-#include "workload/train.h"
+#include "workload/train_config.h"
 #include "worker/point_sync.h"
 
 namespace tpb {

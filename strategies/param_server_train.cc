@@ -19,6 +19,7 @@
 #include "core/registry.h"
 #include "core/replicated.h"
 #include "workload/sampler.h"
+#include "workload/train.h"
 
 namespace tpb {
 

@@ -18,6 +18,7 @@
 #include "tests/gpu_util.h"
 #include "tests/train_util.h"
 #include "workload/sampler.h"
+#include "workload/train.h"
 
 namespace tpb {
 namespace {

@@ -24,18 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "workload/train_config.h"
+
 namespace tpb {
-
-// Layer widths of the MLP: inputs -> hidden[0] -> ... -> hidden.back() -> classes.
-struct ModelConfig {
-  int inputs = 784;
-  std::vector<int> hidden = {512, 512};
-  int classes = 10;
-};
-
-// Parses a --hidden value such as "512,512" or "1024,1024,1024" (positive widths, comma
-// separated, at least one). Throws tpb::UsageError naming `flag` and `text` on bad input.
-std::vector<int> parseHidden(const std::string& flag, const std::string& text);
 
 // Linear layers with ReLU between them; forward() returns logits (no softmax). Submodules are
 // registered as "fc0", "fc1", ... so parameters() lists fc0.weight, fc0.bias, fc1.weight, ...

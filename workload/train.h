@@ -1,8 +1,8 @@
-// workload/train.h — the training pieces every strategy shares: configuration, the model with
-// flat parameter and gradient buffers, flat SGD, per-epoch statistics, and the replicated
-// data-parallel loop (each rank: its shard, forward/backward, a gradient synchronisation,
-// a local optimizer step) that `single`, `ring_all_reduce`, `allreduce` and `ddp` run with
-// different GradSync objects.
+// workload/train.h — the training pieces every strategy shares: the model with flat parameter
+// and gradient buffers, flat SGD, and the replicated data-parallel loop (each rank: its shard,
+// forward/backward, a gradient synchronisation, a local optimizer step) that `single`,
+// `ring_all_reduce`, `allreduce` and `ddp` run with different GradSync objects. The run's
+// configuration and its per-epoch statistics are in workload/train_config.h (no LibTorch).
 #pragma once
 
 #include <cstdint>
@@ -15,79 +15,16 @@
 #include "common/trace.h"
 #include "workload/dataset.h"
 #include "workload/model.h"
+#include "workload/train_config.h"
 
 namespace tpb {
 
-struct TrainConfig {
-  std::string strategy = "single";
-  int nGpus = 1;                 // ranks (CPU: processes; data_parallel: replicas)
-  int batchSize = 64;            // per device (DDP's meaning)
-  int epochs = 3;
-  std::string dataset = "synthetic";
-  std::size_t trainSize = 0;     // 0: the whole training set
-  std::size_t testSize = 0;      // 0: the whole test set
-  ModelConfig model;
-  double lr = 0.01;
-  double momentum = 0.0;
-  std::uint64_t seed = 1;
-  double bucketMb = 25.0;        // ddp
-  std::string library;           // allreduce: the library allreduce (gloo, mpi, nccl); "": the device's
-  long maxSteps = -1;            // stop after this many optimizer steps (tests); -1: all
-  int microbatches = 4;          // pipeline: micro-batches per step
-  std::string schedule = "gpipe";  // pipeline: gpipe or 1f1b (workload/stages.h)
-  std::string split;             // model_parallel, pipeline: first layers of stages 1..N-1 ("" balanced)
-  std::string saveDir;           // write a checkpoint after every epoch here ("": none)
-  std::string resumeFrom;        // continue from this checkpoint ("": from the seed's weights)
-  bool evaluate = true;          // test accuracy after every epoch
-  // Where this rank's replica lives: the CPU, or cuda:deviceIndex (the worker sets LOCAL_RANK;
-  // data_parallel puts replica i on cuda:deviceIndex+i).
-  Device device = Device::Cpu;
-  int deviceIndex = 0;
-  // A directory this rank may write files into for the point (the launcher removes it after the
-  // sweep; the worker sets the job file's directory); empty: $TMPDIR, else /tmp.
-  std::string scratchDir;
-};
-
-// The LibTorch device of `cfg`'s replica (replica `offset` for multi-device data_parallel).
 torch::Device torchDevice(const TrainConfig& cfg, int offset = 0);
 // On CUDA, blocks until every kernel queued on the default stream of the device of `cfg`
 // (replica `offset`) has run, so host clocks read afterwards measure the work; other streams
 // (the nccl transport's) are not waited for (waitDefaultStream). A no-op on the CPU.
 void synchronize(const TrainConfig& cfg, int offset = 0);
 
-struct EpochStats {
-  int epoch = 0;
-  double wallS = 0;        // slowest rank's time for the epoch's steps (evaluation excluded)
-  double computeS = 0;     // forward + backward (+ optimizer), mean over ranks that compute
-  double commS = 0;        // waiting on gradient/weight synchronisation, mean over those ranks
-  double samplesPerS = 0;  // training samples of all ranks / wallS
-  double trainLoss = 0;    // mean loss over the epoch's steps and ranks
-  double testAccuracy = -1;  // in [0,1]; -1 when not evaluated
-  double evalS = 0;
-  long steps = 0;
-  std::size_t samples = 0;
-  // What the epoch's steps moved over the transport: this rank's; after gatherEpoch, on rank 0,
-  // every rank's in rank order (empty without a transport).
-  Traffic traffic;
-  std::vector<Traffic> rankTraffic;
-  // Model parallel strategies (workload/stages.h); -1 / empty elsewhere.
-  double bubbleFraction = -1;  // idle time over wall time of each stage, averaged
-  double bubbleFormula = -1;   // GPipe's (S-1)/(M+S-1) for the same S and M
-  std::vector<double> activationBytes;  // per stage: most activation bytes held for backward at once
-};
-
-struct TrainResult {
-  std::vector<EpochStats> epochs;
-  std::vector<float> params;  // final flat parameters (on the reporting rank)
-};
-
-using EpochCallback = std::function<void(const EpochStats&)>;
-
-// SGD on flat buffers with PyTorch's update rule (dampening 0, no Nesterov, no weight decay):
-//   v = momentum * v + g;  w -= lr * v   (v = g when momentum is 0)
-// On the CPU the update is one restrict-pointer loop (vectorised, and rounded exactly as
-// written); on a GPU it is two or three in-place tensor operations on the flat buffers, queued
-// on the current stream like the rest of the step.
 class FlatSgd {
  public:
   enum class Impl { Auto, Loop, TensorOps };  // Auto: Loop on the CPU, TensorOps elsewhere

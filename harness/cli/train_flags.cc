@@ -4,7 +4,7 @@
 
 #include "harness/cli/cli_checks.h"
 #include "harness/external_job.h"
-#include "workload/model.h"
+#include "workload/train_config.h"
 
 namespace tpb::cli {
 
