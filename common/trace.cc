@@ -33,7 +33,17 @@ const char* categoryName(Category c) {
   return "other";
 }
 
-const char* trackName(Track t) { return t == Track::Comm ? "comm" : "host"; }
+const char* trackName(Track t) {
+  switch (t) {
+    case Track::Host: return "host";
+    case Track::Comm: return "comm";
+    case Track::Gpu: return "gpu";
+    case Track::GpuComm: return "gpu_comm";
+  }
+  return "host";
+}
+
+bool recording() { return detail::gEnabled && std::this_thread::get_id() == owner(); }
 
 void enable(bool on) {
   buffer().clear();
@@ -44,7 +54,7 @@ void enable(bool on) {
 
 void record(const char* name, Category cat, std::int64_t beginNs, std::int64_t endNs, const char* argKey,
             std::int64_t arg, Track track) {
-  if (!detail::gEnabled || std::this_thread::get_id() != owner()) return;
+  if (!recording()) return;
   buffer().push_back(Event{name, argKey, beginNs, endNs, arg, cat, track});
 }
 

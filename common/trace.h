@@ -26,9 +26,13 @@ namespace tpb::trace {
 enum class Category : std::uint8_t { Step, Compute, Comm, Wait, Optimizer, Eval };
 const char* categoryName(Category c);
 
-// Where a span is drawn: the rank's host thread, or its communication track (work that runs
-// beside the host thread, e.g. a bucket allreduce on the library's threads).
-enum class Track : std::uint8_t { Host = 0, Comm = 1 };
+// Where a span is drawn: the rank's host thread; its communication track (work that runs
+// beside the host thread, e.g. a bucket allreduce on the library's threads); and on CUDA its two
+// GPU streams, timed with CUDA events (comm/cuda/gpu_trace.h): LibTorch's stream, where the
+// model's kernels run, and the nccl transport's stream.
+enum class Track : std::uint8_t { Host = 0, Comm = 1, Gpu = 2, GpuComm = 3 };
+constexpr int kTracks = 4;
+// "host", "comm", "gpu", "gpu_comm": the names trace fragments and files use.
 const char* trackName(Track t);
 
 struct Event {
@@ -50,6 +54,8 @@ extern bool gEnabled;
 inline bool enabled() { return detail::gEnabled; }
 // Turns recording on or off; turning it on clears what was recorded.
 void enable(bool on);
+// Whether this thread's spans are recorded: enabled, and this is the thread that enabled it.
+bool recording();
 
 inline std::int64_t toNs(clock_type::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();

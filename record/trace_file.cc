@@ -1,6 +1,7 @@
 #include "record/trace_file.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "common/error.h"
@@ -71,13 +72,15 @@ void TraceFile::add(const std::string& label, const json& config, const json& fr
               "trace fragment of " << label << ": a rank without \"rank\" or \"events\"");
     const int rank = r["rank"].get<int>();
     const std::string host = r.value("host", std::string());
-    bool usesComm = false;
+    bool used[kTraceTracks] = {true, false, false, false};  // the host thread is always named
     for (const json& e : r["events"]) {
       TPB_CHECK(e.is_array() && e.size() == 7, "trace fragment of " << label << ", rank " << rank
                                                                      << ": an event is not [name, arg_key, category, track, begin, end, arg]");
-      const std::string track = stringAt(e, 3, "track");
-      const bool comm = track == "comm";
-      usesComm = usesComm || comm;
+      const std::string trackName = stringAt(e, 3, "track");
+      const int track = static_cast<int>(
+          std::find(std::begin(kTraceTrackNames), std::end(kTraceTrackNames), trackName) - std::begin(kTraceTrackNames));
+      TPB_CHECK(track < kTraceTracks, "trace fragment of " << label << ", rank " << rank << ": no track '" << trackName << "'");
+      used[track] = true;
       const std::int64_t begin = intAt(e, 4, "begin"), end = intAt(e, 5, "end");
       json x = {{"name", stringAt(e, 0, "name")},
                 {"cat", stringAt(e, 2, "category")},
@@ -85,16 +88,17 @@ void TraceFile::add(const std::string& label, const json& config, const json& fr
                 {"ts", static_cast<double>(begin - originNs_) / 1e3},
                 {"dur", static_cast<double>(end - begin) / 1e3},
                 {"pid", pid},
-                {"tid", traceTid(rank, comm)}};
+                {"tid", traceTid(rank, track)}};
       if (e[1].is_string()) x["args"] = {{e[1].get<std::string>(), intAt(e, 6, "arg")}};
       added.push_back(std::move(x));
     }
     const std::string where = host.empty() ? "" : " (" + host + ")";
-    added.push_back(metadataEvent("thread_name", pid, traceTid(rank, false), {{"name", "rank " + std::to_string(rank) + where}}));
-    added.push_back(metadataEvent("thread_sort_index", pid, traceTid(rank, false), {{"sort_index", traceTid(rank, false)}}));
-    if (usesComm) {
-      added.push_back(metadataEvent("thread_name", pid, traceTid(rank, true), {{"name", "rank " + std::to_string(rank) + " comm"}}));
-      added.push_back(metadataEvent("thread_sort_index", pid, traceTid(rank, true), {{"sort_index", traceTid(rank, true)}}));
+    for (int track = 0; track < kTraceTracks; ++track) {
+      if (!used[track]) continue;
+      const int tid = traceTid(rank, track);
+      const std::string name = "rank " + std::to_string(rank) + (track == 0 ? where : std::string(" ") + kTraceTrackNames[track]);
+      added.push_back(metadataEvent("thread_name", pid, tid, {{"name", name}}));
+      added.push_back(metadataEvent("thread_sort_index", pid, tid, {{"sort_index", tid}}));
     }
     ranks.push_back({{"rank", rank},
                      {"host", host},

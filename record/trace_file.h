@@ -7,9 +7,10 @@
 //                            "clock_offset_ns", "clock_error_ns"}]}]}}
 //
 // Each traced point (one run of a sweep) is one process in the viewer (pid 1, 2, ... in the
-// order they ran, named by `label`), each of its ranks one thread: tid 2r is rank r's host
-// thread, tid 2r+1 its communication track (work that runs beside the host thread, such as
-// ddp's bucket allreduces on Gloo's threads). Spans are complete events ("ph": "X", ts and dur
+// order they ran, named by `label`), each of its ranks up to four threads: tid 4r is rank r's
+// host thread, 4r+1 its communication track (work that runs beside the host thread, such as
+// ddp's bucket allreduces on Gloo's threads), and on CUDA 4r+2 LibTorch's GPU stream and 4r+3
+// the nccl transport's stream, whose spans CUDA events timed (comm/cuda/gpu_trace.h). Spans are complete events ("ph": "X", ts and dur
 // in µs since the file's origin: the moment the command started tracing, on node 0's steady
 // clock, which rank 0 shares) with cat one of step, compute, comm, wait, optimizer, eval, and
 // their argument (micro, bucket, peer, step) in args. The "tpbench" block is what
@@ -45,7 +46,11 @@ class TraceFile {
   nlohmann::json doc_;
 };
 
-// tid of rank r's track in the file: 2r (host), 2r+1 (comm).
-inline int traceTid(int rank, bool commTrack) { return 2 * rank + (commTrack ? 1 : 0); }
+// A rank's tracks, in the order their threads are drawn: the host thread, the communication
+// track, LibTorch's GPU stream, the nccl transport's GPU stream (common/trace.h's Track).
+inline constexpr int kTraceTracks = 4;
+inline constexpr const char* kTraceTrackNames[kTraceTracks] = {"host", "comm", "gpu", "gpu_comm"};
+// tid of rank r's track `track` (0..3) in the file: 4r + track.
+inline int traceTid(int rank, int track) { return kTraceTracks * rank + track; }
 
 }  // namespace tpb

@@ -216,7 +216,8 @@ ReportSummary writeReport(const ReportOptions& opt) {
       const Overlap& o = overlaps[i];
       if (o.asyncUs <= 0) continue;
       summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
-                                " ms/step with communication in flight beside the host hidden behind compute; the host waited " +
+                                " ms/step with communication in flight beside compute hidden behind it (" +
+                                (o.gpu ? "GPU streams" : "host threads") + "); the host waited " +
                                 fmtNum(o.exposedUs / 1e3) + " ms/step");
     }
   }

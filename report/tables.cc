@@ -113,13 +113,14 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
 
 Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overlap>& overlaps) {
   Table t;
-  t.header = {"traced run", "file", "steps", "comm in flight beside the host, ms/step", "of it hidden behind compute",
-              "host in comm or waiting, ms/step", "async spans/step"};
+  t.header = {"traced run", "file", "steps", "measured on", "comm in flight beside compute, ms/step",
+              "of it hidden behind compute", "host in comm or waiting, ms/step", "async spans/step"};
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const TracedRun& r = traces[i];
     const Overlap& o = overlaps.at(i);
     const bool async = o.asyncUs > 0;
-    t.rows.push_back({r.label, r.file, std::to_string(o.steps), async ? fmtNum(o.asyncUs / 1e3) : "0",
+    t.rows.push_back({r.label, r.file, std::to_string(o.steps), o.gpu ? "GPU streams" : "host threads",
+                      async ? fmtNum(o.asyncUs / 1e3) : "0",
                       async ? fmtPct(o.hiddenFraction()) : "—", fmtNum(o.exposedUs / 1e3),
                       fmtNum(o.asyncPerStep)});
   }

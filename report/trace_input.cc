@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "record/results.h"
+#include "record/trace_file.h"
 
 namespace tpb::report {
 
@@ -58,7 +59,7 @@ void loadOne(const std::string& path, std::vector<TracedRun>& out) {
     r.config = field(points[i], "config", where);
     if (!r.config.is_object()) TPB_THROW(UsageError, where << ".config: expected an object");
     r.strategy = text(r.config, "strategy", where + ".config");
-    r.n = integer(r.config, "n_gpus", where + ".config", 1, kMaxTid / 2);
+    r.n = integer(r.config, "n_gpus", where + ".config", 1, kMaxTid / kTraceTracks);
     const int pid = integer(points[i], "pid", where, 1, kMaxPid);
     if (byPid.count(pid)) TPB_THROW(UsageError, where << ".pid: " << pid << " appears twice");
     byPid[pid] = out.size();
@@ -76,8 +77,8 @@ void loadOne(const std::string& path, std::vector<TracedRun>& out) {
     s.name = text(e, "name", where);
     s.cat = text(e, "cat", where);
     const int tid = integer(e, "tid", where, 0, kMaxTid);
-    s.rank = tid / 2;
-    s.commTrack = tid % 2 == 1;
+    s.rank = tid / kTraceTracks;
+    s.track = tid % kTraceTracks;
     s.beginUs = number(e, "ts", where);
     const double dur = number(e, "dur", where);
     if (dur < 0) TPB_THROW(UsageError, where << ".dur: negative");
@@ -111,7 +112,7 @@ StepWindow representativeStep(const TracedRun& r) {
   StepWindow w;
   std::vector<long long> steps;
   for (const TraceSpan& s : r.spans)
-    if (s.cat == "step" && s.rank == 0 && !s.commTrack && s.argKey == "step") steps.push_back(s.arg);
+    if (s.cat == "step" && s.rank == 0 && s.onHost() && s.argKey == "step") steps.push_back(s.arg);
   if (steps.empty()) return w;
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
@@ -120,18 +121,18 @@ StepWindow representativeStep(const TracedRun& r) {
   w.endUs = -INFINITY;
   std::map<int, std::pair<double, double>> own;  // each rank's own step
   for (const TraceSpan& s : r.spans) {
-    if (s.cat != "step" || s.argKey != "step" || s.arg != w.step || s.commTrack) continue;
+    if (s.cat != "step" || s.argKey != "step" || s.arg != w.step || !s.onHost()) continue;
     own[s.rank] = {s.beginUs, s.endUs};
     w.beginUs = std::min(w.beginUs, s.beginUs);
     w.endUs = std::max(w.endUs, s.endUs);
   }
-  // A rank's spans of this step: on its host thread those inside its step; on its comm track
-  // those launched during it (they may end after it, as ddp's buckets never do).
+  // A rank's spans of this step: on its host thread those inside its step; on its other tracks
+  // those that began during it (they may end after it: a GPU stream runs behind the host).
   for (const TraceSpan& s : r.spans) {
     const auto it = own.find(s.rank);
     if (s.cat == "step" || it == own.end()) continue;
     const auto [b, e] = it->second;
-    if (s.commTrack ? (s.beginUs >= b && s.beginUs <= e) : (s.beginUs >= b && s.endUs <= e)) w.spans.push_back(s);
+    if (s.onHost() ? (s.beginUs >= b && s.endUs <= e) : (s.beginUs >= b && s.beginUs <= e)) w.spans.push_back(s);
   }
   return w;
 }
@@ -157,21 +158,24 @@ double coveredBy(double b, double e, const std::vector<std::pair<double, double>
 Overlap overlapOf(const TracedRun& r) {
   Overlap o;
   const int ranks = std::max(1, r.ranks());
-  std::map<int, std::vector<std::pair<double, double>>> compute;  // per rank, host track
+  // Host tracks, or the GPU streams where the nccl transport's stream has spans.
+  o.gpu = std::any_of(r.spans.begin(), r.spans.end(), [](const TraceSpan& s) { return s.track == 3; });
+  const int computeTrack = o.gpu ? 2 : 0, asyncTrack = o.gpu ? 3 : 1;
+  std::map<int, std::vector<std::pair<double, double>>> compute;  // per rank
   for (const TraceSpan& s : r.spans) {
-    if (!s.commTrack && s.cat == "compute") compute[s.rank].emplace_back(s.beginUs, s.endUs);
-    if (s.cat == "step" && s.rank == 0 && !s.commTrack) ++o.steps;
+    if (s.track == computeTrack && s.cat == "compute") compute[s.rank].emplace_back(s.beginUs, s.endUs);
+    if (s.cat == "step" && s.rank == 0 && s.onHost()) ++o.steps;
   }
   for (auto& [rank, v] : compute) std::sort(v.begin(), v.end());
   // Concurrent buckets overlap each other: what counts is the time some communication was in
-  // flight, the union of a rank's comm-track spans.
+  // flight, the union of a rank's spans on that track.
   std::map<int, std::vector<std::pair<double, double>>> inFlight;
   double exposed = 0, asyncCount = 0;
   for (const TraceSpan& s : r.spans) {
-    if (s.commTrack) {
+    if (s.track == asyncTrack) {
       inFlight[s.rank].emplace_back(s.beginUs, s.endUs);
       ++asyncCount;
-    } else if (s.cat == "comm" || s.cat == "wait") {
+    } else if (s.onHost() && (s.cat == "comm" || s.cat == "wait")) {
       exposed += s.endUs - s.beginUs;
     }
   }

@@ -16,6 +16,7 @@
 
 #include "comm/transports.h"
 #include "harness/external_job.h"
+#include "record/trace_file.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -170,7 +171,7 @@ TEST(ExternalLaunch, MpirunTrainsLikeTheOwnLauncher) {
   std::set<int> tids;
   for (const json& e : doc.at("traceEvents"))
     if (e.at("ph") == "X" && e.at("name") == "step") tids.insert(e.at("tid").get<int>());
-  EXPECT_EQ(tids, (std::set<int>{0, 2}));
+  EXPECT_EQ(tids, (std::set<int>{traceTid(0, 0), traceTid(1, 0)}));
   std::remove(out.c_str());
   std::remove(trace.c_str());
 }

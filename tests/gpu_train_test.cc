@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,50 @@ TEST(GpuTrainCli, EveryStrategyTrainsOnCuda) {
   EXPECT_EQ(ok, runnable);
   EXPECT_EQ(doc.at("meta").at("gpus").size(), static_cast<std::size_t>(visibleCudaDevices()));
   std::remove(out.c_str());
+}
+
+// --trace on CUDA: LibTorch's stream and the nccl transport's stream are tracks of their own,
+// timed with CUDA events and rebased onto the host clock (comm/cuda/gpu_trace.h).
+TEST(GpuTraceCli, KernelsAndBucketsAreTimedOnTheirStreams) {
+  TPB_REQUIRE_GPU(true);
+  const std::string tr = test::tempPath("gpu.trace.json");
+  // 512 samples, batch 64: 8 steps; 0.5 MiB buckets cut the 2.7 MB model into several.
+  const auto r = runCli({"run", "--device", "cuda", "--strategy", "ddp", "--n_gpus", "1", "--batch_size", "64",
+                         "--epochs", "1", "--train_size", "512", "--test_size", "200", "--bucket_mb", "0.5",
+                         "--out", test::tempPath("gpu-trace.json"), "--trace", tr});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  struct S {
+    std::string name;
+    double b, e;
+  };
+  std::map<int, std::vector<S>> byTid;
+  for (const json& e : test::readJson(tr).at("traceEvents"))
+    if (e.at("ph") == "X")
+      byTid[e.at("tid").get<int>()].push_back({e.at("name"), e.at("ts").get<double>(),
+                                               e.at("ts").get<double>() + e.at("dur").get<double>()});
+  auto named = [&](int tid, const std::string& name) {
+    std::vector<S> out;
+    for (const S& s : byTid[tid])
+      if (s.name == name) out.push_back(s);
+    std::sort(out.begin(), out.end(), [](const S& a, const S& b) { return a.b < b.b; });
+    return out;
+  };
+  const std::vector<S> hostFwd = named(0, "forward"), gpuFwd = named(2, "forward"), gpuBwd = named(2, "backward");
+  ASSERT_EQ(hostFwd.size(), 8u);
+  ASSERT_EQ(gpuFwd.size(), 8u);
+  ASSERT_EQ(gpuBwd.size(), 8u);
+  EXPECT_EQ(named(2, "optimizer").size(), 8u);
+  const std::vector<S> buckets = named(3, "ddp bucket allreduce (ncclAllReduce)");
+  EXPECT_GE(buckets.size(), 8u * 3) << "0.5 MiB buckets of a 2.7 MB model, on the nccl stream";
+  for (std::size_t i = 0; i < 8; ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    // A kernel cannot run before the host launched it (50 µs for the anchor's error), and a
+    // step's backward runs after its forward.
+    EXPECT_GE(gpuFwd[i].b, hostFwd[i].b - 50.0);
+    EXPECT_LE(gpuFwd[i].e, gpuBwd[i].b + 1.0);
+    EXPECT_GT(gpuBwd[i].e, gpuBwd[i].b);
+  }
+  std::remove(tr.c_str());
 }
 
 TEST(GpuTrainCli, MoreGpusThanVisibleIsOneUsageError) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/cuda/gpu_trace.h"
 #include "comm/store.h"
 #include "common/error.h"
 #include "common/trace.h"
@@ -131,8 +132,9 @@ TEST(TraceFile, EachPointIsAProcessAndEachRankTrackAThread) {
   ASSERT_EQ(spans.size(), 8u);
   EXPECT_EQ(threadNames.at({1, 0}), "rank 0 (a)");
   EXPECT_EQ(threadNames.at({1, 1}), "rank 0 comm");
-  EXPECT_EQ(threadNames.at({1, 2}), "rank 1 (b)");
-  EXPECT_EQ(threadNames.count({1, 3}), 0u);  // rank 1 has no comm span
+  EXPECT_EQ(threadNames.at({1, 4}), "rank 1 (b)");
+  EXPECT_EQ(threadNames.count({1, 5}), 0u);  // rank 1 has no comm span
+  EXPECT_EQ(threadNames.count({1, 2}), 0u);  // nor any rank a GPU span
   // ts and dur in µs from the origin.
   const json& fwd = spans[1];
   EXPECT_EQ(fwd.at("name"), "forward");
@@ -157,6 +159,61 @@ TEST(TraceFile, AMalformedFragmentLeavesTheFileAsItWas) {
   EXPECT_THROW(f.add("bad", json::object(), json::object()), Error);
   EXPECT_EQ(test::readText(path), before);
   EXPECT_EQ(f.points(), 1u);
+}
+
+TEST(TraceFile, GpuStreamsAreThreadsOfTheirOwnAndUnknownTracksAreRefused) {
+  const std::string path = test::tempPath("gpu.trace.json");
+  TraceFile f(path, 0, json::object());
+  json frag = fragment(0);
+  frag["ranks"][1]["events"].push_back({"forward", nullptr, "compute", "gpu", 300, 900, 0});
+  frag["ranks"][1]["events"].push_back({"ddp bucket allreduce (ncclAllReduce)", nullptr, "comm", "gpu_comm", 700, 1200, 0});
+  f.add("ddp N=2 batch 64", json::object(), frag);
+  const json doc = test::readJson(path);
+  std::map<int, std::string> threadNames;
+  std::map<std::string, int> tidOf;
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") threadNames[e.at("tid").get<int>()] = e.at("args").at("name");
+    if (e.at("ph") == "X") tidOf[e.at("name")] = e.at("tid");
+  }
+  EXPECT_EQ(tidOf.at("forward"), traceTid(1, 2));
+  EXPECT_EQ(tidOf.at("ddp bucket allreduce (ncclAllReduce)"), traceTid(1, 3));
+  EXPECT_EQ(traceTid(1, 2), 6);
+  EXPECT_EQ(threadNames.at(6), "rank 1 gpu");
+  EXPECT_EQ(threadNames.at(7), "rank 1 gpu_comm");
+  EXPECT_EQ(threadNames.count(2), 0u);  // rank 0 has no GPU span
+  const std::string before = test::readText(path);
+  json bad = fragment(0);
+  bad["ranks"][0]["events"][0][3] = "disk";
+  try {
+    f.add("bad", json::object(), bad);
+    ADD_FAILURE() << "an unknown track was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no track 'disk'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(test::readText(path), before);
+}
+
+// What can be checked of the GPU spans without a GPU: the rebasing arithmetic, and that a span
+// that is not on a GPU queues nothing (the GPU side: GpuTrace* in gpu_train_test.cc).
+TEST(TraceGpu, EventTimesAreRebasedOnTheAnchorsMidpoint) {
+  // The anchor completed between 1000 and 3000 ns: at 2000 ns. An event 0.5 ms before it was
+  // at 2000 - 500000 ns; one at the anchor, at the anchor.
+  EXPECT_EQ(trace::gpuEventHostNs(1000, 3000, 0.5f), 2000 - 500'000);
+  EXPECT_EQ(trace::gpuEventHostNs(1000, 3000, 0.0f), 2000);
+  EXPECT_EQ(trace::gpuEventHostNs(10'000'000'000, 10'000'000'000, 2.0f), 10'000'000'000 - 2'000'000);
+  // cudaEventElapsedTime's resolution is about 0.5 µs: sub-µs values survive, rounded to ns.
+  EXPECT_EQ(trace::gpuEventHostNs(0, 0, 0.0015f), -1500);
+}
+
+TEST(TraceGpu, ASpanOffTheGpuQueuesNothing) {
+  trace::enable(true);
+  { trace::GpuSpan s("forward", trace::Category::Compute, trace::Track::Gpu, -1, nullptr); }
+  EXPECT_EQ(trace::pendingGpuSpans(), 0u);
+  trace::flushGpu();
+  EXPECT_EQ(trace::size(), 0u);
+  trace::enable(false);
+  { trace::GpuSpan s("forward", trace::Category::Compute, trace::Track::Gpu, 0, nullptr); }  // tracing off
+  EXPECT_EQ(trace::pendingGpuSpans(), 0u);
 }
 
 // ---- traced runs, as a user starts them ----------------------------------------------------
@@ -197,7 +254,7 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
   std::size_t buckets = 0;
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE(rank);
-    const int host = 2 * rank, comm = host + 1;
+    const int host = traceTid(rank, 0), comm = traceTid(rank, 1);
     EXPECT_EQ(countOf(s, "step", host), 4u);
     EXPECT_EQ(countOf(s, "forward", host), 4u);
     EXPECT_EQ(countOf(s, "backward", host), 4u);
@@ -226,7 +283,7 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
   }
   // Rank 0 evaluates once per epoch.
   EXPECT_EQ(countOf(s, "evaluate", 0), 1u);
-  EXPECT_EQ(countOf(s, "evaluate", 2), 0u);
+  EXPECT_EQ(countOf(s, "evaluate", traceTid(1, 0)), 0u);
   // The trace's steps cover what the results file timed.
   const json run = test::readJson(out).at("runs").at(0);
   EXPECT_EQ(run.at("status"), "ok");
@@ -252,7 +309,7 @@ TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
   const std::vector<Span> p = spansOf(doc, pidOf["pipeline"]);
   for (int stage = 0; stage < 2; ++stage) {
     SCOPED_TRACE(stage);
-    const int tid = 2 * stage;
+    const int tid = traceTid(stage, 0);
     EXPECT_EQ(countOf(p, "step", tid), 4u);
     EXPECT_EQ(countOf(p, "forward", tid), 16u);
     EXPECT_EQ(countOf(p, "backward", tid), 16u);
@@ -264,8 +321,8 @@ TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
   // Stage 0 sends activations and receives their gradients; stage 1 the other way round.
   EXPECT_EQ(countOf(p, "send", 0), 16u);
   EXPECT_EQ(countOf(p, "recv", 0), 16u);
-  EXPECT_EQ(countOf(p, "recv", 2), 16u);
-  EXPECT_EQ(countOf(p, "send", 2), 16u);
+  EXPECT_EQ(countOf(p, "recv", traceTid(1, 0)), 16u);
+  EXPECT_EQ(countOf(p, "send", traceTid(1, 0)), 16u);
   // GPipe: in every step, stage 1's first forward starts after stage 0's first forward ended.
   std::vector<double> f0, f1;
   for (const Span& x : p) {
@@ -278,7 +335,7 @@ TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
   // ring_all_reduce: one allreduce per step on each rank (256 / 2 / 64 = 2 steps).
   const std::vector<Span> ring = spansOf(doc, pidOf["ring_all_reduce"]);
   EXPECT_EQ(countOf(ring, "allreduce", 0), 2u);
-  EXPECT_EQ(countOf(ring, "allreduce", 2), 2u);
+  EXPECT_EQ(countOf(ring, "allreduce", traceTid(1, 0)), 2u);
   // The second run started after the first ended.
   double endFirst = 0, startSecond = 1e300;
   for (const Span& x : p) endFirst = std::max(endFirst, x.ts + x.dur);
@@ -332,13 +389,13 @@ TEST(TraceCli, BadTracePathsAreRefusedUpFront) {
 
 // ---- the report's side -------------------------------------------------------------------
 
-report::TraceSpan span(const char* name, const char* cat, int rank, bool comm, double b, double e,
+report::TraceSpan span(const char* name, const char* cat, int rank, int track, double b, double e,
                        const char* key = "", long long arg = -1) {
   report::TraceSpan s;
   s.name = name;
   s.cat = cat;
   s.rank = rank;
-  s.commTrack = comm;
+  s.track = track;
   s.beginUs = b;
   s.endUs = e;
   s.argKey = key;
@@ -350,17 +407,17 @@ TEST(TraceReport, OverlapCountsOnlyCommBesideTheHostThatComputeCovers) {
   report::TracedRun r;
   for (int rank = 0; rank < 2; ++rank) {
     const double o = rank * 100;  // rank 1 runs later: overlap is per rank, on its own clock span
-    r.spans.push_back(span("step", "step", rank, false, o + 0, o + 20, "step", 0));
-    r.spans.push_back(span("forward", "compute", rank, false, o + 0, o + 4));
-    r.spans.push_back(span("backward", "compute", rank, false, o + 4, o + 10));
+    r.spans.push_back(span("step", "step", rank, 0, o + 0, o + 20, "step", 0));
+    r.spans.push_back(span("forward", "compute", rank, 0, o + 0, o + 4));
+    r.spans.push_back(span("backward", "compute", rank, 0, o + 4, o + 10));
     // bucket 0: 6..14, bucket 1: 12..16 (concurrent: in flight 6..16, 10 us), of which
     // 6..10 is behind backward
-    r.spans.push_back(span("bucket allreduce", "comm", rank, true, o + 6, o + 14, "bucket", 0));
-    r.spans.push_back(span("bucket allreduce", "comm", rank, true, o + 12, o + 16, "bucket", 1));
-    r.spans.push_back(span("bucket wait", "wait", rank, false, o + 10, o + 14));
+    r.spans.push_back(span("bucket allreduce", "comm", rank, 1, o + 6, o + 14, "bucket", 0));
+    r.spans.push_back(span("bucket allreduce", "comm", rank, 1, o + 12, o + 16, "bucket", 1));
+    r.spans.push_back(span("bucket wait", "wait", rank, 0, o + 10, o + 14));
   }
   // Another rank's compute never hides this rank's communication.
-  r.spans.push_back(span("backward", "compute", 1, false, 6, 14));
+  r.spans.push_back(span("backward", "compute", 1, 0, 6, 14));
   const report::Overlap ov = report::overlapOf(r);
   EXPECT_EQ(ov.steps, 1);
   EXPECT_DOUBLE_EQ(ov.asyncUs, 10.0);
@@ -370,14 +427,42 @@ TEST(TraceReport, OverlapCountsOnlyCommBesideTheHostThatComputeCovers) {
   EXPECT_DOUBLE_EQ(ov.asyncPerStep, 2.0);
 }
 
+TEST(TraceReport, OnCudaTheGpuStreamsAreComparedNotTheHost) {
+  report::TracedRun r;
+  r.spans.push_back(span("step", "step", 0, 0, 0, 30, "step", 0));
+  // The host launched forward and backward in 2 us; the GPU ran them 2..12 and 12..22.
+  r.spans.push_back(span("forward", "compute", 0, 0, 0, 1));
+  r.spans.push_back(span("backward", "compute", 0, 0, 1, 2));
+  r.spans.push_back(span("forward", "compute", 0, 2, 2, 12));
+  r.spans.push_back(span("backward", "compute", 0, 2, 12, 22));
+  // The bucket's allreduce on the nccl stream 18..26: 4 us behind backward. On the host, the
+  // hook's launch-to-completion span would count none of it as hidden.
+  r.spans.push_back(span("ddp bucket allreduce (ncclAllReduce)", "comm", 0, 3, 18, 26));
+  r.spans.push_back(span("bucket allreduce", "comm", 0, 1, 3, 27));
+  r.spans.push_back(span("bucket wait", "wait", 0, 0, 2, 27));
+  const report::Overlap ov = report::overlapOf(r);
+  EXPECT_TRUE(ov.gpu);
+  EXPECT_DOUBLE_EQ(ov.asyncUs, 8.0);
+  EXPECT_DOUBLE_EQ(ov.hiddenUs, 4.0);
+  EXPECT_DOUBLE_EQ(ov.exposedUs, 25.0);
+  EXPECT_DOUBLE_EQ(ov.asyncPerStep, 1.0);
+  // Without the GPU streams the host tracks are compared.
+  r.spans.erase(std::remove_if(r.spans.begin(), r.spans.end(), [](const report::TraceSpan& s) { return s.track >= 2; }),
+                r.spans.end());
+  const report::Overlap host = report::overlapOf(r);
+  EXPECT_FALSE(host.gpu);
+  EXPECT_DOUBLE_EQ(host.asyncUs, 24.0);
+  EXPECT_DOUBLE_EQ(host.hiddenUs, 0.0);
+}
+
 TEST(TraceReport, TheStepShownIsTheMiddleOneWithEachRanksOwnSpans) {
   report::TracedRun r;
   for (int step = 0; step < 3; ++step) {
     for (int rank = 0; rank < 2; ++rank) {
       const double b = step * 100 + rank * 30;  // rank 1 runs 30 us behind
-      r.spans.push_back(span("step", "step", rank, false, b, b + 90, "step", step));
-      r.spans.push_back(span("forward", "compute", rank, false, b + 1, b + 40));
-      r.spans.push_back(span("bucket allreduce", "comm", rank, true, b + 50, b + 95, "bucket", 0));
+      r.spans.push_back(span("step", "step", rank, 0, b, b + 90, "step", step));
+      r.spans.push_back(span("forward", "compute", rank, 0, b + 1, b + 40));
+      r.spans.push_back(span("bucket allreduce", "comm", rank, 1, b + 50, b + 95, "bucket", 0));
     }
   }
   const report::StepWindow w = report::representativeStep(r);

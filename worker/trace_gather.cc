@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "comm/cuda/gpu_trace.h"
 #include "comm/store.h"
 #include "comm/transport.h"
 #include "common/error.h"
@@ -85,7 +86,9 @@ json parse(const std::string& text, int rank) {
     f.push_back(line.substr(from));
     TPB_CHECK(f.size() == 7, "trace of rank " << rank << ": malformed event '" << line << "'");
     const auto cat = static_cast<trace::Category>(std::stoi(f[2]));
-    const auto track = static_cast<trace::Track>(std::stoi(f[3]));
+    const int trackIndex = std::stoi(f[3]);
+    TPB_CHECK(trackIndex >= 0 && trackIndex < trace::kTracks, "trace of rank " << rank << ": no track " << trackIndex);
+    const auto track = static_cast<trace::Track>(trackIndex);
     events.push_back(json::array({f[0], f[1] == "-" ? json(nullptr) : json(f[1]), trace::categoryName(cat),
                                   trace::trackName(track), std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6])}));
   }
@@ -95,6 +98,7 @@ json parse(const std::string& text, int rank) {
 }  // namespace
 
 json gatherTrace(Transport& t, Store& store, const std::string& prefix, const std::string& host) {
+  trace::flushGpu();  // GPU spans still waiting for their events become host-clock spans
   const std::vector<trace::Event> events = trace::take();
   const ClockOffset clock = estimateClockOffset(store, prefix, t.rank(), t.size(), kernelBootId(), trace::nowNs);
   const std::string text = serialize(events, clock.offsetNs);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "comm/cuda/gpu_trace.h"
 #include "common/error.h"
 #include "common/trace.h"
 #include "workload/sampler.h"
@@ -355,14 +356,20 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           in.requires_grad_(true);
         }
         const auto c0 = clock_type::now();
-        torch::Tensor out = stage.forward(in);
-        if (last) {
-          const torch::Tensor labels = st.indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
-          torch::Tensor loss = torch::nn::functional::cross_entropy(out, data.train.labels.index_select(0, labels));
-          // Micro-batch means weighted by their share of the batch add up to the batch mean.
-          if (n != static_cast<std::int64_t>(rows)) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
-          st.lossSum.add_(loss.detach());
-          mb.loss = loss;
+        torch::Tensor out;
+        {
+          trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
+                               op.micro);
+          out = stage.forward(in);
+          if (last) {
+            const torch::Tensor labels =
+                st.indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
+            torch::Tensor loss = torch::nn::functional::cross_entropy(out, data.train.labels.index_select(0, labels));
+            // Micro-batch means weighted by their share of the batch add up to the batch mean.
+            if (n != static_cast<std::int64_t>(rows)) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
+            st.lossSum.add_(loss.detach());
+            mb.loss = loss;
+          }
         }
         syncDevice();
         compute += trace::close("forward", trace::Category::Compute, c0, "micro", op.micro);
@@ -387,10 +394,14 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
           comm += trace::close("recv", trace::Category::Comm, c, "micro", op.micro);
         }
         const auto c0 = clock_type::now();
-        if (last) {
-          mb.loss.backward();
-        } else {
-          mb.output.backward(gradOut);
+        {
+          trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
+                               op.micro);
+          if (last) {
+            mb.loss.backward();
+          } else {
+            mb.output.backward(gradOut);
+          }
         }
         syncDevice();
         compute += trace::close("backward", trace::Category::Compute, c0, "micro", op.micro);
@@ -411,7 +422,10 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     sendBufs.clear();
     comm += trace::close("send wait", trace::Category::Wait, c);
     const auto c0 = clock_type::now();
-    stage.step();
+    {
+      trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
+      stage.step();
+    }
     syncDevice();
     st.stats.computeS += compute + trace::close("optimizer", trace::Category::Optimizer, c0);
     st.stats.commS += comm;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "comm/cuda/devices.h"
+#include "comm/cuda/gpu_trace.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/trace.h"
@@ -90,13 +91,16 @@ Replica::Replica(const TrainConfig& cfg, torch::Device dev)
 torch::Tensor Replica::forwardBackward(const Dataset& data, const torch::Tensor& epochIndices,
                                        std::size_t begin, std::size_t end, double lossScale) {
   torch::Tensor loss;
+  const int gpu = gpuOf(device);
   {
     trace::Span span("forward", trace::Category::Compute);
+    trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpu, nullptr);
     const Batch b = gatherBatch(data, epochIndices, begin, end);
     torch::Tensor logits = model->forward(b.images.to(device));
     loss = torch::nn::functional::cross_entropy(logits, b.labels.to(device));
   }
   trace::Span span("backward", trace::Category::Compute);
+  trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpu, nullptr);
   if (lossScale == 1.0) {
     loss.backward();
   } else {
@@ -278,6 +282,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     }
     s.trainLoss = lossSum.item<double>();  // on a GPU this waits for the epoch's last step
     s.wallS = since(t0);
+    trace::flushGpu();  // the GPU has finished the epoch's steps (above): read their events
     if (t) s.traffic = t->traffic() - before;
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
     if (loop.beforeClose) loop.beforeClose(s);
@@ -325,7 +330,10 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
     sync.finish();
     st.stats.commS += trace::close(sync.traceName(), sync.traceCategory(), c1);
     const auto c2 = clock_type::now();
-    rep.step(sync.grads());
+    {
+      trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
+      rep.step(sync.grads());
+    }
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() +
                          trace::close("optimizer", trace::Category::Optimizer, c2);
   }, onEpoch);

@@ -20,6 +20,8 @@
 namespace tpb {
 
 torch::Device torchDevice(const TrainConfig& cfg, int offset = 0);
+// The CUDA device index of `d` for GPU spans (comm/cuda/gpu_trace.h); -1 for the CPU.
+inline int gpuOf(const torch::Device& d) { return d.is_cuda() ? (d.has_index() ? d.index() : 0) : -1; }
 // On CUDA, blocks until every kernel queued on the default stream of the device of `cfg`
 // (replica `offset`) has run, so host clocks read afterwards measure the work; other streams
 // (the nccl transport's) are not waited for (waitDefaultStream). A no-op on the CPU.

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "comm/cuda/cuda_check.h"
+#include "comm/cuda/gpu_trace.h"
 #include "comm/cuda/reduce_cuda.h"
 #include "comm/store.h"
 #include "common/error.h"
@@ -271,6 +272,10 @@ void NcclTransport::flush() {
   }
   char* scratch = reinterpret_cast<char*>(scratch_);
   orderAfterDefaultStream();
+  // On the GPU timeline (--trace): from the group's start on the stream, after the work it was
+  // ordered behind, to the end of its sums.
+  trace::GpuSpan span("nccl send/recv", trace::Category::Comm, trace::Track::GpuComm, device_, stream_, "ops",
+                      static_cast<std::int64_t>(pending_.size()));
 
   // An error inside the group must still close it, or NCCL's group state stays open for every
   // later call; the first error is reported after ncclGroupEnd.
@@ -380,6 +385,7 @@ std::unique_ptr<Request> NcclTransport::startCollective(const char* what, const 
   flush();  // keep the transport's queued point-to-point operations ahead of the collective
   makeCurrent();
   orderAfterDefaultStream();
+  trace::GpuSpan span(what, trace::Category::Comm, trace::Track::GpuComm, device_, stream_);
   const ncclResult_t r = op(comm_, stream_);
   if (r != ncclSuccess) {
     abortComm();

@@ -73,7 +73,8 @@ class NcclTransport final : public Transport {
   using CollectiveOp = std::function<ncclResult_t(ncclComm_t, cudaStream_t)>;
   // Launches what is queued, then enqueues `op` (an NCCL collective on comm() and stream()),
   // ordered after the default stream's work, and returns at once; the request's wait() waits
-  // for it under the transport's timeout, aborting the communicator if it expires.
+  // for it under the transport's timeout, aborting the communicator if it expires. `what` names
+  // it in errors and, under --trace, its span on the GPU timeline: a string literal.
   std::unique_ptr<Request> startCollective(const char* what, const CollectiveOp& op);
   // startCollective(what, op)->wait().
   void runCollective(const char* what, const CollectiveOp& op);

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "record/trace_file.h"
 #include "report/chart.h"
 #include "report/escape.h"
 #include "report/format.h"
@@ -104,17 +105,18 @@ void build(Chart& c, const Inputs& in) {
     if (row > 0) separators << "set arrow from graph 0, first " << fmtDat(row - 0.5) << " to graph 1, first "
                             << fmtDat(row - 0.5) << " nohead lc rgb '#888888' dt 2\n";
     for (int rank = 0; rank < r->ranks(); ++rank) {
-      for (const bool comm : {false, true}) {
+      for (int track = 0; track < kTraceTracks; ++track) {
         std::vector<TraceSpan> mine;
         for (const TraceSpan& s : w.spans)
-          if (s.rank == rank && s.commTrack == comm) mine.push_back(s);
-        if (comm && mine.empty()) continue;
+          if (s.rank == rank && s.track == track) mine.push_back(s);
+        if (track > 0 && mine.empty()) continue;
         // Long spans first, so that spans nested in them are drawn on top.
         std::stable_sort(mine.begin(), mine.end(), [](const TraceSpan& a, const TraceSpan& b) {
           return a.endUs - a.beginUs > b.endUs - b.beginUs;
         });
-        const std::string name = comm ? "rank " + std::to_string(rank) + " comm"
-                                      : (rank == 0 ? r->label + "  " : std::string()) + "rank " + std::to_string(rank);
+        const std::string name =
+            track > 0 ? "rank " + std::to_string(rank) + " " + kTraceTrackNames[track]
+                      : (rank == 0 ? r->label + "  " : std::string()) + "rank " + std::to_string(rank);
         ytics << (ytics.tellp() > 0 ? ", " : "") << gnuplotString(name) << " " << row;
         dat << "# " << gnuplotComment(r->label) << ", " << gnuplotComment(name) << ", step " << w.step << "\n";
         for (const TraceSpan& s : mine) {
@@ -128,7 +130,8 @@ void build(Chart& c, const Inputs& in) {
   }
   c.dat = dat.str();
   c.subtitle = "the middle step of one traced run per strategy (most ranks up to 4); each rank's host thread, and "
-               "below it its communication track where work ran beside the host; time from the step's start";
+               "below it its communication track where work ran beside the host and, on CUDA, its GPU streams; "
+               "time from the step's start";
   c.reading = "One step: " + joinList(reading, "; ") + ".";
   // Labels only where a box is wide enough to hold them.
   const double minLabelMs = longest * 0.03;

@@ -1,0 +1,144 @@
+#include "comm/cuda/gpu_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#ifdef TPB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/cuda/cuda_check.h"
+#endif
+
+namespace tpb::trace {
+
+std::int64_t gpuEventHostNs(std::int64_t hostBeforeNs, std::int64_t hostAfterNs, float msBeforeAnchor) {
+  const std::int64_t anchorNs = hostBeforeNs + (hostAfterNs - hostBeforeNs) / 2;
+  return anchorNs - static_cast<std::int64_t>(std::llround(static_cast<double>(msBeforeAnchor) * 1e6));
+}
+
+#ifdef TPB_HAVE_CUDA
+
+namespace {
+
+struct Queued {
+  const char* name;
+  const char* argKey;
+  std::int64_t arg;
+  Category cat;
+  Track track;
+  int device;
+  cudaEvent_t begin, end;
+};
+
+// The recording thread's queue and its pool of events per device (only that thread touches
+// them: GpuSpan and flushGpu do nothing on other threads).
+struct State {
+  std::vector<Queued> queued;
+  std::vector<std::vector<cudaEvent_t>> freeEvents;  // per device
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+// Makes `device` current for the scope and restores the caller's device after.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    TPB_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) TPB_CUDA_CHECK(cudaSetDevice(device));
+    device_ = device;
+  }
+  ~DeviceScope() {
+    if (previous_ != device_) cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0, device_ = 0;
+};
+
+cudaEvent_t takeEvent(int device) {
+  State& s = state();
+  if (s.freeEvents.size() <= static_cast<std::size_t>(device)) s.freeEvents.resize(device + 1);
+  std::vector<cudaEvent_t>& pool = s.freeEvents[device];
+  if (!pool.empty()) {
+    cudaEvent_t e = pool.back();
+    pool.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  TPB_CUDA_CHECK(cudaEventCreate(&e));  // timing on: these events exist to be timed
+  return e;
+}
+
+}  // namespace
+
+GpuSpan::GpuSpan(const char* name, Category cat, Track track, int device, void* stream, const char* argKey,
+                 std::int64_t arg) {
+  if (device < 0 || !recording()) return;
+  DeviceScope scope(device);
+  const auto s = static_cast<cudaStream_t>(stream);
+  Queued q{name, argKey, arg, cat, track, device, takeEvent(device), takeEvent(device)};
+  TPB_CUDA_CHECK(cudaEventRecord(q.begin, s));
+  state().queued.push_back(q);
+  slot_ = static_cast<int>(state().queued.size()) - 1;
+  stream_ = stream;
+}
+
+GpuSpan::~GpuSpan() {
+  if (slot_ < 0) return;
+  const Queued& q = state().queued[static_cast<std::size_t>(slot_)];
+  DeviceScope scope(q.device);
+  cudaEventRecord(q.end, static_cast<cudaStream_t>(stream_));  // a destructor does not throw
+}
+
+void flushGpu() {
+  State& s = state();
+  if (s.queued.empty() || !recording()) return;
+  std::vector<int> devices;
+  for (const Queued& q : s.queued)
+    if (std::find(devices.begin(), devices.end(), q.device) == devices.end()) devices.push_back(q.device);
+  for (const int device : devices) {
+    DeviceScope scope(device);
+    TPB_CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEvent_t anchor = takeEvent(device);
+    const std::int64_t before = nowNs();
+    TPB_CUDA_CHECK(cudaEventRecord(anchor, nullptr));
+    TPB_CUDA_CHECK(cudaEventSynchronize(anchor));
+    const std::int64_t after = nowNs();
+    for (const Queued& q : s.queued) {
+      if (q.device != device) continue;
+      // A span whose end event was never recorded (its destructor's record failed) is dropped,
+      // not made up.
+      float beginMs = 0, endMs = 0;
+      if (cudaEventElapsedTime(&beginMs, q.begin, anchor) == cudaSuccess &&
+          cudaEventElapsedTime(&endMs, q.end, anchor) == cudaSuccess) {
+        record(q.name, q.cat, gpuEventHostNs(before, after, beginMs), gpuEventHostNs(before, after, endMs), q.argKey,
+               q.arg, q.track);
+      } else {
+        cudaGetLastError();  // clear it, so that the next checked call does not report it
+      }
+      s.freeEvents[device].push_back(q.begin);
+      s.freeEvents[device].push_back(q.end);
+    }
+    s.freeEvents[device].push_back(anchor);
+  }
+  s.queued.clear();
+}
+
+std::size_t pendingGpuSpans() { return state().queued.size(); }
+
+#else  // no CUDA: nothing is ever queued
+
+GpuSpan::GpuSpan(const char*, Category, Track, int, void*, const char*, std::int64_t) {}
+GpuSpan::~GpuSpan() {}
+void flushGpu() {}
+std::size_t pendingGpuSpans() { return 0; }
+
+#endif
+
+}  // namespace tpb::trace
