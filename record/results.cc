@@ -21,26 +21,26 @@ using nlohmann::json;
 
 std::string errnoText(int err) { return std::strerror(err); }
 
-[[noreturn]] void cannotRead(const std::string& path, const std::string& why) {
-  TPB_THROW(UsageError, "cannot read results file '" << path << "': " << why);
+[[noreturn]] void cannotRead(const char* what, const std::string& path, const std::string& why) {
+  TPB_THROW(UsageError, "cannot read " << what << " '" << path << "': " << why);
 }
 
 // The whole file, refusing anything but a regular file of at most maxBytes. O_NONBLOCK keeps a
 // FIFO from blocking the open; it means nothing for the regular file that is then read.
-std::string readBounded(const std::string& path, std::size_t maxBytes) {
+std::string readBounded(const char* what, const std::string& path, std::size_t maxBytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) cannotRead(path, errnoText(errno));
+  if (fd < 0) cannotRead(what, path, errnoText(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) cannotRead(path, errnoText(errno));
-  if (S_ISDIR(st.st_mode)) cannotRead(path, "it is a directory");
-  if (!S_ISREG(st.st_mode)) cannotRead(path, "not a regular file");
+  if (::fstat(fd, &st) != 0) cannotRead(what, path, errnoText(errno));
+  if (S_ISDIR(st.st_mode)) cannotRead(what, path, "it is a directory");
+  if (!S_ISREG(st.st_mode)) cannotRead(what, path, "not a regular file");
   auto tooBig = [&] {
-    TPB_THROW(UsageError, "results file '" << path << "' is larger than " << (maxBytes >> 20)
-                                           << " MiB; refusing to read it");
+    TPB_THROW(UsageError, what << " '" << path << "' is larger than " << (maxBytes >> 20)
+                               << " MiB; refusing to read it");
   };
   if (static_cast<std::uint64_t>(st.st_size) > maxBytes) tooBig();
   std::string text;
@@ -51,7 +51,7 @@ std::string readBounded(const std::string& path, std::size_t maxBytes) {
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      cannotRead(path, errnoText(errno));
+      cannotRead(what, path, errnoText(errno));
     }
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > maxBytes) tooBig();  // grew while we read
@@ -61,7 +61,7 @@ std::string readBounded(const std::string& path, std::size_t maxBytes) {
 
 // Nesting depth of brackets outside strings: the parser and the records are recursive, so a
 // file of 100000 '[' must be refused before either sees it.
-void checkDepth(const std::string& path, const std::string& text, int maxDepth) {
+void checkDepth(const char* what, const std::string& path, const std::string& text, int maxDepth) {
   int depth = 0;
   bool inString = false, escaped = false;
   for (const char ch : text) {
@@ -79,8 +79,8 @@ void checkDepth(const std::string& path, const std::string& text, int maxDepth) 
       inString = true;
     } else if (ch == '[' || ch == '{') {
       if (++depth > maxDepth)
-        TPB_THROW(UsageError, "results file '" << path << "' nests deeper than " << maxDepth
-                                               << " levels; refusing to parse it");
+        TPB_THROW(UsageError, what << " '" << path << "' nests deeper than " << maxDepth
+                                   << " levels; refusing to parse it");
     } else if (ch == ']' || ch == '}') {
       --depth;
     }
@@ -116,19 +116,19 @@ mode_t currentUmask() {
 
 }  // namespace
 
-json readJsonBounded(const std::string& path, std::size_t maxBytes, int maxDepth) {
-  const std::string text = readBounded(path, maxBytes);
-  checkDepth(path, text, maxDepth);
+json readJsonBounded(const std::string& path, const char* what, std::size_t maxBytes, int maxDepth) {
+  const std::string text = readBounded(what, path, maxBytes);
+  checkDepth(what, path, text, maxDepth);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
     // nlohmann's message, minus its "[json.exception.parse_error.101] " tag: one line, our prefix.
-    std::string what = e.what();
-    if (const auto close = what.find("] "); what.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
-      what = what.substr(close + 2);
-    for (char& c : what)
+    std::string message = e.what();
+    if (const auto close = message.find("] "); message.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
+      message = message.substr(close + 2);
+    for (char& c : message)
       if (c == '\n' || c == '\r') c = ' ';
-    TPB_THROW(UsageError, "results file '" << path << "' is not JSON: " << what);
+    TPB_THROW(UsageError, what << " '" << path << "' is not JSON: " << message);
   }
 }
 

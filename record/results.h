@@ -59,10 +59,11 @@ class ResultsFile {
   nlohmann::json extra_ = nlohmann::json::object();
 };
 
-// Reads a JSON document from an untrusted file: refuses (UsageError naming the file) a file over
-// `maxBytes` or nesting deeper than `maxDepth` before the parser sees it, and text that is not JSON.
-nlohmann::json readJsonBounded(const std::string& path, std::size_t maxBytes = kMaxResultsBytes,
-                               int maxDepth = kMaxResultsDepth);
+// Reads a JSON document from an untrusted file: refuses (UsageError naming the file as `what`,
+// "results file '<path>' ...") a file over `maxBytes` or nesting deeper than `maxDepth` before
+// the parser sees it, and text that is not JSON.
+nlohmann::json readJsonBounded(const std::string& path, const char* what = "results file",
+                               std::size_t maxBytes = kMaxResultsBytes, int maxDepth = kMaxResultsDepth);
 
 // Checks, before anything is launched, that `path` can be written: creates the parent directory
 // (with its parents) when missing, and checks that a file can be created in it and, if `path`

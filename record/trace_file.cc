@@ -39,7 +39,7 @@ TraceFile::TraceFile(std::string path, std::int64_t originNs, json meta)
 }
 
 TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
-  json doc = readJsonBounded(path);
+  json doc = readJsonBounded(path, "trace file");
   const bool ok = doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array() &&
                   doc.contains("tpbench") && doc["tpbench"].is_object() &&
                   doc["tpbench"].value("schema", "") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&

@@ -44,7 +44,7 @@ std::string text(const json& o, const char* key, const std::string& where) {
 constexpr int kMaxPid = 1 << 20, kMaxTid = 1 << 16;
 
 void loadOne(const std::string& path, std::vector<TracedRun>& out) {
-  const json doc = readJsonBounded(path);
+  const json doc = readJsonBounded(path, "trace file");
   const json& tp = field(doc, "tpbench", path);
   if (text(tp, "schema", path + ": tpbench") != "tpbench.trace/1")
     TPB_THROW(UsageError, path << ": tpbench.schema is not \"tpbench.trace/1\": not a tpbench trace");

@@ -205,6 +205,14 @@ TEST(TraceGpu, EventTimesAreRebasedOnTheAnchorsMidpoint) {
   EXPECT_EQ(trace::gpuEventHostNs(0, 0, 0.0015f), -1500);
 }
 
+TEST(TraceGpu, EachRecordingHasAGenerationOfItsOwn) {
+  const std::uint64_t g = trace::generation();
+  trace::enable(true);
+  EXPECT_EQ(trace::generation(), g + 1);
+  trace::enable(false);
+  EXPECT_EQ(trace::generation(), g + 2);
+}
+
 TEST(TraceGpu, ASpanOffTheGpuQueuesNothing) {
   trace::enable(true);
   { trace::GpuSpan s("forward", trace::Category::Compute, trace::Track::Gpu, -1, nullptr); }
@@ -483,10 +491,19 @@ TEST(TraceReport, ReportFromATraceAloneDrawsTheTimelineAndTablesTheOverlap) {
   const std::string csv = test::readText(dir + "/overlap.csv");
   EXPECT_NE(csv.find("ddp N=2 batch 64"), std::string::npos) << csv;
   EXPECT_NE(csv.find("pipeline N=2 batch 64 M=4 gpipe"), std::string::npos) << csv;
+  // A CPU trace: two ranks of host threads, no GPU stream.
+  EXPECT_EQ(csv.find("GPU streams"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("host threads"), std::string::npos) << csv;
+  const auto runs = report::loadTraces({test::kTraceFixture});
+  for (const auto& run : runs) {
+    EXPECT_EQ(run.ranks(), 2) << run.label;
+    for (const auto& s : run.spans) EXPECT_LE(s.track, 1) << run.label << " " << s.name;
+  }
   EXPECT_NE(test::readText(dir + "/index.md").find("Communication hidden behind computation"), std::string::npos);
   if (test::gnuplotAvailable()) {
     EXPECT_NE(r.out.find("drawn:   " + dir + "/timeline.png"), std::string::npos) << r.out;
     const std::string dat = test::readText(dir + "/timeline.dat");
+    EXPECT_NE(dat.find("ddp N=2 batch 64, rank 1 comm"), std::string::npos) << dat;
     // GPipe's picture: the pipeline's micro-batches are labelled.
     for (const char* label : {"\"F0\"", "\"F3\"", "\"B0\"", "\"B3\""})
       EXPECT_NE(dat.find(label), std::string::npos) << label;
@@ -510,6 +527,10 @@ TEST(TraceReport, WhatIsNotATraceIsRefusedNamingTheField) {
   doc["tpbench"]["schema"] = "tpbench.trace/9";
   test::writeText(bad, doc.dump());
   test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("ns")}), "tpbench.trace/1");
+  // A truncated file is named as the trace it should be.
+  test::writeText(bad, test::readText(test::kTraceFixture).substr(0, 200));
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nj")}),
+                             "trace file '" + bad + "' is not JSON");
   test::expectRefusedUpFront(test::runCli({"report", "-o", test::tempPath("none")}), "--trace FILE");
 }
 

@@ -54,7 +54,7 @@ const std::map<std::string, JobFn>& jobKinds() {
 
 nlohmann::json readJsonFile(const std::string& path) {
   try {
-    return readJsonBounded(path);
+    return readJsonBounded(path, "job file");
   } catch (const UsageError& e) {
     // Not the user's input: a job or result file that cannot be read is a failure (exit 1).
     TPB_THROW(Error, e.what());
