@@ -14,7 +14,9 @@
 #   5. runs tpbench_cuda_sum: the CUDA sum kernel's bandwidth against a device-to-device copy in
 #      the same run, 1M..1G, and whether it reaches the goal of 85 % of the copy at 1 GiB;
 #   6. trains every strategy on one GPU (`tpbench sweep --device cuda --n_gpus 1`, batch 64 and
-#      512, 3 epochs), then draws a report of that sweep and the 1-GPU allreduce results;
+#      512, 3 epochs), traces single and ddp in a separate 1-epoch sweep (--trace: the GPU
+#      streams' timeline), then draws a report of the sweep, the 1-GPU allreduce results and the
+#      trace (its timeline chart and overlap table);
 #   7. compares `tpbench run --strategy single --device cuda` with PyTorch's own training loop
 #      (scripts/torch_single.py) at batch 64 and 512, 5 epochs each;
 #   8. writes and prints a summary: a table of every step and its status, the allreduce table,
@@ -22,7 +24,8 @@
 #      over epochs 2..5), and which libnccl.so.2 tpbench loaded when the machine has several.
 # Everything it produces goes to RESULTS_DIR (default results/gpu): build.log, environment.txt,
 # gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
-# cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, report/ (charts, index.md, index.html),
+# cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, trace-cuda.json, trace-cuda-results.json,
+# trace-cuda.txt, report/ (charts, index.md, index.html),
 # report.txt, single-cuda-b64.json, single-cuda-b512.json, single-cuda-b*.txt,
 # torch-single-b64.json, torch-single-b512.json, torch-single-b*.txt and summary.txt.
 # Exit status: 0 when every step passed, 1 when a test, benchmark point or training run failed
@@ -274,11 +277,20 @@ if step "sweep n=1 (all strategies)" "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --de
      --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json"; then
   echo "ok: $OUT/sweep-cuda.json"
 fi
+# A traced run apart from the sweep above, whose timings stay untraced: the GPU streams' timeline.
+say "tpbench sweep --device cuda --strategies single,ddp --n_gpus 1 --epochs 1 --bucket_mb 1 --trace"
+rm -f "$OUT/trace-cuda.json" "$OUT/trace-cuda-results.json"
+if step "traced sweep n=1 (single, ddp)" "$OUT/trace-cuda.txt" "$TPBENCH" sweep --device cuda --strategies single,ddp \
+     --n_gpus 1 --batch_size 64 --epochs 1 --bucket_mb 1 --out "$OUT/trace-cuda-results.json" \
+     --trace "$OUT/trace-cuda.json"; then
+  echo "ok: $OUT/trace-cuda.json"
+fi
 say "tpbench report (log: $OUT/report.txt)"
 REPORT_INPUTS=()
 for f in "$OUT/sweep-cuda.json" "$OUT/allreduce-cuda-n1.json"; do
   if [ -f "$f" ]; then REPORT_INPUTS+=("$f"); fi
 done
+if [ -f "$OUT/trace-cuda.json" ]; then REPORT_INPUTS+=(--trace "$OUT/trace-cuda.json"); fi
 if [ "${#REPORT_INPUTS[@]}" -eq 0 ]; then
   STATUS=1
   record "report" "FAILED (nothing to report)"
