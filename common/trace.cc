@@ -19,6 +19,7 @@ std::thread::id& owner() {
   static std::thread::id id;
   return id;
 }
+std::uint64_t gGeneration = 0;
 }  // namespace
 
 const char* categoryName(Category c) {
@@ -43,9 +44,12 @@ const char* trackName(Track t) {
   return "host";
 }
 
+std::uint64_t generation() { return gGeneration; }
+
 bool recording() { return detail::gEnabled && std::this_thread::get_id() == owner(); }
 
 void enable(bool on) {
+  ++gGeneration;
   buffer().clear();
   if (on) buffer().reserve(1 << 14);
   owner() = std::this_thread::get_id();

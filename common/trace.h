@@ -54,6 +54,9 @@ extern bool gEnabled;
 inline bool enabled() { return detail::gEnabled; }
 // Turns recording on or off; turning it on clears what was recorded.
 void enable(bool on);
+// Counts the calls of enable(): work queued under an earlier count (GPU spans waiting for their
+// events, comm/cuda/gpu_trace.h) belongs to a recording that has ended and is dropped.
+std::uint64_t generation();
 // Whether this thread's spans are recorded: enabled, and this is the thread that enabled it.
 bool recording();
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/cuda/devices.h"
+#include "comm/cuda/gpu_trace.h"
 #include "common/error.h"
 #include "tests/cli_util.h"
 #include "tests/gpu_util.h"
@@ -231,6 +232,36 @@ TEST(GpuTraceCli, KernelsAndBucketsAreTimedOnTheirStreams) {
     EXPECT_GT(gpuBwd[i].e, gpuBwd[i].b);
   }
   std::remove(tr.c_str());
+}
+
+// The GPU span queue: what a recording queued is flushed by that recording only.
+TEST(GpuTrace, SpansOfAnEndedRecordingAreDroppedNotRecorded) {
+  TPB_REQUIRE_GPU(false);
+  const auto x = torch::ones({1024, 1024}, torch::kCUDA);
+  trace::enable(true);
+  {
+    trace::GpuSpan s("stale", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
+    (void)x.mm(x);
+  }
+  EXPECT_EQ(trace::pendingGpuSpans(), 1u);
+  trace::enable(true);  // a new recording: the span above belongs to the last one
+  {
+    trace::GpuSpan s("kept", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
+    (void)x.mm(x);
+  }
+  trace::GpuSpan* open = new trace::GpuSpan("open across the flush", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
+  trace::flushGpu();
+  delete open;  // records nothing: its slot went with the flush
+  EXPECT_EQ(trace::pendingGpuSpans(), 0u);
+  const std::vector<trace::Event> events = trace::take();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_STREQ(events[0].name, "kept");
+  EXPECT_EQ(events[0].track, trace::Track::Gpu);
+  EXPECT_GT(events[0].endNs, events[0].beginNs) << "a 1024^3 matrix product takes time";
+  EXPECT_LE(events[0].endNs, trace::nowNs());
+  trace::flushGpu();
+  EXPECT_EQ(trace::size(), 0u);
+  trace::enable(false);
 }
 
 TEST(GpuTrainCli, MoreGpusThanVisibleIsOneUsageError) {

@@ -28,6 +28,7 @@ struct Queued {
   Category cat;
   Track track;
   int device;
+  std::uint64_t generation;  // trace::generation() when it was queued
   cudaEvent_t begin, end;
 };
 
@@ -35,6 +36,7 @@ struct Queued {
 // them: GpuSpan and flushGpu do nothing on other threads).
 struct State {
   std::vector<Queued> queued;
+  std::uint64_t flushes = 0;  // a span still open across a flush has lost its slot
   std::vector<std::vector<cudaEvent_t>> freeEvents;  // per device
 };
 
@@ -82,15 +84,17 @@ GpuSpan::GpuSpan(const char* name, Category cat, Track track, int device, void* 
   if (device < 0 || !recording()) return;
   DeviceScope scope(device);
   const auto s = static_cast<cudaStream_t>(stream);
-  Queued q{name, argKey, arg, cat, track, device, takeEvent(device), takeEvent(device)};
+  Queued q{name, argKey, arg, cat, track, device, generation(), takeEvent(device), takeEvent(device)};
   TPB_CUDA_CHECK(cudaEventRecord(q.begin, s));
   state().queued.push_back(q);
   slot_ = static_cast<int>(state().queued.size()) - 1;
+  flush_ = state().flushes;
   stream_ = stream;
 }
 
 GpuSpan::~GpuSpan() {
-  if (slot_ < 0) return;
+  // Flushed while open: its end event was never recorded, so flushGpu() dropped it.
+  if (slot_ < 0 || flush_ != state().flushes) return;
   const Queued& q = state().queued[static_cast<std::size_t>(slot_)];
   DeviceScope scope(q.device);
   cudaEventRecord(q.end, static_cast<cudaStream_t>(stream_));  // a destructor does not throw
@@ -98,10 +102,15 @@ GpuSpan::~GpuSpan() {
 
 void flushGpu() {
   State& s = state();
-  if (s.queued.empty() || !recording()) return;
+  if (s.queued.empty()) return;
+  // Spans queued under an earlier trace::enable() belong to a recording that has ended (a
+  // failed run whose epoch never flushed): their events go back to the pool, unread.
+  const bool live = recording();
+  const std::uint64_t current = generation();
+  auto wanted = [&](const Queued& q) { return live && q.generation == current; };
   std::vector<int> devices;
   for (const Queued& q : s.queued)
-    if (std::find(devices.begin(), devices.end(), q.device) == devices.end()) devices.push_back(q.device);
+    if (wanted(q) && std::find(devices.begin(), devices.end(), q.device) == devices.end()) devices.push_back(q.device);
   for (const int device : devices) {
     DeviceScope scope(device);
     TPB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -111,7 +120,7 @@ void flushGpu() {
     TPB_CUDA_CHECK(cudaEventSynchronize(anchor));
     const std::int64_t after = nowNs();
     for (const Queued& q : s.queued) {
-      if (q.device != device) continue;
+      if (q.device != device || !wanted(q)) continue;
       // A span whose end event was never recorded (its destructor's record failed) is dropped,
       // not made up.
       float beginMs = 0, endMs = 0;
@@ -122,12 +131,17 @@ void flushGpu() {
       } else {
         cudaGetLastError();  // clear it, so that the next checked call does not report it
       }
-      s.freeEvents[device].push_back(q.begin);
-      s.freeEvents[device].push_back(q.end);
     }
     s.freeEvents[device].push_back(anchor);
   }
+  // Every queued span's events are reusable now: a span that was read has completed, and an
+  // event that is recorded again later simply takes the new point in its stream.
+  for (const Queued& q : s.queued) {
+    s.freeEvents[q.device].push_back(q.begin);
+    s.freeEvents[q.device].push_back(q.end);
+  }
   s.queued.clear();
+  ++s.flushes;
 }
 
 std::size_t pendingGpuSpans() { return state().queued.size(); }

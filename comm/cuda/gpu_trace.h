@@ -37,12 +37,15 @@ class GpuSpan {
 
  private:
   int slot_ = -1;  // the queued span, or -1 when not recorded
+  std::uint64_t flush_ = 0;  // the flush count it was queued under
   void* stream_ = nullptr;
 };
 
 // Turns every queued GPU span into a span on the host clock (trace::record). Waits for each
 // device that has queued spans to finish its work; returns at once when none are queued (every
-// CPU run). Call only where the host waits for the GPU anyway.
+// CPU run). Call only where the host waits for the GPU anyway. Spans queued before the last
+// trace::enable(), or flushed while recording is off, are dropped; a span still open at a flush
+// is dropped too.
 void flushGpu();
 
 // GPU spans queued and not yet flushed (tests).
