@@ -129,6 +129,10 @@ TEST_F(ReportTest, DrawsEveryChartFromFixture) {
   EXPECT_NE(md.find("ring busbw peaks at 14.8 GB/s at 4M, N=2"), std::string::npos);
   EXPECT_NE(md.find("ring_all_reduce is "), std::string::npos);
   EXPECT_NE(md.find(" faster at N=2"), std::string::npos);
+  // The bubble's reading follows the line with the most values of M (the fixture's N=2
+  // pipeline at M = 1, 2, 4, 8), not a lone point at N=1.
+  EXPECT_NE(md.find("N=2 gpipe, M=8: measured 51.3 % idle against the formula's 11.1 %; at M=1: 52.0 %."),
+            std::string::npos);
   // Tables and the meta block of the input.
   EXPECT_NE(md.find("| strategy | N | batch | train_size | epochs | samples/s | final accuracy |"),
             std::string::npos);

@@ -61,14 +61,18 @@ void build(Chart& c, const Inputs& in) {
     f.points = medianPoints(byX);
     series.push_back(f);
   }
+  // The reading follows the line with the most values of M (the first such in name order): a
+  // lone point, such as model_parallel's at N=1, says nothing about how M shrinks the bubble.
   std::string reading;
+  std::size_t readingPoints = 0;
   for (const auto& [name, byX] : measured) {
     Series m;
     m.title = "measured, " + name;
     m.color = positionColor(colorOfN[name.substr(0, name.find(' '))]);
     m.points = medianPoints(byX);
     series.push_back(m);
-    if (reading.empty() && !m.points.empty()) {
+    if (m.points.size() > readingPoints) {
+      readingPoints = m.points.size();
       const Point& hi = m.points.back();
       const double f = valueAt(medianPoints(formula.at(name.substr(0, name.find(' ')))), hi.x);
       reading = name + ", M=" + intLabel(hi.x) + ": measured " + fmtPct(hi.y) + " idle against the formula's " +
@@ -79,7 +83,8 @@ void build(Chart& c, const Inputs& in) {
   Axes a = wholeXAxes(ms, "micro-batches per step (M)", "microbatches", "bubble fraction", "bubble");
   a.logx = spansDecade(ms) || *ms.rbegin() / *ms.begin() >= 4;
   a.logxBase = 2;
-  buildLineChart(c, series, a, "set yrange [0:1]\n");
+  // Room either side, so that the outermost M keeps its tic label on the log axis.
+  buildLineChart(c, series, a, "set yrange [0:1]\nset offsets graph 0.04, graph 0.04, 0, 0\n");
 }
 
 const ChartRegistrar kChart(90, "pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula", build);
