@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -84,6 +85,11 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
 
   const json two = readJson(twoPath), ref = readJson(onePath);
   expectSameTraining(two, ref, 3);
+  for (std::size_t i = 0; i < two["runs"].size() && i < ref["runs"].size(); ++i)
+    std::printf("%s N=4: final train loss %.6f on two hosts, %.6f on one\n",
+                two["runs"][i]["config"]["strategy"].get<std::string>().c_str(),
+                two["runs"][i]["summary"]["final_train_loss"].get<double>(),
+                ref["runs"][i]["summary"]["final_train_loss"].get<double>());
   for (const json& a : two["runs"]) {
     // Node 1 prints its own ranks' outcome per point, never the table.
     EXPECT_NE(r1.out.find(a["config"]["strategy"].get<std::string>() + " N=4 batch 32: node 1 (ranks 2..3) ok"),
@@ -249,6 +255,7 @@ TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
   }
   EXPECT_GE(seconds, 0) << "node 0 recorded nothing within 30 s of the kill";
   EXPECT_LT(seconds, 10.0);
+  std::printf("node 0 saved the failed point %.2f s after rank 3 on node 1 was killed\n", seconds);
 
   const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
   EXPECT_EQ(r0.exitCode, 1) << r0.err;
