@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -53,7 +54,24 @@ inline std::string testTag() { return "TPB_TEST_PROCESS=" + std::to_string(getpi
 // runCli joins it before returning, so it may use the caller's locals. With `ownProcessGroup`
 // the child leads a process group of its own (pgid = pid), so kill(-pid, sig) reaches it and
 // everything it starts, as a terminal's or a job scheduler's signal would, and not the test.
-using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done)>;
+// `said` tells whether the child has printed a text on stderr so far (a launcher forwards its
+// ranks' lines as they come), for a `duringRun` that waits for a rank to reach some point.
+class SaidSoFar {
+ public:
+  bool has(const std::string& text) const {
+    std::lock_guard<std::mutex> lock(m_);
+    return err_.find(text) != std::string::npos;
+  }
+  void append(const char* data, std::size_t n) {
+    std::lock_guard<std::mutex> lock(m_);
+    err_.append(data, n);
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::string err_;
+};
+using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done, const SaidSoFar& said)>;
 // runCli for any program (`program` is a path): a launcher such as mpirun that starts tpbench.
 inline CliResult runProgram(const std::string& program, const std::vector<std::string>& args,
                             const std::vector<std::pair<std::string, std::string>>& env = {},
@@ -82,7 +100,8 @@ inline CliResult runProgram(const std::string& program, const std::vector<std::s
   CliResult r;
   std::atomic<bool> done{false};
   std::thread watcher;
-  if (duringRun) watcher = std::thread([&] { duringRun(pid, done); });
+  SaidSoFar said;
+  if (duringRun) watcher = std::thread([&] { duringRun(pid, done, said); });
   pollfd fds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
   int open = 2;
   char buf[4096];
@@ -97,6 +116,7 @@ inline CliResult runProgram(const std::string& program, const std::vector<std::s
         --open;
       } else {
         (f.fd == outPipe[0] ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+        if (f.fd == errPipe[0]) said.append(buf, static_cast<std::size_t>(n));
       }
     }
   }

@@ -59,7 +59,7 @@ TEST_P(LauncherSignals, EndTheSweepAsInterrupted) {
       {"sweep", "--strategies", "ring_all_reduce", "--n_gpus", "1,2", "--batch_size", "32", "--epochs", "2",
        "--train_size", "2048", "--timeout", "120", "--out", out},
       {{"TPB_FAULT", "1:hang:3"}, {"TMPDIR", tmp}},
-      [&](pid_t pid, const std::atomic<bool>& done) {
+      [&](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar&) {
         for (int i = 0; i < 600 && !done && !sent; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
           if (savedRuns(out) != 1 || test::workerPids().size() < 2) continue;
@@ -129,12 +129,14 @@ TEST(LauncherDescriptors, EveryDescriptorIsCloseOnExec) {
         {"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--iters", "5", "--timeout", "60",
          "--transport", transport, "--out", out},
         {{"TPB_FAULT", "1:hang:3"}},
-        [&](pid_t pid, const std::atomic<bool>& done) {
-          for (int i = 0; i < 300 && !done; ++i) {
+        [&](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar& said) {
+          // Look once rank 1 hangs at its 3rd iteration: both ranks are past their transport's
+          // setup then (it marks what its library opened afterwards). A fixed wait after the
+          // ranks appeared could look at a rank still inside that setup on a loaded machine.
+          for (int i = 0; i < 600 && !done; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            const auto workers = test::workerPids();
-            if (workers.size() < 2) continue;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // set up and hung
+            if (!said.has("rank 1 injecting 'hang'")) continue;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0 into its wait
             launcherLeaks = inheritable(pid);
             for (int w : test::workerPids()) {
               for (const auto& l : inheritable(w)) workerLeaks.push_back("worker " + std::to_string(w) + ": " + l);

@@ -66,7 +66,7 @@ TEST(TrainCli, SigkilledRankFailsOnlyItsPointAndTheSweepGoesOn) {
   const auto r = runCli(
       {"sweep", "--strategies", "ring_all_reduce", "--n_gpus", "2", "--batch_size", "32", "--epochs", "3",
        "--train_size", "8192", "--repeat", "3", "--out", out},
-      {}, [&](pid_t, const std::atomic<bool>& done) {
+      {}, [&](pid_t, const std::atomic<bool>& done, const test::SaidSoFar&) {
         // Wait for the first point to be saved, then kill rank 1 of the next one.
         for (int i = 0; i < 600 && !killed && !done; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
