@@ -56,8 +56,10 @@ std::vector<std::string> mpirunArgs(int np) {
 
 // torchrun's arguments; --redirects/--tee 1 work around torch 1.13 on Python >= 3.11, whose
 // default "0" parses to None there (and nothing else changes: rank output still reaches us).
+// -u: torchrun's copy of the ranks' output (--tee) reaches its stdout, a file here, as it is
+// printed, not in 8 KiB blocks (PYTHONUNBUFFERED is not set in CI).
 std::vector<std::string> torchrunArgs(bool standalone, int port) {
-  std::vector<std::string> a{"-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2"};
+  std::vector<std::string> a{"-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2"};
   if (standalone) a.push_back("--standalone");
   else a.insert(a.end(), {"--master_port", std::to_string(port)});
   a.insert(a.end(), {"--no_python", TPB_BINARY});

@@ -130,7 +130,7 @@ TEST(NetnsTwoHosts, TorchrunOnEachHostTrainsLikeOneHost) {
   const std::vector<std::string> sweep =
       concat({"sweep", "--strategies", "ring_all_reduce,ddp", "--n_gpus", "4", "--transport", "gloo"}, tinyTraining());
   auto torchrun = [&](int node) {
-    return concat({"-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+    return concat({"-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
                    std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0],
                    "--master_port", port, "--no_python", TPB_BINARY},
                   concat(sweep, {"--out", twoPath}));  // the same command on both: rank 0 alone writes
@@ -181,7 +181,7 @@ TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
   const std::string port = portFor(2), out = tempPath("torchrun_killed.json");
   auto torchrun = [&](int node) {
     return std::vector<std::string>{
-        "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+        "-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
         std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0], "--master_port", port,
         "--no_python", TPB_BINARY, "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--transport", "gloo",
         "--batch_size", "8", "--train_size", "2048", "--test_size", "100", "--epochs", "100", "--hidden", "32",
@@ -189,6 +189,9 @@ TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
   };
   const auto node1 = pair.start(1, torchrun(1), python);
   const auto node0 = pair.start(0, torchrun(0), python);
+  // Rank 0's epoch lines reach node0.outPath through torchrun's --tee, which python buffers in
+  // 8 KiB blocks when its stdout is a file unless run with -u (as above): without it the first
+  // line came only after some 75 epochs, past this deadline on a loaded machine.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (readText(node0.outPath).find("epoch 1/100") == std::string::npos && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
