@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "comm/shm/shm_transport.h"
 #include "common/error.h"
@@ -197,6 +198,40 @@ TEST(GlooTransport, DoesNotForward) {
     float x = 0;
     EXPECT_THROW(t.irecvCopySend(1 - t.rank(), &x, 1, 1 - t.rank()), Error);
   });
+}
+
+// Once a peer has gone, every later send or receive to it fails naming the peer's rank: gloo
+// throws the first at the wait and, the pair now broken, the next ones already where they are
+// posted. Ranks on one host share its address, so the address in gloo's own message is not enough.
+TEST(GlooTransport, APeerThatLeftIsNamedByRankAtWaitAndAtPost) {
+  auto store = Store::local();
+  const std::string runId = makeRunId();
+  std::atomic<bool> gone{false};
+  std::vector<std::string> errors;
+  std::thread peer([&] {
+    auto t = findTransport("gloo").make(TransportArgs{*store, runId, "127.0.0.1", 1, 2, 2, Device::Cpu,
+                                                      std::chrono::seconds(10)});
+    float x = 1;
+    t->send(0, &x, sizeof x);
+    t.reset();  // closes its sockets: rank 0 sees the pair fail
+    gone = true;
+  });
+  auto t = findTransport("gloo").make(TransportArgs{*store, runId, "127.0.0.1", 0, 2, 2, Device::Cpu,
+                                                    std::chrono::seconds(10)});
+  float x = 0;
+  t->recv(1, &x, sizeof x);
+  peer.join();
+  ASSERT_TRUE(gone);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    try {
+      if (attempt % 2 == 0) t->recv(1, &x, sizeof x);
+      else t->send(1, &x, sizeof x);
+      ADD_FAILURE() << "attempt " << attempt << " with rank 1 gone did not fail";
+    } catch (const std::exception& e) {  // gloo's own errors are no tpb::Error
+      errors.push_back(e.what());
+    }
+  }
+  for (const std::string& e : errors) EXPECT_NE(e.find("rank 1 failed"), std::string::npos) << e;
 }
 
 TEST(ShmTransport, NoSegmentNameSurvivesSetup) {

@@ -46,6 +46,18 @@ class GlooRequest final : public Request {
   std::chrono::milliseconds timeout_;
 };
 
+// Posts a send or receive. Gloo throws at once, not at the wait, when the pair to that peer has
+// already failed (e.g. "Read error [host]:port: Connection reset by peer"): the error names the
+// peer's rank as a failed wait does, since ranks on one host share its address.
+template <class Post>
+c10::intrusive_ptr<compat::Work> post(Post&& postIt, const char* what, int peer) {
+  try {
+    return postIt();
+  } catch (const std::exception& e) {
+    TPB_THROW(Error, "gloo " << what << " rank " << peer << " failed: " << e.what());
+  }
+}
+
 }  // namespace
 
 GlooTransport::GlooTransport(Store& store, const std::string& prefix, const std::string& host,
@@ -70,7 +82,7 @@ std::unique_ptr<Request> GlooTransport::isend(int peer, const void* buf, std::si
   if (bytes == 0) return std::make_unique<DoneRequest>();
   countSend(bytes);
   std::vector<at::Tensor> t{byteView(buf, bytes)};
-  auto work = impl_->pg->send(t, peer, /*tag=*/0);
+  auto work = post([&] { return impl_->pg->send(t, peer, /*tag=*/0); }, "send to", peer);
   return std::make_unique<GlooRequest>(std::move(work), t[0], "send to", peer, timeout());
 }
 
@@ -79,7 +91,7 @@ std::unique_ptr<Request> GlooTransport::irecv(int peer, void* buf, std::size_t b
   if (bytes == 0) return std::make_unique<DoneRequest>();
   countRecv(bytes);
   std::vector<at::Tensor> t{byteView(buf, bytes)};
-  auto work = impl_->pg->recv(t, peer, /*tag=*/0);
+  auto work = post([&] { return impl_->pg->recv(t, peer, /*tag=*/0); }, "recv from", peer);
   return std::make_unique<GlooRequest>(std::move(work), t[0], "recv from", peer, timeout());
 }
 
