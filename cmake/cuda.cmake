@@ -15,9 +15,7 @@ if(NOT TPB_WITH_CUDA)
   return()
 endif()
 
-if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
-  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
-endif()
+# The compiler was chosen before find_package(Torch) (cmake/cuda_arch.cmake).
 include(CheckLanguage)
 check_language(CUDA)
 if(NOT CMAKE_CUDA_COMPILER)

@@ -6,6 +6,28 @@
 # cmake/cuda.cmake can put them back and drop Torch's list: tpbench's kernels are compiled for
 # what the user (or scripts/gpu-check.sh, for the GPU it sees) asked, 90 (H100) by default.
 # Torch's list is also pinned to the same architectures, so its detection does not run.
+#
+# The CUDA toolkit is chosen here too, before Torch looks for one: Caffe2's FindCUDA takes the
+# folder above the first nvcc on PATH, which on a machine with a wrapper script such as
+# /usr/local/bin/nvcc is /usr/local (no CUDA headers there), while cmake/cuda.cmake would compile
+# with /usr/local/cuda. One choice for both, in this order: CMAKE_CUDA_COMPILER or CUDACXX, else
+# /usr/local/cuda/bin/nvcc, else nvcc on PATH (CMake's own search, left as it is).
+if(TPB_WITH_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  set(_tpb_nvcc "${CMAKE_CUDA_COMPILER}")
+  if(NOT _tpb_nvcc AND DEFINED ENV{CUDACXX})
+    set(_tpb_nvcc "$ENV{CUDACXX}")
+  endif()
+  if(_tpb_nvcc AND NOT DEFINED CUDA_TOOLKIT_ROOT_DIR)
+    get_filename_component(_tpb_cuda_bin "${_tpb_nvcc}" DIRECTORY)
+    get_filename_component(_tpb_cuda_root "${_tpb_cuda_bin}" DIRECTORY)
+    if(EXISTS "${_tpb_cuda_root}/include/cuda_runtime.h")
+      set(CUDA_TOOLKIT_ROOT_DIR "${_tpb_cuda_root}" CACHE PATH "CUDA toolkit (the one of CMAKE_CUDA_COMPILER)")
+    endif()
+  endif()
+endif()
 set(TPB_CUDA_ARCHITECTURES 90)
 if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL ""
    AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "OFF")

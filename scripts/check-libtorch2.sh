@@ -128,10 +128,10 @@ if command -v ccache >/dev/null; then
   LAUNCH=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 command -v ninja >/dev/null || die "needs ninja (package ninja-build)"
-# Caffe2's cuda.cmake finds the toolkit as the folder above the first nvcc on PATH (FindCUDA). A
-# CI shell may have no /usr/local/cuda/bin on PATH but a wrapper script /usr/local/bin/nvcc, which
-# makes that folder /usr/local (no CUDA headers there). Name the toolkit the project's own build
-# uses (cmake/cuda.cmake): CUDACXX, else /usr/local/cuda, else nvcc on PATH.
+# The toolkit the project's own build would choose (cmake/cuda_arch.cmake, before Torch looks):
+# CUDACXX, else /usr/local/cuda, else nvcc on PATH. Named here too, to say up front when it has
+# no headers; the project derives CUDA_TOOLKIT_ROOT_DIR for Caffe2's FindCUDA from it (which would
+# otherwise take the folder above the first nvcc on PATH: /usr/local for a wrapper script there).
 NVCC="${CUDACXX:-}"
 [ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 [ -n "$NVCC" ] || NVCC="$(command -v nvcc || true)"
@@ -140,7 +140,6 @@ NVCC="${CUDACXX:-}"
 CUDA_ROOT="$(cd "$(dirname "$NVCC")/.." && pwd)"
 [ -f "$CUDA_ROOT/include/cuda_runtime.h" ] \
   || die "nvcc at $NVCC, but no CUDA headers under $CUDA_ROOT/include (set CUDACXX to the toolkit's own bin/nvcc)"
-export PATH="$CUDA_ROOT/bin:$PATH"
 mkdir -p "$BUILD"
 say "configuring $BUILD against LibTorch from $TORCH_DIR (log: $BUILD/configure.log)"
 # CMAKE_PREFIX_PATH puts the unpacked tree first for every find_library of Torch's config, so
@@ -150,7 +149,7 @@ say "configuring $BUILD against LibTorch from $TORCH_DIR (log: $BUILD/configure.
 NOLINK='<CMAKE_COMMAND> -E touch <TARGET>'
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=None -DTorch_DIR="$TORCH_DIR" \
   -DCMAKE_PREFIX_PATH="$STAGE/usr" -DTPB_WITH_CUDA=ON "${LAUNCH[@]}" \
-  -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DCMAKE_CUDA_COMPILER="$NVCC" \
   -DCMAKE_CXX_LINK_EXECUTABLE="$NOLINK" -DCMAKE_CUDA_LINK_EXECUTABLE="$NOLINK" \
   > "$BUILD/configure.log" 2>&1 \
   || { grep -A5 "CMake Error" "$BUILD/configure.log" | head -30 >&2; die "configure failed (see $BUILD/configure.log)"; }

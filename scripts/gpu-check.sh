@@ -56,10 +56,12 @@ GPUS="$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null 
 [[ "$GPUS" =~ ^[0-9]+$ ]] || GPUS=0
 [ "$GPUS" -ge 1 ] || die "CUDA sees no GPU (torch.cuda.device_count() is 0; nvidia-smi lists $(nvidia-smi -L | grep -c '^GPU ' || true); CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
 
+# The toolkit in the order the project's configure takes it (cmake/cuda_arch.cmake): CUDACXX,
+# else /usr/local/cuda, else nvcc on PATH (a wrapper script there has no headers beside it).
 NVCC="${CUDACXX:-}"
+[ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 [ -n "$NVCC" ] || NVCC="$(command -v nvcc || true)"
-[ -n "$NVCC" ] || { [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc; } || true
-[ -n "$NVCC" ] && [ -x "$NVCC" ] || die "nvcc not found (looked at \$CUDACXX, PATH and /usr/local/cuda/bin)"
+[ -n "$NVCC" ] && [ -x "$NVCC" ] || die "nvcc not found (looked at \$CUDACXX, /usr/local/cuda/bin and PATH)"
 
 # The CUDA runtime tpbench links comes with that nvcc; the driver must support its version, or
 # every CUDA call fails at run time (cudaErrorInsufficientDriver) although the build succeeds.
