@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <climits>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "comm/store.h"
 #include "common/error.h"
@@ -110,33 +114,125 @@ std::string exitReason(const RankExit& e) {
 std::string describe(const RankExit& e) { return "rank " + std::to_string(e.rank) + " " + exitReason(e); }
 
 // The launch's side of worker/point_sync.h on several nodes: posts this node's failures and
-// reads the first one posted. A store that stops answering (node 0 gone) is left alone: what
-// happens to the ranks then is their transports' to report.
+// reads the first one posted. The requests go from a thread of its own, on a store connection
+// of its own, so the launch loop never blocks on the store: a request to a node 0 that vanished
+// without closing the connection (power, a cut cable) is never answered, and one unanswered for
+// the heartbeat timeout is how this node learns that node 0 is lost (lost()). A store that
+// refuses (node 0's process ended) is left alone: what happens to the ranks then is their
+// transports' to report.
 class SharedFailures {
  public:
-  explicit SharedFailures(const LaunchSpec& spec) : spec_(spec), store_(spec.sharedStore) {}
-  bool active() const { return store_ != nullptr; }
-  void post(int rank, const std::string& reason) {
-    if (!store_) return;
-    try {
-      postFailure(*store_, spec_.pointPrefix, RankFailure{rank, spec_.host, spec_.address, reason});
-    } catch (const std::exception&) {
-      store_ = nullptr;
+  explicit SharedFailures(const LaunchSpec& spec) : silence_(spec.heartbeatTimeout) {
+    if (!spec.sharedStore) return;
+    state_ = std::make_shared<State>();
+    const std::uint16_t port = spec.sharedStore->port();
+    state_->thread = std::thread([s = state_, addr = spec.masterAddr, port, prefix = spec.pointPrefix,
+                                  connectTimeout = spec.heartbeatTimeout] {
+      auto poll = [&]() -> bool {
+        std::vector<RankFailure> outbox;
+        {
+          std::lock_guard<std::mutex> lock(s->m);
+          outbox.swap(s->outbox);
+        }
+        s->inCallNs = steadyNs();
+        try {
+          if (!s->store) s->store = Store::connect(addr, port, connectTimeout);
+          for (const RankFailure& f : outbox) postFailure(*s->store, prefix, f);
+          const auto f = postedFailure(*s->store, prefix);
+          std::lock_guard<std::mutex> lock(s->m);
+          if (f) s->first = f->text(true);
+          ++s->rounds;
+        } catch (const std::exception&) {
+          std::lock_guard<std::mutex> lock(s->m);
+          s->gone = true;
+        }
+        s->inCallNs = 0;
+        s->cv.notify_all();
+        std::lock_guard<std::mutex> lock(s->m);
+        return !s->gone;
+      };
+      std::unique_lock<std::mutex> lock(s->m);
+      while (!s->stop) {
+        lock.unlock();
+        if (!poll()) break;
+        lock.lock();
+        s->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->stop || !s->outbox.empty(); });
+      }
+      if (!lock.owns_lock()) lock.lock();
+      s->exited = true;
+      s->cv.notify_all();
+    });
+  }
+  ~SharedFailures() {
+    if (!state_) return;
+    std::unique_lock<std::mutex> lock(state_->m);
+    state_->stop = true;
+    state_->cv.notify_all();
+    // A thread stuck in a request to a lost store is left behind (it owns what it uses); this
+    // node's sweep stops on lost() and the process ends soon after.
+    const auto wait = stuck() ? std::chrono::milliseconds(0) : silence_;
+    if (state_->cv.wait_for(lock, wait, [&] { return state_->exited; })) {
+      lock.unlock();
+      state_->thread.join();
+    } else {
+      state_->thread.detach();
     }
   }
+  SharedFailures(const SharedFailures&) = delete;
+  SharedFailures& operator=(const SharedFailures&) = delete;
+
+  bool active() const { return state_ != nullptr; }
+  void post(int rank, const std::string& reason, const LaunchSpec& spec) {
+    if (!state_) return;
+    std::lock_guard<std::mutex> lock(state_->m);
+    state_->outbox.push_back(RankFailure{rank, spec.host, spec.address, reason});
+    state_->cv.notify_all();
+  }
+  // The first failure posted, as of the thread's last answer.
   std::optional<std::string> first() {
-    if (!store_) return std::nullopt;
-    try {
-      if (auto f = postedFailure(*store_, spec_.pointPrefix)) return f->text(true);
-    } catch (const std::exception&) {
-      store_ = nullptr;
-    }
-    return std::nullopt;
+    if (!state_) return std::nullopt;
+    std::lock_guard<std::mutex> lock(state_->m);
+    return state_->first;
+  }
+  // Waits (at most the heartbeat timeout) until this node's posts have gone out and the store
+  // has been read again, so that first() is the point's first failure wherever it happened.
+  void settle() {
+    if (!state_) return;
+    std::unique_lock<std::mutex> lock(state_->m);
+    const std::uint64_t target = state_->rounds + 2;  // the round under way may predate the posts
+    state_->cv.wait_for(lock, silence_, [&] { return state_->rounds >= target || state_->gone || state_->exited; });
+  }
+  // Set once a request has gone unanswered for the heartbeat timeout: node 0 is lost.
+  std::optional<std::string> lost(const LaunchSpec& spec) const {
+    if (!stuck()) return std::nullopt;
+    return "node 0's rendezvous store at " + spec.masterAddr + ":" + std::to_string(spec.sharedStore->port()) +
+           " has not answered for " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence_).count()) +
+           " s (--heartbeat_timeout); node 0 is down or cut off from this host";
   }
 
  private:
-  const LaunchSpec& spec_;
-  Store* store_;
+  bool stuck() const {
+    if (!state_) return false;
+    const std::int64_t since = state_->inCallNs;
+    return since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence_).count();
+  }
+  static std::int64_t steadyNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool stop = false, gone = false, exited = false;
+    std::vector<RankFailure> outbox;
+    std::optional<std::string> first;
+    std::uint64_t rounds = 0;
+    std::atomic<std::int64_t> inCallNs{0};  // when the request under way began; 0: none
+    std::unique_ptr<Store> store;
+    std::thread thread;
+  };
+  std::chrono::milliseconds silence_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace
@@ -298,7 +394,7 @@ LaunchResult launch(const LaunchSpec& spec) {
     // deaths are then the interrupt's doing, not a failure of the point.
     if (!stopping && gInterrupted.load()) {
       result.interrupted = true;
-      failures.post(-1, "was interrupted (SIGINT, SIGTERM or SIGHUP)");
+      failures.post(-1, "was interrupted (SIGINT, SIGTERM or SIGHUP)", spec);
       stopAll("interrupted");
     }
     for (auto& c : children) {
@@ -318,7 +414,7 @@ LaunchResult launch(const LaunchSpec& spec) {
         if (spec.viaMpirun) {
           stopAll(mpirunOut.describeFailure(c.exit.exitCode, c.exit.signal));
         } else {
-          failures.post(c.exit.rank, exitReason(c.exit));
+          failures.post(c.exit.rank, exitReason(c.exit), spec);
           stopAll(describe(c.exit));
         }
       }
@@ -338,13 +434,22 @@ LaunchResult launch(const LaunchSpec& spec) {
       result.timedOut = true;
       const std::string limit =
           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec.timeout).count()) + " s (--timeout)";
-      failures.post(-1, "timed out after " + limit);
+      failures.post(-1, "timed out after " + limit, spec);
       stopAll("timed out after " + limit + "; ranks still running were stopped");
     }
     // Another node's failure: stop this node's ranks within a poll period of it being posted.
     if (!stopping && failures.active() && now >= nextPoll) {
       nextPoll = now + std::chrono::milliseconds(100);
       if (auto first = failures.first()) stopAll(*first);
+    }
+    // Node 0 lost: nothing more can be agreed with the other nodes.
+    if (!result.storeLost && failures.active()) {
+      if (auto lost = failures.lost(spec)) {
+        result.storeLost = true;
+        result.error.clear();
+        stopAll(*lost);
+        if (result.error.empty()) result.error = *lost;
+      }
     }
     if (stopping && now > killAt) {
       for (auto& c : children)
@@ -356,8 +461,10 @@ LaunchResult launch(const LaunchSpec& spec) {
   for (auto& c : children) result.ranks.push_back(c.exit);
   result.ok = !stopping;
   // Every node records the point's first failure, wherever it happened.
-  if (!result.ok && !result.interrupted)
+  if (!result.ok && !result.interrupted && !result.storeLost) {
+    failures.settle();
     if (auto first = failures.first()) result.error = *first;
+  }
   if (spec.viaMpirun && spec.shareRunId) {
     // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
     if (const int left = killRunStragglers(result.runId); left > 0) {

@@ -50,10 +50,14 @@ struct LaunchSpec {
   // elsewhere) instead of one of this launch's own, and this point's key prefix there
   // (worker/point_sync.h). The launch then posts its own ranks' failures, its timeout and an
   // interrupt there, polls for the other nodes' failures and stops its ranks on one, and records
-  // the first failure posted as the point's error, so every node records the same one.
+  // the first failure posted as the point's error, so every node records the same one. All of
+  // that goes through a thread and a store connection of the launch's own, so that a lost node 0
+  // (a request unanswered for heartbeatTimeout) is noticed rather than waited on.
   Store* sharedStore = nullptr;
   std::string pointPrefix;
   std::string host, address;  // this node's name and address, for the failures it posts
+  // Several nodes: a store request unanswered this long means node 0 is lost (storeLost).
+  std::chrono::milliseconds heartbeatTimeout{std::chrono::seconds(10)};
 };
 
 struct RankExit {
@@ -69,6 +73,9 @@ struct LaunchResult {
   bool ok = false;
   bool timedOut = false;
   bool interrupted = false;  // the launcher got SIGINT/SIGTERM/SIGHUP
+  // Several nodes: node 0's store stopped answering (node 0 down or cut off). The ranks were
+  // stopped; nothing more can be agreed with the other nodes, so the caller's sweep ends here.
+  bool storeLost = false;
   std::string error;         // one line: which rank failed first and why
   std::vector<RankExit> ranks;
   double wallSeconds = 0;

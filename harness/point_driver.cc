@@ -116,6 +116,8 @@ PointDriver::~PointDriver() {
 
 bool PointDriver::interrupted() const { return !external_ && interruptRequested(); }
 
+const std::string& PointDriver::lostNodeZero() const { return lost_; }
+
 bool PointDriver::reporter() const { return !external_ || external_->rank() == 0; }
 
 void PointDriver::describe(Meta& m) const {
@@ -157,6 +159,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   job["job_path"] = jobPath;
   job["comm_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count();
   job["rendezvous_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.rendezvousTimeout).count();
+  job["heartbeat_timeout_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(opt_.heartbeatTimeout).count();
   job["point"] = index_;
   const std::string tracePath = dir_ + "/trace.json";
   if (job.value("trace", false)) {
@@ -201,12 +204,14 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
       return out;
     }
     spec.pointPrefix = pointPrefix(static_cast<long long>(index_));
+    spec.heartbeatTimeout = opt_.heartbeatTimeout;
     spec.host = host_;
     spec.address = address_;
   }
   spec.viaMpirun = chooseMpirun(opt_.launcher, needsMpiLauncher(transport, needsMpi), opt_.nnodes);
   out.launch = launch(spec);
   ++launched_;
+  if (out.launch.storeLost) lost_ = out.launch.error;
 
   out.result = json::object();
   collect(out);

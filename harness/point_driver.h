@@ -47,6 +47,9 @@ struct PointDriverOptions {
   std::uint16_t masterPort = 0;  // 0 on one node: a free port
   // How long the ranks of a point (and, on another node, this launcher) wait for the others.
   std::chrono::seconds rendezvousTimeout = kDefaultRendezvousTimeout;
+  // Several nodes: how long a rank may go without a heartbeat, and node 0's store without
+  // answering, before the point fails (worker/point_sync.h).
+  std::chrono::seconds heartbeatTimeout = kDefaultHeartbeatTimeout;
   // The interface the ranks bind to (--iface): GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME for
   // them. Empty: the one that reaches --master_addr (comm/net_iface.h).
   std::string iface;
@@ -84,6 +87,9 @@ class PointDriver {
 
   // True once SIGINT, SIGTERM or SIGHUP arrived: start no more points.
   bool interrupted() const;
+  // Another node than 0: why node 0 is lost (its store stopped answering during a point), else
+  // empty. The sweep cannot go on from this node then: the runners stop and exit 1.
+  const std::string& lostNodeZero() const;
   // The job this driver joined, or nullptr when it launches its own ranks.
   ExternalJob* external() const { return external_; }
   // Prints progress and tables and writes results: always under tpbench's own launcher; rank 0
@@ -123,6 +129,7 @@ class PointDriver {
   ExternalJob* external_ = nullptr;
   std::unique_ptr<Store> store_;
   std::string host_, address_;
+  std::string lost_;  // lostNodeZero()
   std::string dir_;
   std::size_t index_ = 0, launched_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -242,6 +242,7 @@ int runTraining(const TrainRunOptions& opt) {
   dopt.masterAddr = opt.masterAddr;
   dopt.masterPort = opt.masterPort;
   dopt.rendezvousTimeout = opt.rendezvousTimeout;
+  dopt.heartbeatTimeout = opt.heartbeatTimeout;
   dopt.iface = opt.iface;
   dopt.launcher = opt.launcher;
   PointDriver driver(dopt);
@@ -283,7 +284,7 @@ int runTraining(const TrainRunOptions& opt) {
   std::vector<Row> rows;
 
   for (const auto& point : opt.points) {
-    if (driver.interrupted()) break;
+    if (driver.interrupted() || !driver.lostNodeZero().empty()) break;
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
     const PointLayout layout = layoutOf(opt, strategy, cfg, device);
@@ -422,6 +423,10 @@ int runTraining(const TrainRunOptions& opt) {
   if (driver.interrupted()) {
     std::fprintf(stderr, "interrupted: finished points are saved\n");
     return 130;
+  }
+  if (!driver.lostNodeZero().empty()) {
+    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", driver.lostNodeZero().c_str(), opt.nodeRank);
+    return 1;
   }
   return rc;
 }

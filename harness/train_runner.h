@@ -34,6 +34,7 @@ struct TrainRunOptions {
   std::string masterAddr = "127.0.0.1";
   std::uint16_t masterPort = 0;
   std::chrono::seconds rendezvousTimeout = kDefaultRendezvousTimeout;  // ranks of a point wait this long for each other
+  std::chrono::seconds heartbeatTimeout = kDefaultHeartbeatTimeout;    // several nodes: a silent rank or store fails the point
   std::string iface;                            // --iface: the interface this node's ranks bind to
 };
 

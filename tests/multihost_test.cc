@@ -96,6 +96,50 @@ TEST(PointSync, MissingRanksAreNamedAtTheTimeout) {
   EXPECT_LT(s, 5.0);
 }
 
+// Rank 0's judge: a rank whose beats stop is lost once they have been still for the silence,
+// not before; one that said it is done is not; one that never beat at all is lost too.
+TEST(PointSync, HeartbeatJudgeNamesTheRankThatFellSilent) {
+  using namespace std::chrono_literals;
+  auto store = Store::local();
+  const std::string p = pointPrefix(3);
+  const auto t0 = HeartbeatJudge::clock::now();
+  HeartbeatJudge judge(p, 0, 4, 1000ms, t0);
+  for (int r = 1; r < 4; ++r) beat(*store, p, r);
+  EXPECT_FALSE(judge.lostRank(*store, t0 + 10ms).has_value());
+  // Ranks 1 and 3 keep beating; rank 2 stops, then rank 3 says it is done and stops too.
+  for (int step = 1; step <= 9; ++step) {
+    beat(*store, p, 1);
+    if (step < 5) beat(*store, p, 3);
+    EXPECT_FALSE(judge.lostRank(*store, t0 + step * 100ms + 10ms).has_value()) << step;
+  }
+  beat(*store, p, 1);
+  EXPECT_FALSE(judge.lostRank(*store, t0 + 1000ms).has_value());  // rank 2: still 990 ms
+  beat(*store, p, 1);
+  EXPECT_EQ(judge.lostRank(*store, t0 + 1020ms), std::optional<int>(2));
+  // Once done, a silent rank is not lost; rank 3 (still since 410 ms) is, until it says so too.
+  sayDone(*store, p, 2);
+  beat(*store, p, 1);
+  EXPECT_EQ(judge.lostRank(*store, t0 + 1500ms), std::optional<int>(3));
+  sayDone(*store, p, 3);
+  beat(*store, p, 1);
+  EXPECT_FALSE(judge.lostRank(*store, t0 + 1600ms).has_value());
+  // A judge of another point sees none of these beats: every rank of it is lost at the silence.
+  HeartbeatJudge other(pointPrefix(4), 0, 2, 1000ms, t0);
+  EXPECT_FALSE(other.lostRank(*store, t0 + 999ms).has_value());
+  EXPECT_EQ(other.lostRank(*store, t0 + 1000ms), std::optional<int>(1));
+}
+
+// The failure rank 0 posts names the lost rank's host and address as it registered them.
+TEST(PointSync, LostRankFailureNamesItsHost) {
+  auto store = Store::local();
+  const std::string p = pointPrefix(5);
+  store->set(p + "rank/3", "tpb-node1 (10.77.0.2)");
+  const RankFailure f = lostRankFailure(*store, p, 3, std::chrono::milliseconds(2500));
+  EXPECT_EQ(f.text(true),
+            "rank 3 on host tpb-node1 (10.77.0.2) stopped answering: no heartbeat for 2.5 s (--heartbeat_timeout); "
+            "its host is down or cut off, or the rank is frozen");
+}
+
 TEST(MultihostCli, BadInterfacesAndRendezvousTimeoutsAreRefusedUpFront) {
   const std::vector<std::string> run = {"run", "--strategy", "ring_all_reduce", "--n_gpus", "2", "--epochs", "1",
                                         "--train_size", "256"};
@@ -104,6 +148,7 @@ TEST(MultihostCli, BadInterfacesAndRendezvousTimeoutsAreRefusedUpFront) {
                             {{"--iface", ""}, "--iface"},
                             {{}, "GLOO_SOCKET_IFNAME nosuch0", {{"GLOO_SOCKET_IFNAME", "nosuch0"}}},
                             {{"--rendezvous_timeout", "0"}, "--rendezvous_timeout"},
+                            {{"--heartbeat_timeout", "0"}, "--heartbeat_timeout"},
                             {{"--nnodes", "2", "--node_rank", "1", "--master_port", "29999", "--master_addr",
                               "no-such-host.invalid"},
                              "--master_addr no-such-host.invalid: cannot resolve"},

@@ -60,6 +60,14 @@ void expectSameTraining(const json& two, const json& ref, std::size_t runs) {
   }
 }
 
+// Waits (at most 60 s) until rank 0 has printed its first epoch of 100 in node 0's output.
+void awaitFirstEpoch(const NetnsPair::Node& node0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (readText(node0.outPath).find("epoch 1/100") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(readText(node0.outPath).find("epoch 1/100"), std::string::npos) << readText(node0.errPath);
+}
+
 #define TPB_NETNS_OR_SKIP(pair) \
   if (!(pair).skipReason().empty()) GTEST_SKIP() << (pair).skipReason()
 
@@ -192,10 +200,7 @@ TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
   // Rank 0's epoch lines reach node0.outPath through torchrun's --tee, which python buffers in
   // 8 KiB blocks when its stdout is a file unless run with -u (as above): without it the first
   // line came only after some 75 epochs, past this deadline on a loaded machine.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (readText(node0.outPath).find("epoch 1/100") == std::string::npos && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(readText(node0.outPath).find("epoch 1/100"), std::string::npos) << readText(node0.errPath);
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
   const int victim = torchrunRank(3);
   ASSERT_GT(victim, 0) << "rank 3 not found";
   ASSERT_EQ(kill(victim, SIGKILL), 0);
@@ -232,11 +237,7 @@ TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
   const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
 
   // Once rank 0 has printed its first epoch, SIGKILL rank 3 (on node 1).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (readText(node0.outPath).find("epoch 1/100") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(readText(node0.outPath).find("epoch 1/100"), std::string::npos) << readText(node0.errPath);
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
   int victim = -1;
   for (int pid : workerPids())
     if (('\0' + readText("/proc/" + std::to_string(pid) + "/environ") + '\0').find(std::string(1, '\0') + "RANK=3" + '\0') !=
@@ -272,6 +273,46 @@ TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
   EXPECT_EQ(doc["runs"][1]["status"], "ok") << doc["runs"][1].dump();
   EXPECT_EQ(doc["runs"][1]["config"]["batch_size"], 512);
   EXPECT_NE(r1.out.find("ring_all_reduce N=4 batch 512: node 1 (ranks 2..3) ok"), std::string::npos) << r1.out;
+}
+
+// The link between the hosts is cut mid-point, so that nothing closes and nothing errs: node 0's
+// rank 0 misses node 1's heartbeats and fails the point naming the silent rank and its host,
+// node 1's ranks and launcher find node 0's store silent, and both jobs end within seconds of
+// --heartbeat_timeout instead of the transports' --timeout.
+TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::vector<std::string> sweep = {
+      "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--batch_size", "8", "--train_size", "2048",
+      "--test_size", "100", "--epochs", "100", "--hidden", "32", "--timeout", "120", "--heartbeat_timeout", "3"};
+  const std::string port = portFor(3), out = tempPath("cut.json");
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
+  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+  ASSERT_NO_FATAL_FAILURE(pair.cut(1));
+  const auto cutAt = std::chrono::steady_clock::now();
+  const CliResult r0 = pair.wait(node0);
+  const double s0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - cutAt).count();
+  const CliResult r1 = pair.wait(node1);
+  const double s1 = std::chrono::duration<double>(std::chrono::steady_clock::now() - cutAt).count();
+  std::printf("after the cut: node 0 ended in %.2f s, node 1 in %.2f s (--heartbeat_timeout 3)\n", s0, s1);
+  EXPECT_EQ(r0.exitCode, 1) << r0.err;
+  EXPECT_EQ(r1.exitCode, 1) << r1.err;
+  EXPECT_LT(s0, 20.0);
+  EXPECT_LT(s1, 20.0);
+  const json doc = readJson(out);
+  ASSERT_EQ(doc["runs"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["runs"][0]["status"], "failed");
+  const std::string error = doc["runs"][0]["error"];
+  EXPECT_NE(error.find("on host tpb-node1 (10.77.0.2) stopped answering: no heartbeat for 3 s (--heartbeat_timeout)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(r1.err.find("node 0's rendezvous store at 10.77.0.1:" + port + " has not answered for 3 s"),
+            std::string::npos)
+      << r1.err;
+  EXPECT_NE(r1.err.find("node 1 stops its sweep here"), std::string::npos) << r1.err;
+  RecordProperty("node0_err", r0.err);
+  RecordProperty("node1_err", r1.err);
 }
 
 // Node 1 never starts: node 0 fails the point at the rendezvous timeout, naming ranks 2 and 3.

@@ -41,7 +41,9 @@ class NetnsPair {
     const std::string id = std::to_string(getpid());
     ns_[0] = "tpb" + id + "n0";
     ns_[1] = "tpb" + id + "n1";
-    const std::string veth0 = "tpv" + id + "a", veth1 = "tpv" + id + "b";
+    veth_[0] = "tpv" + id + "a";
+    veth_[1] = "tpv" + id + "b";
+    const std::string &veth0 = veth_[0], &veth1 = veth_[1];
     if (geteuid() != 0) {
       skip_ = "network namespaces need root (this test runs as uid " + std::to_string(geteuid()) + ")";
       return;
@@ -83,6 +85,13 @@ class NetnsPair {
   NetnsPair& operator=(const NetnsPair&) = delete;
 
   const std::string& skipReason() const { return skip_; }
+
+  // Takes node `node`'s end of the link down: from then on nothing passes either way, and
+  // nothing tells either side (no reset, no closed socket), as when a cable is pulled.
+  void cut(int node) {
+    const std::string cmd = "ip -n " + ns_[node] + " link set " + veth_[node] + " down 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
 
   // Starts `tpbench args...` (or `program args...`, e.g. torchrun) as node `node`, in its own
   // process group, output to files.
@@ -133,7 +142,7 @@ class NetnsPair {
   }
 
  private:
-  std::string ns_[2];
+  std::string ns_[2], veth_[2];
   std::string skip_;
   bool made_ = false;
   std::vector<Node> started_;

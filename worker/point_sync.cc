@@ -86,29 +86,120 @@ void awaitRanks(Store& store, const std::string& prefix, int rank, int world, co
                                              << present);
 }
 
-FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank,
-                           std::chrono::milliseconds connectTimeout, std::chrono::milliseconds period)
+namespace {
+
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string seconds(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+[[noreturn]] void stopProcess(const std::string& why) {
+  std::fprintf(stderr, "error: stopping: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+HeartbeatJudge::HeartbeatJudge(std::string prefix, int self, int world, std::chrono::milliseconds silence,
+                               clock::time_point start)
+    : prefix_(std::move(prefix)),
+      self_(self),
+      silence_(silence),
+      count_(static_cast<std::size_t>(world), 0),
+      movedAt_(static_cast<std::size_t>(world), start) {}
+
+std::optional<int> HeartbeatJudge::lostRank(Store& store, clock::time_point now) {
+  for (int r = 0; r < static_cast<int>(count_.size()); ++r) {
+    if (r == self_ || count_[r] < 0) continue;  // < 0: it said it is done
+    const std::int64_t c = store.add(prefix_ + "beat/" + std::to_string(r), 0);
+    if (c != count_[r]) {
+      count_[r] = c;
+      movedAt_[r] = now;
+      continue;
+    }
+    if (now - movedAt_[r] < silence_) continue;
+    if (store.check(prefix_ + "done/" + std::to_string(r))) {
+      count_[r] = -1;
+      continue;
+    }
+    return r;
+  }
+  return std::nullopt;
+}
+
+void beat(Store& store, const std::string& prefix, int rank) { store.add(prefix + "beat/" + std::to_string(rank), 1); }
+
+void sayDone(Store& store, const std::string& prefix, int rank) { store.set(prefix + "done/" + std::to_string(rank), "1"); }
+
+RankFailure lostRankFailure(Store& store, const std::string& prefix, int rank, std::chrono::milliseconds silence) {
+  RankFailure f;
+  f.rank = rank;
+  // "host (address)", as awaitRanks registered it.
+  const std::string key = prefix + "rank/" + std::to_string(rank);
+  const std::string label = store.check(key) ? store.get(key) : std::string("?");
+  const auto open = label.rfind(" (");
+  f.host = label.substr(0, open);
+  if (open != std::string::npos && label.size() > open + 3 && label.back() == ')')
+    f.address = label.substr(open + 2, label.size() - open - 3);
+  f.reason = "stopped answering: no heartbeat for " + seconds(silence) +
+             " (--heartbeat_timeout); its host is down or cut off, or the rank is frozen";
+  return f;
+}
+
+FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank, int world,
+                           std::chrono::milliseconds connectTimeout, std::chrono::milliseconds silence,
+                           std::chrono::milliseconds period)
     : store_(Store::connect(masterAddr, port, connectTimeout)),
       prefix_(std::move(prefix)),
+      storeAddress_(masterAddr + ":" + std::to_string(port)),
       rank_(rank),
-      period_(period) {
+      world_(world),
+      silence_(silence),
+      period_(period),
+      inCallNs_(0) {
   thread_ = std::thread([this] {
+    std::optional<HeartbeatJudge> judge;
+    if (rank_ == 0) judge.emplace(prefix_, rank_, world_, silence_);
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
       std::optional<RankFailure> f;
+      bool lost = false;
+      inCallNs_ = steadyNs();
       try {
+        beat(*store_, prefix_, rank_);
         f = postedFailure(*store_, prefix_);
+        if (!f && judge) {
+          if (const auto r = judge->lostRank(*store_)) {
+            postFailure(*store_, prefix_, lostRankFailure(*store_, prefix_, *r, silence_));
+            f = postedFailure(*store_, prefix_);  // this one, or one that came first
+            lost = true;
+          }
+        }
       } catch (const std::exception&) {
+        inCallNs_ = 0;
         return;  // the store is gone (node 0 ended): the transports report what follows
       }
-      if (f && f->rank != rank_) {
-        std::fprintf(stderr, "error: stopping: %s\n", f->text(true).c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
+      inCallNs_ = 0;
+      if (f && (lost || f->rank != rank_)) stopProcess(f->text(true));
       lock.lock();
       cv_.wait_for(lock, period_, [this] { return stop_; });
+    }
+  });
+  guard_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, period_, [this] { return guardStop_; })) {
+      const std::int64_t since = inCallNs_;
+      if (since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence_).count())
+        stopProcess("the rendezvous store at " + storeAddress_ + " (node 0) has not answered for " +
+                    seconds(silence_) + " (--heartbeat_timeout); node 0 is down or cut off from this host");
     }
   });
 }
@@ -120,6 +211,19 @@ FailureWatch::~FailureWatch() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Beats have stopped: rank 0 must not take this rank for a lost one. The guard still runs.
+  inCallNs_ = steadyNs();
+  try {
+    sayDone(*store_, prefix_, rank_);
+  } catch (const std::exception&) {
+  }
+  inCallNs_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    guardStop_ = true;
+  }
+  cv_.notify_all();
+  if (guard_.joinable()) guard_.join();
 }
 
 }  // namespace tpb

@@ -8,13 +8,22 @@
 //   <prefix>arrived    how many ranks have arrived (an add counter)
 //   <prefix>failed     how many failures were posted (an add counter: the first poster wins)
 //   <prefix>failure    the first failure, JSON {rank, host, address, reason}
+//   <prefix>beat/<r>   rank r's heartbeat (an add counter its watch thread bumps every period)
+//   <prefix>done/<r>   set when rank r's job has ended and it stops beating
 //
 // A failure anywhere ends the point everywhere within about a second: the rank whose job throws
 // posts it; a launcher posts the death of one of its ranks (signal, exit) and its own timeout or
 // interrupt; every launcher polls the key and stops its ranks, and on several nodes every rank
 // also runs a FailureWatch, so ranks started by another launcher (torchrun) stop too.
+//
+// A host that vanishes without closing its connections (power, a cut cable, a frozen machine)
+// sends nothing at all: no process exits, no socket closes, and the transports would wait for
+// their whole --timeout. So on several hosts every rank's watch also beats, rank 0's watch judges
+// the others' beats (HeartbeatJudge), and every watch guards its own side: a store that has not
+// answered for the heartbeat timeout means node 0, which hosts it, is gone or cut off.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace tpb {
 
@@ -31,6 +41,10 @@ class Store;
 // How long the ranks of a point wait for each other (--rendezvous_timeout's default): long enough
 // to start the nodes by hand one after another, far below a run's --timeout.
 constexpr std::chrono::seconds kDefaultRendezvousTimeout{300};
+// How long a rank may go without a heartbeat, and the store without answering, before the point
+// is failed (--heartbeat_timeout's default): many periods of the watch's 200 ms, so that a
+// loaded host is not taken for a lost one, and still seconds rather than the --timeout.
+constexpr std::chrono::seconds kDefaultHeartbeatTimeout{10};
 
 // "tpb/<point>/"; a negative point (a job file without one) gives "tpb/".
 std::string pointPrefix(long long point);
@@ -58,15 +72,47 @@ std::optional<RankFailure> postedFailure(Store& store, const std::string& prefix
 void awaitRanks(Store& store, const std::string& prefix, int rank, int world, const std::string& hostLabel,
                 std::chrono::milliseconds timeout);
 
+// Rank 0's reading of the other ranks' heartbeats. A rank is lost when its counter has not
+// moved for `silence` and it has not said it is done; the clock of each rank starts at
+// construction (every rank is past the rendezvous by then), so a rank that never beats at all is
+// lost too.
+class HeartbeatJudge {
+ public:
+  using clock = std::chrono::steady_clock;
+  HeartbeatJudge(std::string prefix, int self, int world, std::chrono::milliseconds silence,
+                 clock::time_point start = clock::now());
+  // One look at every other rank's counter at time `now`: the first lost rank, if any.
+  std::optional<int> lostRank(Store& store, clock::time_point now = clock::now());
+
+ private:
+  std::string prefix_;
+  int self_;
+  std::chrono::milliseconds silence_;
+  std::vector<std::int64_t> count_;
+  std::vector<clock::time_point> movedAt_;
+};
+
+// This rank's heartbeat, and that it has ended (it stops beating then).
+void beat(Store& store, const std::string& prefix, int rank);
+void sayDone(Store& store, const std::string& prefix, int rank);
+// The failure rank 0 posts for a lost rank: its host and address as it registered them at the
+// rendezvous (awaitRanks).
+RankFailure lostRankFailure(Store& store, const std::string& prefix, int rank, std::chrono::milliseconds silence);
+
 // A thread with a store connection of its own (the main thread may be blocked inside the
 // store for minutes) that polls for a failure posted by another rank. When one comes it prints
 // "error: stopping: <failure>" to stderr and ends the process with exit code 1 at once: the
 // point is lost anyway, and a rank blocked in a receive from a dead peer would otherwise wait
 // for its whole timeout.
+//
+// Each poll also beats; on rank 0 it judges the others' beats and posts a lost rank's failure,
+// then stops the same way. A second thread guards the first: when the store has not answered it
+// for `silence` (a request can block for ever on a connection whose other end vanished), it
+// stops the process saying that node 0's store is gone. The destructor says this rank is done.
 class FailureWatch {
  public:
-  FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank,
-               std::chrono::milliseconds connectTimeout,
+  FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank, int world,
+               std::chrono::milliseconds connectTimeout, std::chrono::milliseconds silence,
                std::chrono::milliseconds period = std::chrono::milliseconds(200));
   ~FailureWatch();
   FailureWatch(const FailureWatch&) = delete;
@@ -74,13 +120,14 @@ class FailureWatch {
 
  private:
   std::unique_ptr<Store> store_;
-  std::string prefix_;
-  int rank_;
-  std::chrono::milliseconds period_;
+  std::string prefix_, storeAddress_;
+  int rank_, world_;
+  std::chrono::milliseconds silence_, period_;
+  std::atomic<std::int64_t> inCallNs_;  // steady clock when the pending store calls began; 0: none
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  bool stop_ = false, guardStop_ = false;
+  std::thread thread_, guard_;
 };
 
 }  // namespace tpb

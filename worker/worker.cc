@@ -123,7 +123,10 @@ int workerMain(const std::string& jobPath) {
     // Across nodes no launcher sees every rank: each rank watches for the others' failures.
     std::unique_ptr<FailureWatch> watch;
     if (w.env.localWorldSize < w.env.worldSize)
-      watch = std::make_unique<FailureWatch>(w.env.masterAddr, w.env.masterPort, prefix, w.env.rank, rendezvous);
+      watch = std::make_unique<FailureWatch>(
+          w.env.masterAddr, w.env.masterPort, prefix, w.env.rank, w.env.worldSize, rendezvous,
+          std::chrono::milliseconds(job.value("heartbeat_timeout_ms",
+                                              std::chrono::milliseconds(kDefaultHeartbeatTimeout).count())));
     if (w.env.runId.empty()) {
       // Under torchrun nobody handed out a run id: rank 0 makes one and publishes it.
       if (w.env.rank == 0) w.store->set(prefix + "run_id", makeRunId());

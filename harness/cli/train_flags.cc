@@ -53,6 +53,10 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "Seconds the ranks of a point wait for each other (and another node for node 0's store); "
                   "then the point fails naming the ranks missing")
       ->capture_default_str();
+  cmd->add_option("--heartbeat_timeout", f.heartbeatTimeout,
+                  "Several nodes: seconds without a heartbeat from a rank, or an answer from node 0's store, "
+                  "before the point fails naming the rank or node 0 (a host lost without closing its connections)")
+      ->capture_default_str();
   cmd->add_option("--iface", f.iface,
                   "Network interface this node's ranks bind to (sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME "
                   "for them; default: GLOO_SOCKET_IFNAME, else the interface that routes to --master_addr)");
@@ -105,6 +109,7 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   checkGivenNotEmpty(cmd, "--trace", f.trace);
   checkInt("--master_port", f.masterPort, 0, 65535);
   checkInt("--rendezvous_timeout", f.rendezvousTimeout, 1);
+  checkInt("--heartbeat_timeout", f.heartbeatTimeout, 1);
   o.device = f.device;
   o.transport = f.transport;
   o.out = f.out;
@@ -112,6 +117,7 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   o.timeout = std::chrono::seconds(f.timeout);
   o.launcher = f.launcher;
   o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
+  o.heartbeatTimeout = std::chrono::seconds(f.heartbeatTimeout);
   o.iface = f.iface;
   if (ExternalJob* ext = ExternalJob::current()) {
     // One rank of torchrun's, srun's or mpirun's job: the launcher made the layout, and the

@@ -26,6 +26,7 @@ struct TrainFlags {
   std::string masterAddr = "127.0.0.1";
   int masterPort = 0;
   int rendezvousTimeout = static_cast<int>(kDefaultRendezvousTimeout.count());
+  int heartbeatTimeout = static_cast<int>(kDefaultHeartbeatTimeout.count());
   std::string iface;
   int microbatches = 4;
   std::string schedule = "gpipe", split;
