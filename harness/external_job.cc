@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/run_id.h"
+#include "worker/point_sync.h"
 
 namespace tpb {
 
@@ -195,7 +197,27 @@ struct ExternalJob::Watchdog::State {
   std::condition_variable cv;
   bool stop = false;
   std::thread thread;
+  // The heartbeat (jobs over several hosts): the watch connection, which stop() uses to say this
+  // rank is done, and the guard, with a lock of its own (the watch thread holds `m` while it asks
+  // the store, which is when the guard is needed).
+  bool beats = false;
+  int rank = -1;
+  std::shared_ptr<Store> watch;
+  std::string beatPrefix;
+  std::atomic<std::int64_t> inCallNs{0};  // when the watch's pending requests began; 0: none
+  std::mutex gm;
+  std::condition_variable gcv;
+  bool guardStop = false;
+  std::thread guard;
 };
+
+namespace {
+
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
                                 std::function<void(const std::string&)> record)
@@ -207,28 +229,50 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
   const std::string posted = job.key(point + "/fail/posted"), whatKey = job.key(point + "/fail/what");
   const int rank = job.rank();
   const auto limitS = std::chrono::duration_cast<std::chrono::seconds>(job.timeout_).count();
-  state_->thread = std::thread([s = state_, watch, deadline, posted, whatKey, rank, limitS, point,
-                                claim = job.key(point + "/fail/claim"), failedKey = job.key("failed_point"),
-                                recorded = job.key("recorded"), record = std::move(record)] {
+  // Across hosts every rank beats and rank 0 judges (worker/point_sync.h): a host lost without
+  // closing its connections would otherwise be noticed only at --timeout.
+  state_->beats = job.nodesOf(job.worldSize()) > 1;
+  state_->watch = watch;
+  state_->rank = rank;
+  state_->beatPrefix = job.key(point + "/");
+  std::optional<HeartbeatJudge> judge;
+  if (state_->beats && rank == 0) judge.emplace(state_->beatPrefix, 0, job.worldSize(), job.heartbeat_);
+  const std::chrono::milliseconds silence = job.heartbeat_;
+  state_->thread = std::thread([s = state_, watch, deadline, posted, whatKey, rank, limitS, point, judge, silence,
+                                hosts = job.hosts_, claim = job.key(point + "/fail/claim"),
+                                failedKey = job.key("failed_point"), recorded = job.key("recorded"),
+                                record = std::move(record)]() mutable {
+    // Posts `why` unless a failure came first; returns the first one.
+    auto claimFirst = [&](const std::string& why) {
+      if (watch->add(claim, 1) == 1) {
+        watch->set(whatKey, why);
+        watch->set(failedKey, point);
+      }
+      watch->add(posted, 1);
+      return watch->get(whatKey);
+    };
     std::unique_lock<std::mutex> lock(s->m);
     while (!s->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->stop; })) {
       // Still holding the lock: stop() waits while this rank records and ends.
       std::string why;
+      s->inCallNs = steadyNs();
       try {
+        if (s->beats) beat(*watch, s->beatPrefix, rank);
         if (watch->add(posted, 0) > 0) {
           why = watch->get(whatKey);
         } else if (clock_type::now() > deadline) {
-          why = "timed out after " + std::to_string(limitS) + " s (--timeout), noticed by rank " + std::to_string(rank);
-          if (watch->add(claim, 1) == 1) {
-            watch->set(whatKey, why);
-            watch->set(failedKey, point);
+          why = claimFirst("timed out after " + std::to_string(limitS) + " s (--timeout), noticed by rank " +
+                           std::to_string(rank));
+        } else if (judge) {
+          if (const auto r = judge->lostRank(*watch)) {
+            const std::string host = *r < static_cast<int>(hosts.size()) ? hosts[*r] : std::string("?");
+            why = claimFirst("rank " + std::to_string(*r) + " on host " + host + " " + lostRankReason(silence));
           }
-          watch->add(posted, 1);
-          why = watch->get(whatKey);
         }
       } catch (const std::exception& e) {
         why = "the rendezvous store went away (rank 0 or the launcher's agent ended): " + std::string(e.what());
       }
+      s->inCallNs = 0;
       if (why.empty()) continue;
       if (record) {
         try {
@@ -241,6 +285,18 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
       endRank(rank, "leaving: " + why);
     }
   });
+  if (!state_->beats) return;
+  const std::string storeAt = job.masterAddr_ + ":" + std::to_string(job.masterPort_);
+  state_->guard = std::thread([s = state_, rank, silence, storeAt] {
+    std::unique_lock<std::mutex> lock(s->gm);
+    while (!s->gcv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->guardStop; })) {
+      const std::int64_t since = s->inCallNs;
+      if (since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence).count())
+        endRank(rank, "leaving: the rendezvous store at " + storeAt + " has not answered for " +
+                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence).count()) +
+                          " s (--heartbeat_timeout); its host is down or cut off from this one");
+    }
+  });
 }
 
 void ExternalJob::Watchdog::stop() {
@@ -250,6 +306,20 @@ void ExternalJob::Watchdog::stop() {
   }
   state_->cv.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
+  if (!state_->guard.joinable()) return;
+  // Beats have stopped: rank 0 must not take this rank for a lost one. The guard still runs.
+  state_->inCallNs = steadyNs();
+  try {
+    sayDone(*state_->watch, state_->beatPrefix, state_->rank);
+  } catch (const std::exception&) {
+  }
+  state_->inCallNs = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_->gm);
+    state_->guardStop = true;
+  }
+  state_->gcv.notify_all();
+  state_->guard.join();
 }
 
 ExternalJob::Watchdog::~Watchdog() { stop(); }

@@ -12,7 +12,9 @@
 //   watch   while a point runs, a watchdog thread on every rank polls the store over its own
 //           connection. A failure another rank posted, a store that went away (rank 0 ended)
 //           or the point outliving --timeout ends this process with exit 1 at once; rank 0
-//           first records the failed point with the failing rank and its reason.
+//           first records the failed point with the failing rank and its reason. Across hosts
+//           the watchdogs also beat: rank 0 fails the point on a rank silent for
+//           --heartbeat_timeout, and a rank whose store has not answered that long leaves.
 //   leave   rank 0 keeps the store up until every other rank has said goodbye (bounded).
 //
 // Signals keep their default action here: the launcher's SIGTERM ends a rank at once, and the
@@ -56,6 +58,9 @@ class ExternalJob {
   void overrideMaster(const std::string& addr, int port);
   void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // Across hosts: how long a rank may go without a heartbeat, and the store without answering
+  // the watchdog, before the point fails (worker/point_sync.h).
+  void setHeartbeatTimeout(std::chrono::milliseconds t) { heartbeat_ = t; }
 
   // Joins the job with this rank's verdict on its input (`refusal`, empty when its checks
   // passed). Throws UsageError on every rank when any rank refused (the lowest rank's message,
@@ -125,6 +130,7 @@ class ExternalJob {
   std::string masterAddr_;
   int masterPort_ = 0;
   std::chrono::milliseconds timeout_{std::chrono::minutes(5)};
+  std::chrono::milliseconds heartbeat_{std::chrono::seconds(10)};
   std::string prefix_;
   std::unique_ptr<Store> store_;
   std::string runId_;

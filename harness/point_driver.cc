@@ -57,6 +57,7 @@ PointDriver::PointDriver(PointDriverOptions opt)
   if (external_) {
     // Before the scratch directory: a refusal from another rank throws out of here.
     external_->setTimeout(opt_.timeout);
+    external_->setHeartbeatTimeout(opt_.heartbeatTimeout);
     external_->join();
   }
   dir_ = makeTempDir();

@@ -60,6 +60,16 @@ void expectSameTraining(const json& two, const json& ref, std::size_t runs) {
   }
 }
 
+// torchrun's arguments on node `node` of two (static rendezvous at node 0's address), starting
+// two tpbench ranks with `args`; python runs unbuffered (-u), so its --tee copy of the ranks'
+// output reaches the node's file line by line.
+std::vector<std::string> torchrunArgs(int node, const std::string& port, const std::vector<std::string>& args) {
+  return concat({"-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
+                 std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0],
+                 "--master_port", port, "--no_python", TPB_BINARY},
+                args);
+}
+
 // Waits (at most 60 s) until rank 0 has printed its first epoch of 100 in node 0's output.
 void awaitFirstEpoch(const NetnsPair::Node& node0) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -70,6 +80,19 @@ void awaitFirstEpoch(const NetnsPair::Node& node0) {
 
 #define TPB_NETNS_OR_SKIP(pair) \
   if (!(pair).skipReason().empty()) GTEST_SKIP() << (pair).skipReason()
+
+// Debian's PyTorch, whose torch.distributed.run is torchrun.
+constexpr const char* kPython = "/usr/bin/python3";
+#define TPB_TORCHRUN_OR_SKIP()                                                 \
+  if (runProgram(kPython, {"-c", "import torch.distributed.run"}).exitCode != 0) \
+  GTEST_SKIP() << kPython << " cannot import torch.distributed.run (torchrun)"
+
+// One long point of ring_all_reduce at N=4 over gloo (batch 8: 64 steps an epoch, 100 epochs):
+// it runs far longer than a failure takes to spread.
+std::vector<std::string> longPoint() {
+  return {"sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--transport", "gloo", "--batch_size", "8",
+          "--train_size", "2048", "--test_size", "100", "--epochs", "100", "--hidden", "32", "--timeout", "120"};
+}
 
 // ring_all_reduce, ddp and param_server over gloo on two hosts with two ranks each (N = 4) train
 // exactly as the same four ranks on one host do.
@@ -131,20 +154,14 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
 TEST(NetnsTwoHosts, TorchrunOnEachHostTrainsLikeOneHost) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
-  const std::string python = "/usr/bin/python3";
-  if (runProgram(python, {"-c", "import torch.distributed.run"}).exitCode != 0)
-    GTEST_SKIP() << python << " cannot import torch.distributed.run (torchrun)";
+  TPB_TORCHRUN_OR_SKIP();
   const std::string port = portFor(3), twoPath = tempPath("torchrun_hosts.json"), onePath = tempPath("torchrun_one.json");
   const std::vector<std::string> sweep =
       concat({"sweep", "--strategies", "ring_all_reduce,ddp", "--n_gpus", "4", "--transport", "gloo"}, tinyTraining());
-  auto torchrun = [&](int node) {
-    return concat({"-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
-                   std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0],
-                   "--master_port", port, "--no_python", TPB_BINARY},
-                  concat(sweep, {"--out", twoPath}));  // the same command on both: rank 0 alone writes
-  };
-  const auto node1 = pair.start(1, torchrun(1), python);
-  const auto node0 = pair.start(0, torchrun(0), python);
+  // The same command on both: rank 0 alone writes.
+  auto torchrun = [&](int node) { return torchrunArgs(node, port, concat(sweep, {"--out", twoPath})); };
+  const auto node1 = pair.start(1, torchrun(1), kPython);
+  const auto node0 = pair.start(0, torchrun(0), kPython);
   const CliResult r0 = pair.wait(node0), r1 = pair.wait(node1);
   ASSERT_EQ(r0.exitCode, 0) << r0.out << r0.err;
   ASSERT_EQ(r1.exitCode, 0) << r1.out << r1.err;
@@ -183,20 +200,11 @@ int torchrunRank(int rank) {
 TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
-  const std::string python = "/usr/bin/python3";
-  if (runProgram(python, {"-c", "import torch.distributed.run"}).exitCode != 0)
-    GTEST_SKIP() << python << " cannot import torch.distributed.run (torchrun)";
+  TPB_TORCHRUN_OR_SKIP();
   const std::string port = portFor(2), out = tempPath("torchrun_killed.json");
-  auto torchrun = [&](int node) {
-    return std::vector<std::string>{
-        "-u", "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes", "2", "--node_rank",
-        std::to_string(node), "--nproc_per_node", "2", "--master_addr", NetnsPair::kAddress[0], "--master_port", port,
-        "--no_python", TPB_BINARY, "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--transport", "gloo",
-        "--batch_size", "8", "--train_size", "2048", "--test_size", "100", "--epochs", "100", "--hidden", "32",
-        "--timeout", "120", "--out", out};
-  };
-  const auto node1 = pair.start(1, torchrun(1), python);
-  const auto node0 = pair.start(0, torchrun(0), python);
+  auto torchrun = [&](int node) { return torchrunArgs(node, port, concat(longPoint(), {"--out", out})); };
+  const auto node1 = pair.start(1, torchrun(1), kPython);
+  const auto node0 = pair.start(0, torchrun(0), kPython);
   // Rank 0's epoch lines reach node0.outPath through torchrun's --tee, which python buffers in
   // 8 KiB blocks when its stdout is a file unless run with -u (as above): without it the first
   // line came only after some 75 epochs, past this deadline on a loaded machine.
@@ -282,9 +290,7 @@ TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
 TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
-  const std::vector<std::string> sweep = {
-      "sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--batch_size", "8", "--train_size", "2048",
-      "--test_size", "100", "--epochs", "100", "--hidden", "32", "--timeout", "120", "--heartbeat_timeout", "3"};
+  const std::vector<std::string> sweep = concat(longPoint(), {"--heartbeat_timeout", "3"});
   const std::string port = portFor(3), out = tempPath("cut.json");
   const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
   const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
@@ -313,6 +319,57 @@ TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
   EXPECT_NE(r1.err.find("node 1 stops its sweep here"), std::string::npos) << r1.err;
   RecordProperty("node0_err", r0.err);
   RecordProperty("node1_err", r1.err);
+}
+
+// The same cut under torchrun on each host: rank 0's watchdog misses node 1's heartbeats and
+// records the point as failed, naming the silent rank and its host, within seconds of
+// --heartbeat_timeout, then leaves; node 1's ranks find the store silent and leave too.
+TEST(NetnsTwoHosts, TorchrunCutLinkIsRecordedOnNodeZeroWithinTheHeartbeat) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  TPB_TORCHRUN_OR_SKIP();
+  const std::string port = portFor(1), out = tempPath("torchrun_cut.json");
+  auto torchrun = [&](int node) {
+    return torchrunArgs(node, port, concat(longPoint(), {"--heartbeat_timeout", "3", "--out", out}));
+  };
+  const auto node1 = pair.start(1, torchrun(1), kPython);
+  const auto node0 = pair.start(0, torchrun(0), kPython);
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+  ASSERT_NO_FATAL_FAILURE(pair.cut(1));
+  const auto cutAt = std::chrono::steady_clock::now();
+  // Rank 0 records the point (over the placeholder saved when it began) before it leaves.
+  std::string error;
+  double s0 = -1;
+  while (std::chrono::steady_clock::now() - cutAt < std::chrono::seconds(60)) {
+    const std::string text = readText(out);
+    if (text.find("stopped answering") != std::string::npos) {
+      s0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - cutAt).count();
+      const json doc = json::parse(text);
+      ASSERT_EQ(doc["runs"].size(), 1u) << doc.dump();
+      EXPECT_EQ(doc["runs"][0]["status"], "failed");
+      error = doc["runs"][0]["error"];
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(s0, 0) << "node 0 recorded no lost rank within 60 s of the cut\n" << readText(node0.errPath);
+  std::printf("after the cut: node 0 recorded the lost rank in %.2f s (--heartbeat_timeout 3)\n", s0);
+  EXPECT_LT(s0, 20.0);
+  EXPECT_NE(error.find("on host tpb-node1 stopped answering: no heartbeat for 3 s (--heartbeat_timeout)"),
+            std::string::npos)
+      << error;
+  // Node 1's ranks leave once the store has been silent that long.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto node1Said = [&] { return readText(node1.outPath) + readText(node1.errPath); };
+  while (node1Said().find("has not answered for 3 s") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_NE(node1Said().find("has not answered for 3 s (--heartbeat_timeout)"), std::string::npos) << node1Said();
+  // Whether torchrun's agents end as well is torchrun's affair: node 0's was seen to log its
+  // rank's exit and then wait on past 60 s with node 1 unreachable. The namespaces' teardown
+  // stops both.
+  const auto r0 = pair.waitUpTo(node0, std::chrono::seconds(5));
+  std::printf("node 0's torchrun %s\n",
+              r0 ? ("ended, exit " + std::to_string(r0->exitCode)).c_str() : "still ran 5 s after that");
 }
 
 // Node 1 never starts: node 0 fails the point at the rendezvous timeout, naming ranks 2 and 3.

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,9 +129,16 @@ class NetnsPair {
   }
 
   // Waits for `n` to end and returns what it printed.
-  CliResult wait(const Node& n) {
+  CliResult wait(const Node& n) { return *waitUpTo(n, std::chrono::hours(24)); }
+
+  // The same, giving up after `limit` (nullopt: still running; the destructor ends it).
+  std::optional<CliResult> waitUpTo(const Node& n, std::chrono::milliseconds limit) {
     int status = 0;
-    waitpid(n.pid, &status, 0);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (waitpid(n.pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      usleep(20000);
+    }
     for (auto& s : started_)
       if (s.pid == n.pid) s.pid = -1;
     CliResult r;

@@ -148,9 +148,13 @@ RankFailure lostRankFailure(Store& store, const std::string& prefix, int rank, s
   f.host = label.substr(0, open);
   if (open != std::string::npos && label.size() > open + 3 && label.back() == ')')
     f.address = label.substr(open + 2, label.size() - open - 3);
-  f.reason = "stopped answering: no heartbeat for " + seconds(silence) +
-             " (--heartbeat_timeout); its host is down or cut off, or the rank is frozen";
+  f.reason = lostRankReason(silence);
   return f;
+}
+
+std::string lostRankReason(std::chrono::milliseconds silence) {
+  return "stopped answering: no heartbeat for " + seconds(silence) +
+         " (--heartbeat_timeout); its host is down or cut off, or the rank is frozen";
 }
 
 FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank, int world,

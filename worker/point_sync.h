@@ -98,6 +98,8 @@ void sayDone(Store& store, const std::string& prefix, int rank);
 // The failure rank 0 posts for a lost rank: its host and address as it registered them at the
 // rendezvous (awaitRanks).
 RankFailure lostRankFailure(Store& store, const std::string& prefix, int rank, std::chrono::milliseconds silence);
+// "stopped answering: no heartbeat for 10 s (--heartbeat_timeout); ..." (the failure's reason).
+std::string lostRankReason(std::chrono::milliseconds silence);
 
 // A thread with a store connection of its own (the main thread may be blocked inside the
 // store for minutes) that polls for a failure posted by another rank. When one comes it prints
