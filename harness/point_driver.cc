@@ -130,6 +130,22 @@ void PointDriver::describe(Meta& m) const {
   m.nodes = opt_.nnodes;
 }
 
+std::string PointDriver::fromLeader(const std::string& name, const std::string& value) {
+  if (external_) return external_->fromRank0(name, value);
+  if (opt_.nnodes == 1) return value;
+  try {
+    Store& s = sharedStore();
+    const std::string key = "tpb/from0/" + name;
+    if (opt_.nodeRank == 0) {
+      s.set(key, value);
+      return value;
+    }
+    return s.get(key);
+  } catch (const Error&) {
+    return value;
+  }
+}
+
 void PointDriver::skip(const std::string& what) {
   ++index_;
   if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());

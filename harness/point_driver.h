@@ -99,6 +99,11 @@ class PointDriver {
   void describe(Meta& m) const;
   // Counts a point that is not launched (skipped, already done) and prints "[k/total] <what>".
   void skip(const std::string& what);
+  // What only the leader can see (node 0, or rank 0 under an external launcher: which points its
+  // results file already holds), the same on every node and rank: the leader's `value` under
+  // `name`. On one node this is `value`. Another node that cannot reach node 0's store keeps its
+  // own `value`; its point then fails at the rendezvous, as any would.
+  std::string fromLeader(const std::string& name, const std::string& value);
   // Counts and launches one point of `procsPerNode` ranks per node over `transport` (under an
   // external launcher: runs it on ranks 0..ranks-1). `job` is the kind-specific part; the
   // driver adds transport, result_path, job_path and comm_timeout_ms, and trace_path when the

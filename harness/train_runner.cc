@@ -214,9 +214,10 @@ int runTraining(const TrainRunOptions& opt) {
                  opt.nnodes);
   }
 
-  // Rank 0 alone writes results under an external launcher; the file is created once every
-  // rank has passed its checks (the driver's join).
-  const bool writer = !ext || ext->rank() == 0;
+  // Rank 0 alone writes results under an external launcher, node 0 alone on several nodes (every
+  // node runs the same command, --out included: on a shared file system the others must not
+  // touch it); the file is created once every rank has passed its checks (the driver's join).
+  const bool writer = (!ext || ext->rank() == 0) && opt.nodeRank == 0;
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until every point is saved
   if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
@@ -299,18 +300,20 @@ int runTraining(const TrainRunOptions& opt) {
     const std::string name = strategy.name + " N=" + std::to_string(cfg.nGpus);
     const std::string shortName = name + " b=" + std::to_string(cfg.batchSize);  // skip lines
 
-    if (opt.resume) {
+    {
       bool have = false;
-      if (results) {
+      if (opt.resume && results) {
         const auto& runs = results->runs();
         have = std::any_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
           return r.config == run.config && r.status != "failed";
         });
       }
-      // Only rank 0 holds the file: it tells the others which points it has.
-      if (ext) have = ext->fromRank0("resume/" + std::to_string(&point - opt.points.data()), have ? "1" : "0") == "1";
+      // Only the leader (rank 0, node 0) holds the file: it tells the others which points it
+      // has, whether or not they were given --resume themselves, so every node runs the same.
+      have = driver.fromLeader("resume/" + std::to_string(&point - opt.points.data()), have ? "1" : "0") == "1";
       if (have) {
-        driver.skip(shortName + ": already in " + opt.out + ", skipped (--resume)");
+        driver.skip(shortName + ": already in " + (results ? opt.out : std::string("node 0's results")) +
+                    ", skipped (--resume)");
         continue;
       }
     }

@@ -252,5 +252,47 @@ TEST(TrainCli, TwoNodesOnOneMachineTrainLikeOneNode) {
   for (const auto& f : {out0, out1, outOne}) std::remove(f.c_str());
 }
 
+// Every node runs the same command, --out included, as on a cluster's shared file system: node 0
+// alone writes the file (the others neither lock nor create it). A resumed sweep skips on every
+// node what node 0's file holds, also on a node started without --resume, and runs the rest.
+TEST(TrainCli, TwoNodesShareOneOutAndResumeAlike) {
+  const std::string port = std::to_string(test::freePort()), out = test::tempPath("shared_out.json");
+  auto args = [&](int node, const std::string& batches, bool resume) {
+    std::vector<std::string> a = {"sweep", "--strategies", "ring_all_reduce", "--n_gpus", "4", "--batch_size", batches,
+                                  "--epochs", "1", "--train_size", "1024", "--test_size", "200", "--hidden", "32",
+                                  "--nnodes", "2", "--node_rank", std::to_string(node), "--nproc_per_node", "2",
+                                  "--master_addr", "127.0.0.1", "--master_port", port, "--rendezvous_timeout", "30",
+                                  "--out", out};
+    if (resume) a.push_back("--resume");
+    return a;
+  };
+  auto both = [&](const std::string& batches, bool resume0, bool resume1) {
+    test::CliResult node1;
+    std::thread t([&] { node1 = runCli(args(1, batches, resume1)); });
+    const auto node0 = runCli(args(0, batches, resume0));
+    t.join();
+    return std::make_pair(node0, node1);
+  };
+  const auto [a0, a1] = both("32,64", false, false);
+  ASSERT_EQ(a0.exitCode, 0) << a0.err;
+  ASSERT_EQ(a1.exitCode, 0) << a1.err;
+  ASSERT_EQ(readJson(out).at("runs").size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(out + ".lock"));
+
+  // Node 1 is not told to resume: it follows node 0 all the same.
+  const auto [b0, b1] = both("32,64,128", true, false);
+  ASSERT_EQ(b0.exitCode, 0) << b0.err;
+  ASSERT_EQ(b1.exitCode, 0) << b1.err;
+  const json runs = readJson(out).at("runs");
+  ASSERT_EQ(runs.size(), 3u) << runs.dump();
+  for (const json& r : runs) EXPECT_EQ(r.at("status"), "ok") << r.dump();
+  EXPECT_EQ(runs[2].at("config").at("batch_size"), 128);
+  EXPECT_NE(b0.err.find("ring_all_reduce N=4 b=64: already in " + out + ", skipped (--resume)"), std::string::npos)
+      << b0.err;
+  EXPECT_NE(b1.out.find("ring_all_reduce N=4 batch 128: node 1 (ranks 2..3) ok"), std::string::npos) << b1.out;
+  EXPECT_EQ(b1.out.find("batch 32: node 1"), std::string::npos) << b1.out;
+  std::remove(out.c_str());
+}
+
 }  // namespace
 }  // namespace tpb
