@@ -224,6 +224,14 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
     spec.heartbeatTimeout = opt_.heartbeatTimeout;
     spec.host = host_;
     spec.address = address_;
+    // Every node must run this very point: node 0 publishes its job, the others compare theirs
+    // (another --epochs on one node would otherwise hang or train something else).
+    if (auto refused = agreeWithNodeZero(job, spec)) {
+      ++launched_;
+      out.launch.error = *refused;
+      out.result = json::object();
+      return out;
+    }
   }
   spec.viaMpirun = chooseMpirun(opt_.launcher, needsMpiLauncher(transport, needsMpi), opt_.nnodes);
   out.launch = launch(spec);
@@ -233,6 +241,28 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   out.result = json::object();
   collect(out);
   return out;
+}
+
+std::optional<std::string> PointDriver::agreeWithNodeZero(const json& job, const LaunchSpec& spec) {
+  Store& store = *spec.sharedStore;
+  const json shared = sharedPartOfJob(job);
+  try {
+    if (opt_.nodeRank == 0) {
+      store.set(spec.pointPrefix + "job", shared.dump());
+      return std::nullopt;
+    }
+    const auto difference = firstDifference(shared, json::parse(store.get(spec.pointPrefix + "job")));
+    if (!difference) return std::nullopt;
+    // Posted as this launcher's failure: node 0 stops its ranks at once instead of waiting for
+    // ours at the rendezvous.
+    postFailure(store, spec.pointPrefix,
+                RankFailure{-1, host_, address_,
+                            "runs another point than node 0 (start every node with the same command): " + *difference});
+    const auto first = postedFailure(store, spec.pointPrefix);
+    return first ? first->text(true) : *difference;
+  } catch (const std::exception& e) {
+    return std::string("node ") + std::to_string(opt_.nodeRank) + " could not learn node 0's point: " + e.what();
+  }
 }
 
 void PointDriver::prepareMpi(bool used) {

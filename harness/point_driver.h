@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -135,6 +136,10 @@ class PointDriver {
   std::unique_ptr<Store> store_;
   std::string host_, address_;
   std::string lost_;  // lostNodeZero()
+  // Several nodes: node 0 publishes the shared part of this point's job, another node compares
+  // its own; a difference (or no word from node 0 within the store's timeout) is posted as this
+  // node's failure of the point and returned.
+  std::optional<std::string> agreeWithNodeZero(const nlohmann::json& job, const LaunchSpec& spec);
   std::string dir_;
   std::size_t index_ = 0, launched_ = 0;
   std::chrono::steady_clock::time_point start_;

@@ -3,6 +3,8 @@
 // flags that choose them, refused up front when wrong.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <thread>
 
@@ -138,6 +140,29 @@ TEST(PointSync, LostRankFailureNamesItsHost) {
   EXPECT_EQ(f.text(true),
             "rank 3 on host tpb-node1 (10.77.0.2) stopped answering: no heartbeat for 2.5 s (--heartbeat_timeout); "
             "its host is down or cut off, or the rank is frozen");
+}
+
+// What two nodes' jobs must share, and the first place they differ, in words.
+TEST(PointSync, FirstDifferenceOfTwoNodesJobsIsNamed) {
+  const nlohmann::json a = {{"kind", "train"},
+                            {"device", "cpu"},
+                            {"config", {{"epochs", 1}, {"hidden", {512, 512}}}},
+                            {"result_path", "/tmp/a/result.json"}};
+  nlohmann::json b = a;
+  b["result_path"] = "/tmp/b/result.json";  // each node's own
+  EXPECT_EQ(sharedPartOfJob(a).dump(), sharedPartOfJob(b).dump());
+  EXPECT_FALSE(firstDifference(sharedPartOfJob(b), sharedPartOfJob(a)).has_value());
+  b["config"]["epochs"] = 2;
+  EXPECT_EQ(firstDifference(sharedPartOfJob(b), sharedPartOfJob(a)), std::optional<std::string>("config.epochs is 2 here, 1 on node 0"));
+  b = a;
+  b["config"]["hidden"] = {256};
+  EXPECT_EQ(firstDifference(b, a), std::optional<std::string>("config.hidden is [256] here, [512,512] on node 0"));
+  b = a;
+  b["trace"] = true;
+  EXPECT_EQ(firstDifference(sharedPartOfJob(b), sharedPartOfJob(a)),
+            std::optional<std::string>("trace is true here, absent on node 0"));
+  EXPECT_EQ(firstDifference(sharedPartOfJob(a), sharedPartOfJob(b)),
+            std::optional<std::string>("trace is absent here, true on node 0"));
 }
 
 TEST(MultihostCli, BadInterfacesAndRendezvousTimeoutsAreRefusedUpFront) {

@@ -294,5 +294,34 @@ TEST(TrainCli, TwoNodesShareOneOutAndResumeAlike) {
   std::remove(out.c_str());
 }
 
+// Node 1 started with another --epochs than node 0: the point fails at once on both nodes,
+// naming the difference, instead of hanging or training two different things.
+TEST(TrainCli, TwoNodesWithDifferentCommandsFailThePointNamingTheDifference) {
+  const std::string port = std::to_string(test::freePort()), out = test::tempPath("mismatch.json");
+  auto args = [&](int node, const std::string& epochs) {
+    return std::vector<std::string>{"run", "--strategy", "ring_all_reduce", "--n_gpus", "4", "--batch_size", "32",
+                                    "--epochs", epochs, "--train_size", "1024", "--test_size", "200", "--hidden", "32",
+                                    "--nnodes", "2", "--node_rank", std::to_string(node), "--nproc_per_node", "2",
+                                    "--master_addr", "127.0.0.1", "--master_port", port, "--rendezvous_timeout", "60",
+                                    "--out", out};
+  };
+  test::CliResult node1;
+  std::thread t([&] { node1 = runCli(args(1, "2")); });
+  const auto node0 = runCli(args(0, "1"));
+  t.join();
+  EXPECT_EQ(node0.exitCode, 1) << node0.err;
+  EXPECT_EQ(node1.exitCode, 1) << node1.err;
+  EXPECT_LT(node0.seconds, 30.0) << "node 0 waited for the rendezvous timeout";
+  const json run = readJson(out).at("runs").at(0);
+  EXPECT_EQ(run.at("status"), "failed");
+  const std::string error = run.at("error");
+  EXPECT_NE(error.find("runs another point than node 0 (start every node with the same command): config.epochs is "
+                       "2 here, 1 on node 0"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(node1.err.find("config.epochs is 2 here, 1 on node 0"), std::string::npos) << node1.err;
+  std::remove(out.c_str());
+}
+
 }  // namespace
 }  // namespace tpb

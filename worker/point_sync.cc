@@ -12,6 +12,37 @@ namespace tpb {
 
 using nlohmann::json;
 
+nlohmann::json sharedPartOfJob(const json& job) {
+  json shared = json::object();
+  for (const char* key : {"kind", "device", "config", "trace"})
+    if (job.contains(key)) shared[key] = job[key];
+  return shared;
+}
+
+namespace {
+
+std::optional<std::string> differenceAt(const json& here, const json& node0, const std::string& path) {
+  auto shown = [](const json& v) { return v.is_null() ? std::string("absent") : v.dump(); };
+  if (here.is_object() && node0.is_object()) {
+    for (auto it = node0.begin(); it != node0.end(); ++it) {
+      const json mine = here.contains(it.key()) ? here[it.key()] : json();
+      if (auto d = differenceAt(mine, it.value(), path.empty() ? it.key() : path + "." + it.key())) return d;
+    }
+    for (auto it = here.begin(); it != here.end(); ++it)
+      if (!node0.contains(it.key()))
+        return (path.empty() ? it.key() : path + "." + it.key()) + " is " + it.value().dump() + " here, absent on node 0";
+    return std::nullopt;
+  }
+  if (here == node0) return std::nullopt;
+  return (path.empty() ? std::string("the job") : path) + " is " + shown(here) + " here, " + shown(node0) + " on node 0";
+}
+
+}  // namespace
+
+std::optional<std::string> firstDifference(const json& here, const json& node0) {
+  return differenceAt(here, node0, "");
+}
+
 std::string pointPrefix(long long point) {
   return point < 0 ? std::string("tpb/") : "tpb/" + std::to_string(point) + "/";
 }

@@ -10,6 +10,7 @@
 //   <prefix>failure    the first failure, JSON {rank, host, address, reason}
 //   <prefix>beat/<r>   rank r's heartbeat (an add counter its watch thread bumps every period)
 //   <prefix>done/<r>   set when rank r's job has ended and it stops beating
+//   <prefix>job        node 0's job for the point (its shared part), which the others compare
 //
 // A failure anywhere ends the point everywhere within about a second: the rank whose job throws
 // posts it; a launcher posts the death of one of its ranks (signal, exit) and its own timeout or
@@ -29,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -71,6 +73,14 @@ std::optional<RankFailure> postedFailure(Store& store, const std::string& prefix
 // throws TimeoutError naming the ranks that did not arrive and those that did, with their hosts.
 void awaitRanks(Store& store, const std::string& prefix, int rank, int world, const std::string& hostLabel,
                 std::chrono::milliseconds timeout);
+
+// Every node runs the same command, so every node's job for a point is the same but for what is
+// its own (scratch paths, timeouts, where checkpoints go). The part that must agree: kind,
+// device, config, trace.
+nlohmann::json sharedPartOfJob(const nlohmann::json& job);
+// The first place where `here` and `node0` differ, as "config.epochs is 2 here, 1 on node 0";
+// nullopt when they agree.
+std::optional<std::string> firstDifference(const nlohmann::json& here, const nlohmann::json& node0);
 
 // Rank 0's reading of the other ranks' heartbeats. A rank is lost when its counter has not
 // moved for `silence` and it has not said it is done; the clock of each rank starts at
