@@ -321,6 +321,37 @@ TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
   RecordProperty("node1_err", r1.err);
 }
 
+// Node 1 freezes (every process of it stopped, as a machine that hangs: its sockets stay open and
+// silent): node 0 fails the point naming a rank of node 1 within seconds of --heartbeat_timeout.
+// Thawed, node 1 finds its point gone and ends too.
+TEST(NetnsTwoHosts, FrozenNodeOneFailsThePointOnNodeZeroWithinTheHeartbeat) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::vector<std::string> sweep = concat(longPoint(), {"--heartbeat_timeout", "3"});
+  const std::string port = portFor(2), out = tempPath("frozen.json");
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
+  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+  ASSERT_EQ(kill(-node1.pid, SIGSTOP), 0);
+  const auto frozenAt = std::chrono::steady_clock::now();
+  const auto r0 = pair.waitUpTo(node0, std::chrono::seconds(60));
+  kill(-node1.pid, SIGCONT);
+  ASSERT_TRUE(r0.has_value()) << "node 0 still runs 60 s after node 1 froze";
+  const double s0 = std::chrono::duration<double>(std::chrono::steady_clock::now() - frozenAt).count();
+  std::printf("node 1 frozen: node 0 ended in %.2f s (--heartbeat_timeout 3)\n", s0);
+  EXPECT_EQ(r0->exitCode, 1) << r0->err;
+  EXPECT_LT(s0, 20.0);
+  const json doc = readJson(out);
+  ASSERT_EQ(doc["runs"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["runs"][0]["status"], "failed");
+  const std::string error = doc["runs"][0]["error"];
+  EXPECT_NE(error.find("on host tpb-node1 (10.77.0.2) stopped answering: no heartbeat for 3 s"), std::string::npos)
+      << error;
+  const auto r1 = pair.waitUpTo(node1, std::chrono::seconds(30));
+  ASSERT_TRUE(r1.has_value()) << "node 1 still runs 30 s after it was thawed";
+  EXPECT_NE(r1->exitCode, 0) << r1->err;
+}
+
 // The same cut under torchrun on each host: rank 0's watchdog misses node 1's heartbeats and
 // records the point as failed, naming the silent rank and its host, within seconds of
 // --heartbeat_timeout, then leaves; node 1's ranks find the store silent and leave too.
