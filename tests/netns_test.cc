@@ -94,6 +94,16 @@ std::vector<std::string> longPoint() {
           "--train_size", "2048", "--test_size", "100", "--epochs", "100", "--hidden", "32", "--timeout", "120"};
 }
 
+// Starts longPoint() with `extra` on both hosts under tpbench's own launcher, node 0 writing
+// `out`, and waits until rank 0 has trained its first epoch.
+void startLongPoint(NetnsPair& pair, const std::string& port, const std::string& out,
+                    const std::vector<std::string>& extra, NetnsPair::Node& node0, NetnsPair::Node& node1) {
+  const std::vector<std::string> sweep = concat(longPoint(), extra);
+  node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
+  node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
+  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+}
+
 // ring_all_reduce, ddp and param_server over gloo on two hosts with two ranks each (N = 4) train
 // exactly as the same four ranks on one host do.
 TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
@@ -290,11 +300,9 @@ TEST(NetnsTwoHosts, KilledRankOnNodeOneFailsThePointEverywhere) {
 TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
-  const std::vector<std::string> sweep = concat(longPoint(), {"--heartbeat_timeout", "3"});
   const std::string port = portFor(3), out = tempPath("cut.json");
-  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
-  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
-  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+  NetnsPair::Node node0, node1;
+  ASSERT_NO_FATAL_FAILURE(startLongPoint(pair, port, out, {"--heartbeat_timeout", "3"}, node0, node1));
   ASSERT_NO_FATAL_FAILURE(pair.cut(1));
   const auto cutAt = std::chrono::steady_clock::now();
   const CliResult r0 = pair.wait(node0);
@@ -327,11 +335,9 @@ TEST(NetnsTwoHosts, CutLinkFailsThePointOnBothHostsWithinTheHeartbeat) {
 TEST(NetnsTwoHosts, FrozenNodeOneFailsThePointOnNodeZeroWithinTheHeartbeat) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
-  const std::vector<std::string> sweep = concat(longPoint(), {"--heartbeat_timeout", "3"});
-  const std::string port = portFor(2), out = tempPath("frozen.json");
-  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
-  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
-  ASSERT_NO_FATAL_FAILURE(awaitFirstEpoch(node0));
+  const std::string out = tempPath("frozen.json");
+  NetnsPair::Node node0, node1;
+  ASSERT_NO_FATAL_FAILURE(startLongPoint(pair, portFor(2), out, {"--heartbeat_timeout", "3"}, node0, node1));
   ASSERT_EQ(kill(-node1.pid, SIGSTOP), 0);
   const auto frozenAt = std::chrono::steady_clock::now();
   const auto r0 = pair.waitUpTo(node0, std::chrono::seconds(60));
