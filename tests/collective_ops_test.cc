@@ -8,12 +8,13 @@
 #include <sstream>
 
 #include "core/registry.h"
+#include "tests/exact_sums.h"
 #include "tests/thread_world.h"
 
 namespace tpb {
 namespace {
 
-float input(int rank, std::size_t i) { return static_cast<float>((i * 7919u + static_cast<std::size_t>(rank) * 131u) % 1000u); }
+using test::exactInput;
 
 struct Case {
   std::string op, algo, transport;
@@ -58,13 +59,13 @@ TEST_P(CollectiveExact, EveryCountPlacementAndRoot) {
           args.root = root;
           auto coll = algo.make(ctx, args);
           for (int rep = 0; rep < 2; ++rep) {  // twice: state left by one run must not matter
-            for (std::size_t i = 0; i < sendCount; ++i) send[i] = input(rank, i);
+            for (std::size_t i = 0; i < sendCount; ++i) send[i] = exactInput(rank, i);
             ctx.transport.barrier();
             coll->run();
             ctx.transport.barrier();
             std::size_t wrong = 0, first = recvCount;
             for (std::size_t i = 0; i < recvCount; ++i) {
-              const auto want = op.expected(rank, n, root, count, i, input);
+              const auto want = op.expected(rank, n, root, count, i, exactInput);
               if (want && recv[i] != *want && wrong++ == 0) first = i;
             }
             const bool past = a[count] != sentinel || b[count] != sentinel;

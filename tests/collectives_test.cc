@@ -6,15 +6,11 @@
 #include <sstream>
 
 #include "core/registry.h"
+#include "tests/exact_sums.h"
 #include "tests/thread_world.h"
 
 namespace tpb {
 namespace {
-
-// Small integers, distinct per rank and element: sums are exact in float32.
-float value(int rank, std::size_t i) {
-  return static_cast<float>((i * 7919u + static_cast<std::size_t>(rank) * 131u) % 1000u);
-}
 
 struct Case {
   std::string algo, transport;
@@ -36,34 +32,42 @@ void expectExactSums(const std::string& transport, int n, const std::vector<std:
   std::mutex mu;
   std::vector<std::string> failures;
   test::runThreads(transport, n, [&](CommContext& ctx) {
-    for (std::size_t count : counts) {
-      std::vector<float> buf(count + 1);
-      const float sentinel = -12345.0f;  // one past the end must stay untouched
-      buf[count] = sentinel;
-      for (std::size_t i = 0; i < count; ++i) buf[i] = value(ctx.rank(), i);
-      auto ar = make(ctx, buf.data(), count);
-      // Twice, so state left by one run cannot corrupt the next.
-      for (int rep = 0; rep < 2; ++rep) {
-        if (rep == 1)
-          for (std::size_t i = 0; i < count; ++i) buf[i] = value(ctx.rank(), i);
-        ar->run();
-        std::size_t wrong = 0, first = count;
-        for (std::size_t i = 0; i < count; ++i) {
-          float expect = 0;
-          for (int r = 0; r < ctx.size(); ++r) expect += value(r, i);
-          if (buf[i] != expect && wrong++ == 0) first = i;
-        }
-        if (wrong || buf[count] != sentinel) {
-          std::ostringstream os;
-          os << "rank " << ctx.rank() << " count " << count << " rep " << rep << ": " << wrong
-             << " wrong (first at " << first << ")" << (buf[count] != sentinel ? ", wrote past the end" : "");
-          std::lock_guard<std::mutex> lock(mu);
-          failures.push_back(os.str());
-        }
-      }
-    }
+    const auto mine = test::exactSumFailures(ctx, make, counts);
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& f : mine) failures.push_back("rank " + std::to_string(ctx.rank()) + " " + f);
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// The check itself can fail: an allreduce that leaves the input as it is, and one that also
+// writes one element past the end, are both caught, with the count, the run and the first wrong.
+TEST(ExactSums, AWrongAllreduceIsCaught) {
+  struct Broken : Allreduce {
+    float* buf;
+    std::size_t count;
+    bool overrun;
+    Broken(float* b, std::size_t c, bool o) : buf(b), count(c), overrun(o) {}
+    void run() override {
+      if (overrun) buf[count] = 0;
+    }
+  };
+  std::mutex mu;
+  std::vector<std::string> seen;
+  test::runThreads("shm", 2, [&](CommContext& ctx) {
+    auto idle = test::exactSumFailures(
+        ctx, [](CommContext&, float* b, std::size_t c) { return std::make_unique<Broken>(b, c, false); }, {0, 7});
+    auto past = test::exactSumFailures(
+        ctx, [](CommContext&, float* b, std::size_t c) { return std::make_unique<Broken>(b, c, true); }, {0});
+    std::lock_guard<std::mutex> lock(mu);
+    if (ctx.rank() != 0) return;
+    seen = idle;
+    seen.insert(seen.end(), past.begin(), past.end());
+  });
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], "count 7 rep 0: 7 wrong (first at 0)");
+  EXPECT_EQ(seen[1], "count 7 rep 1: 7 wrong (first at 0)");
+  EXPECT_EQ(seen[2], "count 0 rep 0: 0 wrong, wrote past the end");
+  EXPECT_EQ(seen[3], "count 0 rep 1: 0 wrong, wrote past the end");
 }
 
 TEST_P(AllreduceExact, EverySizeEveryRank) {

@@ -26,6 +26,7 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "core/registry.h"
+#include "tests/exact_sums.h"
 
 namespace tpb {
 namespace {
@@ -43,33 +44,9 @@ int gRank = -1;
     }                                                                                      \
   } while (0)
 
-float value(int rank, std::size_t i) {
-  return static_cast<float>((i * 7919u + static_cast<std::size_t>(rank) * 131u) % 1000u);
-}
-
 void checkSums(CommContext& ctx, const std::string& what, const AllreduceFactory& make,
                const std::vector<std::size_t>& counts) {
-  for (std::size_t count : counts) {
-    std::vector<float> buf(count + 1);
-    const float sentinel = -12345.0f;
-    buf[count] = sentinel;
-    for (std::size_t i = 0; i < count; ++i) buf[i] = value(ctx.rank(), i);
-    auto ar = make(ctx, buf.data(), count);
-    for (int rep = 0; rep < 2; ++rep) {
-      if (rep == 1)
-        for (std::size_t i = 0; i < count; ++i) buf[i] = value(ctx.rank(), i);
-      ar->run();
-      std::size_t wrong = 0;
-      for (std::size_t i = 0; i < count; ++i) {
-        float expect = 0;
-        for (int r = 0; r < ctx.size(); ++r) expect += value(r, i);
-        if (buf[i] != expect) ++wrong;
-      }
-      TPB_DRIVER_EXPECT(wrong == 0 && buf[count] == sentinel,
-                  what << " count " << count << " rep " << rep << ": " << wrong << " wrong"
-                       << (buf[count] != sentinel ? ", wrote past the end" : ""));
-    }
-  }
+  for (const auto& failure : test::exactSumFailures(ctx, make, counts)) TPB_DRIVER_EXPECT(false, what << " " << failure);
 }
 
 void exact(CommContext& ctx) {
