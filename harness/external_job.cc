@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -198,26 +197,14 @@ struct ExternalJob::Watchdog::State {
   bool stop = false;
   std::thread thread;
   // The heartbeat (jobs over several hosts): the watch connection, which stop() uses to say this
-  // rank is done, and the guard, with a lock of its own (the watch thread holds `m` while it asks
-  // the store, which is when the guard is needed).
+  // rank is done, and the guard of the watch thread's requests.
   bool beats = false;
   int rank = -1;
   std::shared_ptr<Store> watch;
   std::string beatPrefix;
-  std::atomic<std::int64_t> inCallNs{0};  // when the watch's pending requests began; 0: none
-  std::mutex gm;
-  std::condition_variable gcv;
-  bool guardStop = false;
-  std::thread guard;
+  StoreCalls calls;
+  std::unique_ptr<StallGuard> guard;
 };
-
-namespace {
-
-std::int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
                                 std::function<void(const std::string&)> record)
@@ -255,7 +242,7 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
     while (!s->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->stop; })) {
       // Still holding the lock: stop() waits while this rank records and ends.
       std::string why;
-      s->inCallNs = steadyNs();
+      s->calls.begin();
       try {
         if (s->beats) beat(*watch, s->beatPrefix, rank);
         if (watch->add(posted, 0) > 0) {
@@ -266,13 +253,13 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
         } else if (judge) {
           if (const auto r = judge->lostRank(*watch)) {
             const std::string host = *r < static_cast<int>(hosts.size()) ? hosts[*r] : std::string("?");
-            why = claimFirst("rank " + std::to_string(*r) + " on host " + host + " " + lostRankReason(silence));
+            why = claimFirst(RankFailure{*r, host, "", lostRankReason(silence)}.text(true));
           }
         }
       } catch (const std::exception& e) {
         why = "the rendezvous store went away (rank 0 or the launcher's agent ended): " + std::string(e.what());
       }
-      s->inCallNs = 0;
+      s->calls.end();
       if (why.empty()) continue;
       if (record) {
         try {
@@ -287,15 +274,8 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
   });
   if (!state_->beats) return;
   const std::string storeAt = job.masterAddr_ + ":" + std::to_string(job.masterPort_);
-  state_->guard = std::thread([s = state_, rank, silence, storeAt] {
-    std::unique_lock<std::mutex> lock(s->gm);
-    while (!s->gcv.wait_for(lock, std::chrono::milliseconds(100), [&] { return s->guardStop; })) {
-      const std::int64_t since = s->inCallNs;
-      if (since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence).count())
-        endRank(rank, "leaving: the rendezvous store at " + storeAt + " has not answered for " +
-                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence).count()) +
-                          " s (--heartbeat_timeout); its host is down or cut off from this one");
-    }
+  state_->guard = std::make_unique<StallGuard>(state_->calls, silence, [rank, silence, storeAt] {
+    endRank(rank, "leaving: " + storeSilentReason(storeAt, silence));
   });
 }
 
@@ -306,20 +286,15 @@ void ExternalJob::Watchdog::stop() {
   }
   state_->cv.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
-  if (!state_->guard.joinable()) return;
+  if (!state_->guard) return;
   // Beats have stopped: rank 0 must not take this rank for a lost one. The guard still runs.
-  state_->inCallNs = steadyNs();
+  state_->calls.begin();
   try {
     sayDone(*state_->watch, state_->beatPrefix, state_->rank);
   } catch (const std::exception&) {
   }
-  state_->inCallNs = 0;
-  {
-    std::lock_guard<std::mutex> lock(state_->gm);
-    state_->guardStop = true;
-  }
-  state_->gcv.notify_all();
-  state_->guard.join();
+  state_->calls.end();
+  state_->guard.reset();
 }
 
 ExternalJob::Watchdog::~Watchdog() { stop(); }

@@ -134,7 +134,7 @@ class SharedFailures {
           std::lock_guard<std::mutex> lock(s->m);
           outbox.swap(s->outbox);
         }
-        s->inCallNs = steadyNs();
+        s->calls.begin();
         try {
           if (!s->store) s->store = Store::connect(addr, port, connectTimeout);
           for (const RankFailure& f : outbox) postFailure(*s->store, prefix, f);
@@ -146,7 +146,7 @@ class SharedFailures {
           std::lock_guard<std::mutex> lock(s->m);
           s->gone = true;
         }
-        s->inCallNs = 0;
+        s->calls.end();
         s->cv.notify_all();
         std::lock_guard<std::mutex> lock(s->m);
         return !s->gone;
@@ -205,21 +205,11 @@ class SharedFailures {
   // Set once a request has gone unanswered for the heartbeat timeout: node 0 is lost.
   std::optional<std::string> lost(const LaunchSpec& spec) const {
     if (!stuck()) return std::nullopt;
-    return "node 0's rendezvous store at " + spec.masterAddr + ":" + std::to_string(spec.sharedStore->port()) +
-           " has not answered for " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence_).count()) +
-           " s (--heartbeat_timeout); node 0 is down or cut off from this host";
+    return storeSilentReason(spec.masterAddr + ":" + std::to_string(spec.sharedStore->port()), silence_);
   }
 
  private:
-  bool stuck() const {
-    if (!state_) return false;
-    const std::int64_t since = state_->inCallNs;
-    return since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence_).count();
-  }
-  static std::int64_t steadyNs() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  bool stuck() const { return state_ && state_->calls.stalledFor(silence_); }
   struct State {
     std::mutex m;
     std::condition_variable cv;
@@ -227,7 +217,7 @@ class SharedFailures {
     std::vector<RankFailure> outbox;
     std::optional<std::string> first;
     std::uint64_t rounds = 0;
-    std::atomic<std::int64_t> inCallNs{0};  // when the request under way began; 0: none
+    StoreCalls calls;  // the thread's requests, timed for lost()
     std::unique_ptr<Store> store;
     std::thread thread;
   };

@@ -220,7 +220,7 @@ int runTraining(const TrainRunOptions& opt) {
   const bool writer = (!ext || ext->rank() == 0) && opt.nodeRank == 0;
   std::unique_ptr<ResultsFile> results;
   std::unique_ptr<OutLock> outLock;  // held until every point is saved
-  if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
+  if (!opt.trace.empty() && writer) {
     if (!opt.out.empty() && std::filesystem::absolute(opt.trace).lexically_normal() ==
                                 std::filesystem::absolute(opt.out).lexically_normal())
       TPB_THROW(UsageError, "--trace: '" << opt.trace << "' is the results file (--out); name another file");
@@ -270,7 +270,7 @@ int runTraining(const TrainRunOptions& opt) {
     results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, commandMeta()));
   // The trace's clock starts now, on this node's steady clock, which rank 0 of every point shares.
   std::unique_ptr<TraceFile> traceFile;
-  if (!opt.trace.empty() && writer && opt.nodeRank == 0) {
+  if (!opt.trace.empty() && writer) {
     // A resumed sweep goes on in the same trace, after what the file holds.
     traceFile = opt.resume && std::filesystem::exists(opt.trace)
                     ? std::make_unique<TraceFile>(TraceFile::resume(opt.trace, trace::nowNs()))

@@ -188,6 +188,38 @@ std::string lostRankReason(std::chrono::milliseconds silence) {
          " (--heartbeat_timeout); its host is down or cut off, or the rank is frozen";
 }
 
+std::string storeSilentReason(const std::string& storeAt, std::chrono::milliseconds silence) {
+  return "node 0's rendezvous store at " + storeAt + " has not answered for " + seconds(silence) +
+         " (--heartbeat_timeout); node 0 is down or cut off from this host";
+}
+
+void StoreCalls::begin() { sinceNs_ = steadyNs(); }
+
+void StoreCalls::end() { sinceNs_ = 0; }
+
+bool StoreCalls::stalledFor(std::chrono::milliseconds limit) const {
+  const std::int64_t since = sinceNs_;
+  return since != 0 && steadyNs() - since > std::chrono::nanoseconds(limit).count();
+}
+
+StallGuard::StallGuard(const StoreCalls& calls, std::chrono::milliseconds limit, std::function<void()> onStall,
+                       std::chrono::milliseconds period) {
+  thread_ = std::thread([this, &calls, limit, period, onStall = std::move(onStall)] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return stop_; }))
+      if (calls.stalledFor(limit)) onStall();
+  });
+}
+
+StallGuard::~StallGuard() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
 FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank, int world,
                            std::chrono::milliseconds connectTimeout, std::chrono::milliseconds silence,
                            std::chrono::milliseconds period)
@@ -197,8 +229,7 @@ FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, st
       rank_(rank),
       world_(world),
       silence_(silence),
-      period_(period),
-      inCallNs_(0) {
+      period_(period) {
   thread_ = std::thread([this] {
     std::optional<HeartbeatJudge> judge;
     if (rank_ == 0) judge.emplace(prefix_, rank_, world_, silence_);
@@ -207,7 +238,7 @@ FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, st
       lock.unlock();
       std::optional<RankFailure> f;
       bool lost = false;
-      inCallNs_ = steadyNs();
+      calls_.begin();
       try {
         beat(*store_, prefix_, rank_);
         f = postedFailure(*store_, prefix_);
@@ -219,24 +250,17 @@ FailureWatch::FailureWatch(const std::string& masterAddr, std::uint16_t port, st
           }
         }
       } catch (const std::exception&) {
-        inCallNs_ = 0;
+        calls_.end();
         return;  // the store is gone (node 0 ended): the transports report what follows
       }
-      inCallNs_ = 0;
+      calls_.end();
       if (f && (lost || f->rank != rank_)) stopProcess(f->text(true));
       lock.lock();
       cv_.wait_for(lock, period_, [this] { return stop_; });
     }
   });
-  guard_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, period_, [this] { return guardStop_; })) {
-      const std::int64_t since = inCallNs_;
-      if (since != 0 && steadyNs() - since > std::chrono::nanoseconds(silence_).count())
-        stopProcess("the rendezvous store at " + storeAddress_ + " (node 0) has not answered for " +
-                    seconds(silence_) + " (--heartbeat_timeout); node 0 is down or cut off from this host");
-    }
-  });
+  guard_ = std::make_unique<StallGuard>(calls_, silence_, [this] { stopProcess(storeSilentReason(storeAddress_, silence_)); },
+                                        period_);
 }
 
 FailureWatch::~FailureWatch() {
@@ -247,18 +271,13 @@ FailureWatch::~FailureWatch() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Beats have stopped: rank 0 must not take this rank for a lost one. The guard still runs.
-  inCallNs_ = steadyNs();
+  calls_.begin();
   try {
     sayDone(*store_, prefix_, rank_);
   } catch (const std::exception&) {
   }
-  inCallNs_ = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    guardStop_ = true;
-  }
-  cv_.notify_all();
-  if (guard_.joinable()) guard_.join();
+  calls_.end();
+  guard_.reset();
 }
 
 }  // namespace tpb

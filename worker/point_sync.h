@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -110,6 +111,41 @@ void sayDone(Store& store, const std::string& prefix, int rank);
 RankFailure lostRankFailure(Store& store, const std::string& prefix, int rank, std::chrono::milliseconds silence);
 // "stopped answering: no heartbeat for 10 s (--heartbeat_timeout); ..." (the failure's reason).
 std::string lostRankReason(std::chrono::milliseconds silence);
+// "node 0's rendezvous store at <storeAt> has not answered for 10 s (--heartbeat_timeout); ...":
+// why a rank or a launcher of another node stops.
+std::string storeSilentReason(const std::string& storeAt, std::chrono::milliseconds silence);
+
+// When the store requests of one thread began, for another thread to read. LibTorch 1.13's
+// TCPStore client has no timeout on add or check, so a request to a store whose host vanished
+// without closing the connection is never answered: one under way for longer than the heartbeat
+// timeout is how the store's loss shows.
+class StoreCalls {
+ public:
+  void begin();  // before a batch of requests
+  void end();    // after it, answered or failed
+  // Whether a batch has been under way for longer than `limit`.
+  bool stalledFor(std::chrono::milliseconds limit) const;
+
+ private:
+  std::atomic<std::int64_t> sinceNs_{0};  // steady clock at begin(); 0: none under way
+};
+
+// A thread that calls `onStall` (which ends the process) once `calls` has a batch under way for
+// longer than `limit`, looking every `period`, until destroyed.
+class StallGuard {
+ public:
+  StallGuard(const StoreCalls& calls, std::chrono::milliseconds limit, std::function<void()> onStall,
+             std::chrono::milliseconds period = std::chrono::milliseconds(100));
+  ~StallGuard();
+  StallGuard(const StallGuard&) = delete;
+  StallGuard& operator=(const StallGuard&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 // A thread with a store connection of its own (the main thread may be blocked inside the
 // store for minutes) that polls for a failure posted by another rank. When one comes it prints
@@ -118,9 +154,9 @@ std::string lostRankReason(std::chrono::milliseconds silence);
 // for its whole timeout.
 //
 // Each poll also beats; on rank 0 it judges the others' beats and posts a lost rank's failure,
-// then stops the same way. A second thread guards the first: when the store has not answered it
-// for `silence` (a request can block for ever on a connection whose other end vanished), it
-// stops the process saying that node 0's store is gone. The destructor says this rank is done.
+// then stops the same way. A StallGuard watches the first thread: when the store has not
+// answered it for `silence`, it stops the process saying that node 0's store is gone. The
+// destructor says this rank is done.
 class FailureWatch {
  public:
   FailureWatch(const std::string& masterAddr, std::uint16_t port, std::string prefix, int rank, int world,
@@ -135,11 +171,12 @@ class FailureWatch {
   std::string prefix_, storeAddress_;
   int rank_, world_;
   std::chrono::milliseconds silence_, period_;
-  std::atomic<std::int64_t> inCallNs_;  // steady clock when the pending store calls began; 0: none
+  StoreCalls calls_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false, guardStop_ = false;
-  std::thread thread_, guard_;
+  bool stop_ = false;
+  std::thread thread_;
+  std::unique_ptr<StallGuard> guard_;
 };
 
 }  // namespace tpb
