@@ -28,12 +28,13 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The main job on CPU with the embedded defaults: a training sweep of every strategy on
-# synthetic data, then the allreduce benchmark over 2..4 ranks.
+# synthetic data, then the allreduce benchmark over 2..4 ranks. Each rerun replaces its results
+# (--overwrite; without it tpbench refuses an existing --out).
 run: build
 	@mkdir -p results
 	$(TPBENCH) sweep --strategies all --n_gpus 1,2 --batch_size 64 --epochs 2 --train_size 8192 \
-	  --out results/sweep-cpu.json
-	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json
+	  --out results/sweep-cpu.json --overwrite
+	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json --overwrite
 
 # Every test, $(JOBS) at a time, except the one that checks the whole machine for leftover rank
 # processes (a neighbouring test's ranks would count): it runs alone afterwards.
@@ -48,14 +49,14 @@ micro: build
 	$(BUILD)/bench/tpbench_micro --benchmark_out=results/micro-cpu.json --benchmark_out_format=json
 
 baseline: build
-	$(TPBENCH) $(BASELINE_SWEEP) --out results/baseline-cpu.json
+	$(TPBENCH) $(BASELINE_SWEEP) --out results/baseline-cpu.json --overwrite
 	$(TPBENCH) report results/baseline-cpu.json -o reports/baseline-cpu
 
 # Reruns the baseline sweep and compares: accuracy/loss changes and failed points fail, timings
 # only beyond GATE_THRESHOLD. Exit 3 on regression.
 gate: build
 	@mkdir -p $(BUILD)/gate
-	$(TPBENCH) $(BASELINE_SWEEP) --out $(BUILD)/gate/sweep.json
+	$(TPBENCH) $(BASELINE_SWEEP) --out $(BUILD)/gate/sweep.json --overwrite
 	$(TPBENCH) compare results/baseline-cpu.json $(BUILD)/gate/sweep.json --threshold $(GATE_THRESHOLD)
 
 clean:

@@ -37,6 +37,7 @@
 #include "comm/cuda/cuda_check.h"
 #include "comm/cuda/reduce_cuda.h"
 #include "common/error.h"
+#include "common/out_file.h"
 
 namespace {
 
@@ -332,9 +333,11 @@ std::string jsonStats(const Stats& s) {
 
 void writeJson(const std::string& path, const Options& o, const std::string& deviceName, int cc, int runtime,
                int driver, const std::vector<Row>& rows, const Row& largest, bool met) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) TPB_THROW(tpb::Error, "cannot write " << tmp << ": " << std::strerror(errno));
+  // Printed into memory, then written as one new file (common/out_file.h): never through a link.
+  char* text = nullptr;
+  std::size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  if (!f) TPB_THROW(tpb::Error, "cannot write " << path << ": " << std::strerror(errno));
   std::fprintf(f, "{\n  \"schema\": \"tpbench.cuda_sum/1\",\n");
   std::fprintf(f,
                "  \"meta\": {\"device\": \"%s\", \"device_index\": %d, \"compute_capability\": \"%d.%d\", "
@@ -353,10 +356,12 @@ void writeJson(const std::string& path, const Options& o, const std::string& dev
   std::fprintf(f, "  ],\n");
   std::fprintf(f, "  \"goal\": {\"ratio_min\": %.2f, \"bytes\": %zu, \"ratio\": %.4f, \"met\": %s}\n}\n", kGoal,
                largest.bytes, largest.ratio, met ? "true" : "false");
-  const bool ok = std::fflush(f) == 0 && !std::ferror(f);
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-    TPB_THROW(tpb::Error, "cannot write " << path << ": " << std::strerror(errno));
+  const bool printed = !std::ferror(f);
+  const bool ok = std::fclose(f) == 0 && printed;  // fclose sets text and size
+  const std::string json(text ? text : "", size);
+  std::free(text);
+  if (!ok) TPB_THROW(tpb::Error, "cannot write " << path << ": out of memory");
+  tpb::writeFileAtomic(path, json);
 }
 
 int run(const Options& o) {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "comm/transports.h"
 #include "common/error.h"
@@ -153,11 +154,8 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   // Rank 0 alone writes results under an external launcher.
   const bool writer = !ext || ext->rank() == 0;
   std::unique_ptr<ResultsFile> results;
-  std::unique_ptr<OutLock> outLock;  // held until the last save
-  if (!opt.out.empty() && writer) {
-    checkWritable("--out", opt.out);
-    outLock = std::make_unique<OutLock>("--out", opt.out);
-  }
+  std::optional<OwnedOutput> owned;  // held until the last save
+  if (!opt.out.empty() && writer) owned.emplace("--out", opt.out, kResultsOutput, OutputFlags{false, opt.overwrite, false});
 
   PointDriverOptions dopt;
   dopt.total = total;
@@ -168,7 +166,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   for (const auto& [op, algos] : runs)
     for (const auto& a : algos) usesMpi = usesMpi || !algoNeedsMpi(op, a).empty();
   driver.prepareMpi(usesMpi);
-  if (outLock) {
+  if (owned) {
     Meta meta = collectMeta(opt.command);
     driver.describe(meta);
     if (!ext) meta.hosts = std::vector<std::string>{*meta.host};

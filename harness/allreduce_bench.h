@@ -33,6 +33,7 @@ struct AllreduceBenchOptions {
   std::string transport;  // empty: the default for the device
   std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)
   std::string out;        // results file; empty: none
+  bool overwrite = false; // --overwrite: replace an existing results file instead of refusing
   std::chrono::seconds timeout{300};
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;    // recorded in meta

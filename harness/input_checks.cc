@@ -19,6 +19,7 @@
 
 #include "comm/net_iface.h"
 #include "common/error.h"
+#include "common/out_file.h"
 #include "core/registry.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
@@ -226,11 +227,10 @@ void checkTimeout(std::chrono::seconds timeout) { checkInt("--timeout", timeout.
 }  // namespace
 
 void checkSaveDir(const std::string& flag, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0)
-    TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory"
-                               << (ec ? " (" + ec.message() + ")" : std::string()));
+  // Remembered (common/out_file.h): a command refused after this removes what it made.
+  createDirectories(flag, dir);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory (" << std::strerror(errno) << ")");
 }
 
 void checkTrainRun(const TrainRunOptions& o) {

@@ -126,7 +126,8 @@ void checkPortFree(const std::string& flag, std::uint16_t port);
 // /tmp. Set but empty, missing, not a directory, or not writable: refused, naming TMPDIR.
 void checkTempDir(const char* tmpdir);
 
-// A directory for checkpoints: created when missing, then it must be writable.
+// A directory for checkpoints: created when missing (and removed again when the command is
+// refused later, common/out_file.h's removeCreatedDirectories), then it must be writable.
 void checkSaveDir(const std::string& flag, const std::string& dir);
 
 // ---- whole commands -----------------------------------------------------------------------------

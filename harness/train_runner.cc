@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include "comm/transports.h"
 #include "common/error.h"
@@ -173,6 +176,28 @@ void checkLibrary(const TrainRunOptions& opt, Device device) {
   }
 }
 
+// What one command owns: claimed (locked, and checked against what is there already) before
+// anything is launched, and held until every point is saved.
+struct OwnedOutputs {
+  std::optional<OwnedOutput> out, trace;
+  std::vector<std::unique_ptr<OutLock>> saveDirs;
+};
+
+void claimOutputs(const TrainRunOptions& opt, OwnedOutputs& owned) {
+  const OutputFlags flags{opt.resume, opt.overwrite, opt.resumable};
+  if (!opt.trace.empty()) {
+    if (!opt.out.empty() && std::filesystem::absolute(opt.trace).lexically_normal() ==
+                                std::filesystem::absolute(opt.out).lexically_normal())
+      TPB_THROW(UsageError, "--trace: '" << opt.trace << "' is the results file (--out); name another file");
+    owned.trace.emplace("--trace", opt.trace, kTraceOutput, flags);
+  }
+  if (!opt.out.empty()) owned.out.emplace("--out", opt.out, kResultsOutput, flags);
+  std::set<std::string> dirs;
+  for (const auto& p : opt.points)
+    if (!p.cfg.saveDir.empty() && dirs.insert(p.cfg.saveDir).second)
+      owned.saveDirs.push_back(std::make_unique<OutLock>("--save_dir", p.cfg.saveDir));
+}
+
 }  // namespace
 
 int runTraining(const TrainRunOptions& opt) {
@@ -219,20 +244,11 @@ int runTraining(const TrainRunOptions& opt) {
   // touch it); the file is created once every rank has passed its checks (the driver's join).
   const bool writer = (!ext || ext->rank() == 0) && opt.nodeRank == 0;
   std::unique_ptr<ResultsFile> results;
-  std::unique_ptr<OutLock> outLock;  // held until every point is saved
-  if (!opt.trace.empty() && writer) {
-    if (!opt.out.empty() && std::filesystem::absolute(opt.trace).lexically_normal() ==
-                                std::filesystem::absolute(opt.out).lexically_normal())
-      TPB_THROW(UsageError, "--trace: '" << opt.trace << "' is the results file (--out); name another file");
-    checkWritable("--trace", opt.trace);
-  }
-  if (!opt.out.empty() && writer) {
-    checkWritable("--out", opt.out);
-    outLock = std::make_unique<OutLock>("--out", opt.out);
-    if (opt.resume && std::filesystem::exists(opt.out))
-      results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
-  } else if (opt.out.empty() && opt.resume) {
-    TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
+  OwnedOutputs owned;  // held until every point is saved
+  if (opt.out.empty() && opt.resume) TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
+  if (writer) {
+    claimOutputs(opt, owned);
+    if (owned.out && owned.out->continues()) results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
   }
 
   PointDriverOptions dopt;
@@ -272,7 +288,7 @@ int runTraining(const TrainRunOptions& opt) {
   std::unique_ptr<TraceFile> traceFile;
   if (!opt.trace.empty() && writer) {
     // A resumed sweep goes on in the same trace, after what the file holds.
-    traceFile = opt.resume && std::filesystem::exists(opt.trace)
+    traceFile = owned.trace->continues()
                     ? std::make_unique<TraceFile>(TraceFile::resume(opt.trace, trace::nowNs()))
                     : std::make_unique<TraceFile>(opt.trace, trace::nowNs(), commandMeta().toJson());
   }

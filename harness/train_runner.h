@@ -26,6 +26,8 @@ struct TrainRunOptions {
   std::string out;        // results file; empty: none
   std::string trace;      // --trace: the Chrome trace file (record/trace_file.h); empty: none
   bool resume = false;    // skip points the file already holds (ok or skipped)
+  bool overwrite = false; // --overwrite: replace an existing results file (and trace) instead of refusing
+  bool resumable = true;  // the command has --resume (sweep; run does not): what a refusal suggests
   std::chrono::seconds timeout{1800};
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;

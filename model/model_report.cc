@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "common/error.h"
 #include "common/format_bytes.h"
@@ -39,7 +40,9 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
     for (const auto& l : linkPresets()) links.push_back(&l);
   else
     links.push_back(&findLink(opt.link));
-  if (!opt.out.empty()) checkWritable("--out", opt.out);
+  // Claimed before the inputs are read, and held until the model is written.
+  std::optional<OwnedOutput> owned;
+  if (!opt.out.empty()) owned.emplace("--out", opt.out, kModelOutput, OutputFlags{false, opt.overwrite, false});
   std::vector<CollectiveRecord> records;
   for (const auto& path : opt.files) {
     const ResultsFile f = ResultsFile::load(path);

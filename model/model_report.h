@@ -16,6 +16,7 @@ namespace tpb::model {
 struct ModelOptions {
   std::vector<std::string> files;
   std::string out;   // JSON file; empty: none
+  bool overwrite = false;  // --overwrite: replace an existing model file instead of refusing
   std::string link;  // a preset name; empty: every preset
 };
 

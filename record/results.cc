@@ -1,15 +1,12 @@
 #include "record/results.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include "common/error.h"
@@ -85,33 +82,6 @@ void checkDepth(const char* what, const std::string& path, const std::string& te
       --depth;
     }
   }
-}
-
-std::string parentDir(const std::string& path) {
-  const std::string parent = std::filesystem::path(path).parent_path().string();
-  return parent.empty() ? "." : parent;
-}
-
-// "<dir>/.<name>.XXXXXX": the template mkostemp fills with an unpredictable suffix.
-std::string tempTemplate(const std::string& path) {
-  const std::filesystem::path p(path);
-  return (std::filesystem::path(parentDir(path)) / ("." + p.filename().string() + ".XXXXXX")).string();
-}
-
-// Creates a fresh temp file beside `path` (O_EXCL, O_CLOEXEC); returns its fd and fills `tmp`.
-int createTempBeside(const std::string& path, std::string& tmp) {
-  tmp = tempTemplate(path);
-  return ::mkostemp(tmp.data(), O_CLOEXEC);
-}
-
-// The process umask, read without changing it (umask(2) would, for every thread at once).
-mode_t currentUmask() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
-  }
-  return 022;
 }
 
 }  // namespace
@@ -190,128 +160,49 @@ void ResultsFile::save() const {
   writeFileAtomic(path_, doc().dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-void writeFileAtomic(const std::string& path, const std::string& contents) {
-  std::string tmp;
-  const int fd = createTempBeside(path, tmp);
-  if (fd < 0) {
-    const int err = errno;
-    TPB_THROW(Error, "cannot create a temp file in '" << parentDir(path) << "' to write '" << path
-                                                      << "': " << errnoText(err));
-  }
-  auto fail = [&](const char* what, bool open) {
-    const int err = errno;
-    if (open) ::close(fd);
-    ::unlink(tmp.c_str());
-    TPB_THROW(Error, "writing '" << path << "' failed at " << what << ": " << errnoText(err));
-  };
-  // mkostemp made it 0600: give it the old file's bits, or what open(0666) would have given.
-  struct stat old {};
-  const mode_t mode = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) ? (old.st_mode & 07777)
-                                                                              : (0666 & ~currentUmask());
-  if (::fchmod(fd, mode) != 0) fail("fchmod", true);
-  const char* p = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write", true);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync", true);
-  if (::close(fd) != 0) fail("close", false);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", false);
-  // Make the rename itself durable. Best effort: some file systems refuse fsync on directories.
-  const int dfd = ::open(parentDir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
+namespace {
+
+// The schema a tpbench file names: top-level "schema" (results, model), or the trace's
+// "tpbench"."schema" (its top level is Chrome's trace format). "" for anything else.
+std::string schemaOf(const json& doc) {
+  if (!doc.is_object()) return "";
+  if (const auto s = doc.find("schema"); s != doc.end()) return s->is_string() ? s->get<std::string>() : "";
+  if (const auto t = doc.find("tpbench"); t != doc.end() && t->is_object())
+    if (const auto s = t->find("schema"); s != t->end() && s->is_string()) return s->get<std::string>();
+  return "";
+}
+
+// Whether the regular, non-empty file at `path` is a tpbench file of `kind` (what it holds
+// decides; its name does not).
+bool holdsKind(const std::string& path, const OutputKind& kind) {
+  try {
+    return schemaOf(readJsonBounded(path, kind.noun)).rfind(kind.schemaPrefix, 0) == 0;
+  } catch (const UsageError&) {
+    return false;  // not JSON, too large or too deep: not ours either
   }
 }
 
-OutLock::OutLock(const std::string& flag, const std::string& path) : lockPath_(lockPath(path)) {
-  auto fail = [&](const std::string& reason) {
-    TPB_THROW(UsageError, flag << ": cannot lock '" << path << "': " << reason);
-  };
-  // Retry when the file we locked was removed (or replaced) by its previous owner's release in
-  // between our open and our flock: that lock guards nothing.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(lockPath_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
-    if (fd < 0) fail("'" + lockPath_ + "': " + errnoText(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      char buf[32] = {};
-      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      ::close(fd);
-      if (err != EWOULDBLOCK) fail("flock: " + errnoText(err));
-      const long pid = n > 0 ? std::strtol(buf, nullptr, 10) : 0;
-      TPB_THROW(UsageError, flag << ": " << path << " is being written by another tpbench (pid "
-                                 << (pid > 0 ? std::to_string(pid) : std::string("unknown")) << ")");
-    }
-    struct stat held {}, named {};
-    if (::fstat(fd, &held) == 0 && ::lstat(lockPath_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
-        held.st_ino == named.st_ino) {
-      const std::string pid = std::to_string(::getpid()) + "\n";
-      if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
-        const int err = errno;
-        ::close(fd);
-        ::unlink(lockPath_.c_str());
-        fail("writing '" + lockPath_ + "': " + errnoText(err));
-      }
-      fd_ = fd;
-      return;
-    }
-    ::close(fd);
+}  // namespace
+
+OwnedOutput::OwnedOutput(const std::string& flag, const std::string& path, const OutputKind& kind,
+                         const OutputFlags& flags) {
+  if (flags.resume && flags.overwrite)
+    TPB_THROW(UsageError, "--overwrite: cannot be combined with --resume (one continues " << flag
+                                                                                         << ", the other replaces it)");
+  checkWritable(flag, path);
+  lock_.emplace(flag, path);
+  // Under the lock: what is there now stays there until this command writes.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || st.st_size == 0) return;  // checkWritable: a regular file
+  if (!holdsKind(path, kind))
+    TPB_THROW(UsageError, flag << ": '" << path << "' exists and is not a " << kind.noun
+                               << "; tpbench never replaces it (name another file)");
+  if (flags.resume) {
+    continues_ = true;
+  } else if (!flags.overwrite) {
+    TPB_THROW(UsageError, flag << ": '" << path << "' is a " << kind.noun << " already; add "
+                               << (flags.resumable ? "--resume to continue it or " : "") << "--overwrite to replace it");
   }
-  fail("'" + lockPath_ + "' keeps changing");
-}
-
-OutLock::~OutLock() {
-  if (fd_ < 0) return;
-  // Unlink while still holding the lock, so no one can lock the name we are removing.
-  ::unlink(lockPath_.c_str());
-  ::close(fd_);
-}
-
-void checkWritable(const std::string& flag, const std::string& path) {
-  auto fail = [&](const std::string& reason) {
-    TPB_THROW(UsageError, flag << ": cannot write '" << path << "': " << reason);
-  };
-  if (path.empty()) fail("the path is empty");
-  namespace fs = std::filesystem;
-  if (fs::path(path).filename().empty()) fail("the path names a directory");
-
-  const std::string parent = parentDir(path);
-  std::error_code ec;
-  const fs::file_status st = fs::status(parent, ec);
-  if (!fs::exists(st)) {
-    ec.clear();
-    fs::create_directories(parent, ec);
-    if (ec) fail("cannot create directory '" + parent + "': " + ec.message());
-  } else if (!fs::is_directory(st)) {
-    fail("'" + parent + "' is not a directory");
-  }
-
-  struct stat target {};
-  if (::stat(path.c_str(), &target) == 0) {
-    if (S_ISDIR(target.st_mode)) fail("it is a directory");
-    // Saving renames a new file over the target: never do that to a device or a FIFO.
-    if (!S_ISREG(target.st_mode)) fail("it is not a regular file");
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) fail(errnoText(errno));
-    ::close(fd);
-  } else if (errno != ENOENT) {
-    fail(errnoText(errno));
-  }
-
-  // save() creates a temp file next to the target: create one the same way, then remove it.
-  std::string probe;
-  const int fd = createTempBeside(path, probe);
-  if (fd < 0) fail("cannot create a file in '" + parent + "': " + errnoText(errno));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 }  // namespace tpb

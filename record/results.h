@@ -2,14 +2,17 @@
 // by field in results/README.md): {"schema", "meta", "runs", "allreduce"} held as typed records
 // (record/records.h). Sweeps append one record per point and save() after each, so a crash or a
 // kill loses at most the point in flight; save() is atomic (private temp file + fsync + rename),
-// never a torn file. OutLock keeps a second tpbench from writing the same file at once.
+// never a torn file. OwnedOutput claims a results (trace, model) file for one command: the lock
+// and the rule for what may happen to a file already there.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/out_file.h"
 #include "record/records.h"
 
 namespace tpb {
@@ -65,36 +68,38 @@ class ResultsFile {
 nlohmann::json readJsonBounded(const std::string& path, const char* what = "results file",
                                std::size_t maxBytes = kMaxResultsBytes, int maxDepth = kMaxResultsDepth);
 
-// Checks, before anything is launched, that `path` can be written: creates the parent directory
-// (with its parents) when missing, and checks that a file can be created in it and, if `path`
-// exists, that it is a writable regular file. Leaves no file behind. Throws tpb::UsageError
-// "<flag>: cannot write '<path>': <reason>".
-void checkWritable(const std::string& flag, const std::string& path);
+// What a command may do to an output file that is already there.
+struct OutputFlags {
+  bool resume = false;     // --resume given: continue it
+  bool overwrite = false;  // --overwrite given: replace it
+  bool resumable = true;   // the command has --resume at all (run, allreduce, collective, model do not)
+};
 
-// Writes `contents` to a new temp file in `path`'s directory, created exclusively under a name
-// no other process can predict (mkostemp: O_EXCL, O_CLOEXEC, mode 0600 until fchmod), fsyncs it,
-// renames it over `path` and fsyncs the directory: readers see the old file or the new one, never
-// a mix, and a link planted in the directory is never followed. An existing file keeps its
-// permission bits; a new one gets 0666 less the umask. Throws tpb::Error; the temp file is
-// removed on every failure.
-void writeFileAtomic(const std::string& path, const std::string& contents);
+// A kind of file tpbench writes: the schema that marks one ("tpbench.results/1" and later
+// versions share the part before the version) and how messages name it.
+struct OutputKind {
+  const char* schemaPrefix;  // "tpbench.results/": top-level "schema", or "tpbench"."schema" of a trace
+  const char* noun;          // "tpbench results file"
+};
+inline constexpr OutputKind kResultsOutput{"tpbench.results/", "tpbench results file"};
+inline constexpr OutputKind kTraceOutput{"tpbench.trace/", "tpbench trace"};
+inline constexpr OutputKind kModelOutput{"tpbench.model/", "tpbench model"};
 
-// Exclusive right to write one results file for as long as it lives: an flock on the sidecar
-// "<path>.lock" (opened O_NOFOLLOW | O_CLOEXEC, holding the owner's pid), removed on release.
-class OutLock {
+// One output file a command owns for as long as it runs, claimed before anything is launched:
+// checkWritable (a link, a directory, a device are refused), then an OutLock, then the rule for
+// what is already there. Nothing, or an empty file (it holds nothing to lose), is written new;
+// a file of `kind` is continued with --resume, replaced with --overwrite, and otherwise refused;
+// any other file is refused, with --overwrite too: tpbench never replaces what it did not write.
+// Throws tpb::UsageError, one line naming `flag` and the path and saying what to add.
+class OwnedOutput {
  public:
-  // Throws tpb::UsageError "<flag>: <path> is being written by another tpbench (pid N)" when
-  // another process holds it, or "<flag>: cannot lock '<path>': <reason>".
-  OutLock(const std::string& flag, const std::string& path);
-  ~OutLock();
-  OutLock(const OutLock&) = delete;
-  OutLock& operator=(const OutLock&) = delete;
-
-  static std::string lockPath(const std::string& path) { return path + ".lock"; }
+  OwnedOutput(const std::string& flag, const std::string& path, const OutputKind& kind, const OutputFlags& flags);
+  // Whether a file of `kind` is there to continue (--resume was given and one is).
+  bool continues() const { return continues_; }
 
  private:
-  std::string lockPath_;
-  int fd_ = -1;
+  std::optional<OutLock> lock_;  // taken once checkWritable has passed
+  bool continues_ = false;
 };
 
 }  // namespace tpb

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -39,16 +40,22 @@ std::string firstErrorLine(const std::string& err) {
 
 std::string findGnuplot(const std::string& name) {
   if (name.empty()) return "";
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  // Absolute, because gnuplot runs in another directory (runGnuplot's `dir`) than the one a
+  // relative name was checked in: what was checked is exactly what runs.
+  auto usable = [](const std::string& candidate) -> std::string {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(candidate.c_str(), X_OK) != 0)
+      return "";
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(candidate, ec);
+    return ec ? "" : abs.string();
+  };
+  if (name.find('/') != std::string::npos) return usable(name);
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
+    if (std::string found = usable((dir.empty() ? "." : dir) + "/" + name); !found.empty()) return found;
   }
   return "";
 }

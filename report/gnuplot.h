@@ -7,8 +7,9 @@
 
 namespace tpb::report {
 
-// The path gnuplot would be executed from, or "" when there is none: a name with '/' is used as
-// given, a bare name is searched in PATH (what execvp would do, decided before forking).
+// The absolute path gnuplot will be executed from, or "" when there is none: a name with '/' is
+// taken from the current directory, a bare name is searched in PATH (what execvp would do,
+// decided before forking); either must be an executable regular file.
 std::string findGnuplot(const std::string& name);
 
 // Runs `bin script` in `dir`. Returns "" on success, else a one-line reason ("gnuplot failed:

@@ -5,15 +5,17 @@
 #include "report/report.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <vector>
 
 #include "common/error.h"
+#include "common/out_file.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/gnuplot.h"
@@ -28,12 +30,41 @@ using namespace report;
 
 namespace {
 
-void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) TPB_THROW(Error, "report: cannot write '" << path.string() << "'");
+// Every file of the report is a new file renamed into place (common/out_file.h): a link planted
+// in the directory under one of its names is replaced, never written through.
+void writeText(const fs::path& path, const std::string& text) { writeFileAtomic(path.string(), text); }
+
+// Moves a finished file from the scratch directory to its name in the report: rename(2)
+// replaces whatever sits there (a link included) and follows nothing.
+void moveInto(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    TPB_THROW(Error, "report: cannot write '" << to.string() << "': " << std::strerror(err));
+  }
 }
+
+// A directory of this process alone inside the report directory (mkdtemp: a name no one can
+// predict, mode 0700, on the same file system so that moveInto is a rename), removed with what
+// is left in it (remove_all removes links, it does not follow them).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const fs::path& dir) : path_((dir / ".tpbench-chart-XXXXXX").string()) {
+    if (!::mkdtemp(path_.data())) {
+      const int err = errno;
+      TPB_THROW(Error, "report: cannot create a directory in '" << dir.string() << "': " << std::strerror(err));
+    }
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  fs::path path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 void prepareOutDir(const std::string& outDir) {
   if (outDir.empty()) TPB_THROW(UsageError, "report: no output directory given (-o DIR)");
@@ -42,9 +73,7 @@ void prepareOutDir(const std::string& outDir) {
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     TPB_THROW(UsageError,
               "report: cannot write '" << outDir << "': it exists and is not a directory");
-  fs::create_directories(dir, ec);
-  if (ec)
-    TPB_THROW(UsageError, "report: cannot create directory '" << outDir << "': " << ec.message());
+  createDirectories("report", outDir);
   // Permission bits do not say it all (read-only mounts; root ignores them): try a file.
   const fs::path probe = dir / (".tpbench-write-test." + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -63,20 +92,25 @@ struct Outcome {
   bool filesWritten = false;  // .dat/.gp exist
 };
 
-// Writes c's .dat and .gp into dir and draws them; "" when drawn, else why not.
+// Writes c's .dat and .gp and draws them, then moves them (and the PNG and SVG when drawn) into
+// dir; "" when drawn, else why not. gnuplot opens its outputs itself, following whatever sits
+// at a name, so it works in a scratch directory no one else can write to.
 std::string draw(const Chart& c, const fs::path& dir, const std::string& gnuplot,
                  const std::string& noGnuplot) {
-  writeText(dir / (c.id + ".dat"), c.dat);
-  writeText(dir / (c.id + ".gp"), c.gp);
-  if (gnuplot.empty()) return noGnuplot;
-  const std::string failed = runGnuplot(gnuplot, dir.string(), c.id + ".gp");
-  if (!failed.empty()) return failed;
+  const ScratchDir scratch(dir);
+  const fs::path work = scratch.path();
+  writeText(work / (c.id + ".dat"), c.dat);
+  writeText(work / (c.id + ".gp"), c.gp);
+  std::string why = gnuplot.empty() ? noGnuplot : runGnuplot(gnuplot, work.string(), c.id + ".gp");
   for (const char* ext : {".png", ".svg"}) {
-    std::error_code ec;
-    const auto size = fs::file_size(dir / (c.id + ext), ec);
-    if (ec || size == 0) return std::string("gnuplot wrote no ") + c.id + ext;
+    struct stat st {};
+    if (why.empty() && (::lstat((work / (c.id + ext)).c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0))
+      why = std::string("gnuplot wrote no ") + c.id + ext;
   }
-  return "";
+  std::vector<std::string> made = {".dat", ".gp"};
+  if (why.empty()) made.insert(made.end(), {".png", ".svg"});
+  for (const std::string& ext : made) moveInto(work / (c.id + ext), dir / (c.id + ext));
+  return why;
 }
 
 // ------------------------------------------------------------------------------------------

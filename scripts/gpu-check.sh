@@ -226,7 +226,7 @@ run_bench() {  # run_bench N_GPUS NAME
   local json="$OUT/allreduce-cuda-$2.json" txt="$OUT/allreduce-cuda-$2.txt"
   say "tpbench allreduce --device cuda --n_gpus $1 --bytes 4K..256M"
   local rc=0
-  "$TPBENCH" allreduce --device cuda --n_gpus "$1" --bytes 4K..256M --out "$json" > "$txt" 2> "$txt.stderr" || rc=$?
+  "$TPBENCH" allreduce --device cuda --n_gpus "$1" --bytes 4K..256M --out "$json" --overwrite > "$txt" 2> "$txt.stderr" || rc=$?
   if [ "$rc" -eq 0 ]; then
     echo "ok: $json"
     record "allreduce n=$1" ok
@@ -276,14 +276,14 @@ fi
 say "tpbench sweep --device cuda --strategies all --n_gpus 1 --batch_size 64,512 --epochs 3"
 rm -f "$OUT/sweep-cuda.json"
 if step "sweep n=1 (all strategies)" "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --device cuda --strategies all --n_gpus 1 \
-     --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json"; then
+     --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json" --overwrite; then
   echo "ok: $OUT/sweep-cuda.json"
 fi
 # A traced run apart from the sweep above, whose timings stay untraced: the GPU streams' timeline.
 say "tpbench sweep --device cuda --strategies single,ddp --n_gpus 1 --epochs 1 --bucket_mb 1 --trace"
 rm -f "$OUT/trace-cuda.json" "$OUT/trace-cuda-results.json"
 if step "traced sweep n=1 (single, ddp)" "$OUT/trace-cuda.txt" "$TPBENCH" sweep --device cuda --strategies single,ddp \
-     --n_gpus 1 --batch_size 64 --epochs 1 --bucket_mb 1 --out "$OUT/trace-cuda-results.json" \
+     --n_gpus 1 --batch_size 64 --epochs 1 --bucket_mb 1 --out "$OUT/trace-cuda-results.json" --overwrite \
      --trace "$OUT/trace-cuda.json"; then
   echo "ok: $OUT/trace-cuda.json"
 fi
@@ -306,7 +306,7 @@ for B in 64 512; do
   say "batch $B: tpbench run --strategy single --device cuda --epochs 5, then scripts/torch_single.py"
   rm -f "$OUT/single-cuda-b$B.json" "$OUT/torch-single-b$B.json"
   if step "single b=$B (tpbench)" "$OUT/single-cuda-b$B.txt" "$TPBENCH" run --device cuda --strategy single --n_gpus 1 \
-       --batch_size "$B" --epochs 5 --out "$OUT/single-cuda-b$B.json"; then
+       --batch_size "$B" --epochs 5 --out "$OUT/single-cuda-b$B.json" --overwrite; then
     echo "ok: $OUT/single-cuda-b$B.json"
   fi
   if step "single b=$B (pytorch)" "$OUT/torch-single-b$B.txt" python3 "$ROOT/scripts/torch_single.py" --batch_size "$B" \

@@ -130,7 +130,7 @@ TEST(Cli, KilledRankIsReportedAndNothingIsLeftBehind) {
     SCOPED_TRACE(action);
     const std::string out = test::tempPath("kill.json");
     const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "3", "--bytes", "4K,64K",
-                           "--iters", "5", "--timeout", "60", "--out", out},
+                           "--iters", "5", "--timeout", "60", "--out", out, "--overwrite"},
                           {{"TPB_FAULT", "1:" + action + ":3"}});
     EXPECT_EQ(r.exitCode, 1) << r.err;
     EXPECT_LT(r.seconds, 30) << "the launcher must not wait for the survivors' timeouts";

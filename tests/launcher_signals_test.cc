@@ -127,7 +127,7 @@ TEST(LauncherDescriptors, EveryDescriptorIsCloseOnExec) {
     int looked = 0;
     const auto r = runCli(
         {"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--iters", "5", "--timeout", "60",
-         "--transport", transport, "--out", out},
+         "--transport", transport, "--out", out, "--overwrite"},
         {{"TPB_FAULT", "1:hang:3"}},
         [&](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar& said) {
           // Look once rank 1 hangs at its 3rd iteration: both ranks are past their transport's

@@ -175,7 +175,7 @@ TEST(MpiCli, KilledRankFailsThePointAndNothingIsLeftRunning) {
     SCOPED_TRACE(action);
     const std::string out = test::tempPath("mpi_kill.json");
     const auto r = runCli({"allreduce", "--algos", "ring", "--transport", "mpi", "--launcher", "mpirun", "--n_gpus",
-                           "3", "--bytes", "4K,64K", "--iters", "5", "--timeout", "60", "--out", out},
+                           "3", "--bytes", "4K,64K", "--iters", "5", "--timeout", "60", "--out", out, "--overwrite"},
                           {{"TPB_FAULT", "1:" + action + ":3"}});
     EXPECT_EQ(r.exitCode, 1) << r.err;
     EXPECT_LT(r.seconds, 30) << "the launcher must not wait for the survivors' timeouts";
@@ -210,7 +210,8 @@ TEST(MpiCli, TrainingOverMpiMatchesShmAndGloo) {
   auto train = [](const std::vector<std::string>& extra) {
     const std::string out = test::tempPath("mpi_train.json");
     std::vector<std::string> args = {"run", "--n_gpus", "2", "--batch_size", "32", "--epochs", "1",
-                                     "--train_size", "512", "--test_size", "256", "--timeout", "120", "--out", out};
+                                     "--train_size", "512", "--test_size", "256", "--timeout", "120", "--out", out,
+                                     "--overwrite"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = runCli(args);
     EXPECT_EQ(r.exitCode, 0) << r.err;

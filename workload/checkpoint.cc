@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "common/out_file.h"
 
 namespace tpb {
 
@@ -170,27 +171,11 @@ void saveCheckpoint(const std::string& path, const TrainConfig& cfg, const Check
   doc.insert("config", config);
   const std::vector<char> bytes = torch::pickle_save(IValue(doc));
 
-  // Temporary file beside the target, then rename: readers see the old file or the whole new one.
-  std::string tmp = path + ".XXXXXX";
-  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-  TPB_CHECK_ERRNO(fd, "checkpoint: cannot create a temporary file beside " << path);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      TPB_THROW(Error, "checkpoint: writing " << tmp << ": " << std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    TPB_THROW(Error, "checkpoint: saving " << path << ": " << std::strerror(err));
-  }
+  // Temporary file beside the target, then rename: readers see the old file or the whole new one,
+  // and a link planted at the name is replaced, not written through.
+  AtomicFile out(path);
+  out.write(bytes.data(), bytes.size());
+  out.commit();
 }
 
 Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg) {

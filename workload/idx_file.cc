@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/out_file.h"
 
 namespace tpb {
 
@@ -45,16 +46,6 @@ class Fd {
   int fd_;
 };
 
-void writeAll(int fd, const unsigned char* p, std::size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    TPB_CHECK_ERRNO(w, "write(" << path << ")");
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
 // Reads up to n bytes; returns how many (fewer only at the end of the file).
 std::size_t readSome(int fd, unsigned char* p, std::size_t n, const std::string& path) {
   std::size_t got = 0;
@@ -83,8 +74,8 @@ void writeIdx(const std::string& path, const torch::Tensor& tensor) {
     const auto v = static_cast<std::uint32_t>(d);
     for (int shift = 24; shift >= 0; shift -= 8) head.push_back(static_cast<unsigned char>(v >> shift));
   }
-  Fd fd(path, O_WRONLY | O_CREAT | O_TRUNC);
-  writeAll(fd.get(), head.data(), head.size(), path);
+  AtomicFile out(path);  // never through a link at `path`; no torn file
+  out.write(head.data(), head.size());
   // In chunks, so a large dataset is never copied whole.
   const auto* src = static_cast<const unsigned char*>(t.data_ptr());
   const std::size_t total = static_cast<std::size_t>(t.numel()) * type->size;
@@ -93,8 +84,9 @@ void writeIdx(const std::string& path, const torch::Tensor& tensor) {
     const std::size_t n = std::min(chunk.size(), total - off);
     std::memcpy(chunk.data(), src + off, n);
     swapElements(chunk.data(), n, type->size);
-    writeAll(fd.get(), chunk.data(), n, path);
+    out.write(chunk.data(), n);
   }
+  out.commit();
 }
 
 torch::Tensor readIdx(const std::string& path) {

@@ -22,6 +22,9 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
                   "in a CUDA+NCCL build, else cpu)")
       ->capture_default_str();
   cmd->add_option("--out", f.out, "Write results JSON here (rewritten after every point)");
+  cmd->add_flag("--overwrite", f.overwrite,
+                "Replace the tpbench results file at --out when one is there (without it an existing one is "
+                "refused; a file tpbench did not write is never replaced)");
   cmd->add_option("--timeout", f.timeout, "Seconds one (algorithm, N) point may take before its ranks are stopped")
       ->capture_default_str();
   cmd->add_option("--launcher", f.launcher,
@@ -45,6 +48,7 @@ AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, con
   o.transport = f.transport;
   o.device = f.device;
   o.out = f.out;
+  o.overwrite = f.overwrite;
   o.timeout = std::chrono::seconds(f.timeout);
   o.launcher = f.launcher;
   o.command = commandLine;

@@ -17,6 +17,7 @@ struct BenchFlags {
   bool noCheck = false;
   std::string transport, device = "cpu", out, launcher;
   int timeout = 300;
+  bool overwrite = false;
 };
 
 // Adds every shared flag but --algos (its help differs).

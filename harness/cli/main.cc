@@ -5,6 +5,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/out_file.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/external_job.h"
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     std::string msg = e.what();
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
     refuseToJob(msg);
+    tpb::removeCreatedDirectories();  // nothing a refused command created remains
     if (!quietRank()) std::cerr << "tpbench: " << msg << std::endl;
     return 2;
   } catch (const std::exception& e) {

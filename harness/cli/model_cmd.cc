@@ -18,6 +18,9 @@ void addModel(CLI::App& app, Action& action) {
   cmd->add_option("FILES", o->files, "Results JSON files with collective points (tpbench allreduce/collective)")
       ->required();
   cmd->add_option("--out", o->out, "Write the model as JSON here");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Replace the tpbench model at --out when one is there (without it an existing one is refused; a "
+                "file tpbench did not write is never replaced)");
   cmd->add_option("--link", o->link, "Project onto one link preset: nvlink4, pcie4, pcie5, ib_ndr, eth100 (default: all)");
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {

@@ -32,7 +32,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
       ->capture_default_str();
   cmd->add_option("--repeat", a->repeat, "Runs of every point (timing statistics need >= 5)")->capture_default_str();
   cmd->add_option("--out", a->f.out, "Results JSON (required on node 0, which alone writes it)");
-  cmd->add_flag("--resume", a->resume, "Keep the points already in --out and run only the missing or failed ones");
+  cmd->add_flag("--resume", a->resume, "Keep the points already in --out (and go on in the --trace file) and run only the missing or failed "
+                "ones; without --resume or --overwrite an existing --out is refused");
   addTrainFlags(cmd, a->f);
   cmd->callback([&action, a, cmd, commandLine] {
     action = [a, cmd, commandLine] {

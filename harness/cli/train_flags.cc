@@ -72,6 +72,9 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--save_dir", f.saveDir,
                   "Write a checkpoint after every epoch to DIR/<strategy>-n<N>-epoch-<k>.pt (atomically; "
                   "torch.load reads it)");
+  cmd->add_flag("--overwrite", f.overwrite,
+                "Replace the tpbench results file at --out (and the trace at --trace) when one is there; without "
+                "it an existing one is refused. A file tpbench did not write is never replaced");
   cmd->add_option("--trace", f.trace,
                   "Write every run's per-rank timeline to FILE (Chrome trace-event JSON: open it in Perfetto or "
                   "chrome://tracing; `tpbench report --trace FILE` draws one step per strategy)");
@@ -114,6 +117,7 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   o.transport = f.transport;
   o.out = f.out;
   o.trace = f.trace;
+  o.overwrite = f.overwrite;
   o.timeout = std::chrono::seconds(f.timeout);
   o.launcher = f.launcher;
   o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);

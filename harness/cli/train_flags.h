@@ -31,6 +31,7 @@ struct TrainFlags {
   int microbatches = 4;
   std::string schedule = "gpipe", split;
   std::string saveDir, resumeFrom;
+  bool overwrite = false;
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);
