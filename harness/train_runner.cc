@@ -9,6 +9,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "common/trace.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
@@ -380,7 +381,8 @@ int runTraining(const TrainRunOptions& opt) {
         rc = 1;
         jobEnds = ext != nullptr;
         if (driver.reporter())
-          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
+          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus,
+                       printable(*run.error).c_str());
       } else if (!ext && opt.nodeRank != 0) {
         std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.name.c_str(), cfg.nGpus,
                     cfg.batchSize, opt.nodeRank, opt.nodeRank * perNode, (opt.nodeRank + 1) * perNode - 1,

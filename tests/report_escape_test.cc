@@ -58,10 +58,20 @@ const std::vector<Case> kCases = {
     {"htmlText", htmlText, "a & \"b\"", "a &amp; &quot;b&quot;"},
     {"markdownText", markdownText, "a|b", "a\\|b"},
     {"markdownText", markdownText, "one\ntwo\r", "one two "},
-    {"markdownText", markdownText, "<script>x</script>", "&lt;script>x&lt;/script>"},
-    {"markdownText", markdownText, "[x](javascript:y) ![i](z)", "[x\\](javascript:y) ![i\\](z)"},
-    {"markdownText", markdownText, "[launch.cc:212] `--flag` a\\b", "[launch.cc:212] `--flag` a\\b"},
-    {"markdownText", markdownText, "Batch 32 -> 128", "Batch 32 -> 128"},
+    {"markdownText", markdownText, "<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"},
+    // No link can form: both brackets are escaped, so "javascript:" stays text.
+    {"markdownText", markdownText, "[x](javascript:y) ![i](z)", "\\[x\\](javascript:y) !\\[i\\](z)"},
+    // Escaped, these render as the same characters, not as code.
+    {"markdownText", markdownText, "[launch.cc:212] `--flag` a\\b", "\\[launch.cc:212\\] \\`--flag\\` a\\\\b"},
+    {"markdownText", markdownText, "Batch 32 -> 128", "Batch 32 -&gt; 128"},
+    // Emphasis, strikethrough and entities are text; '_' inside a word is left as it is.
+    {"markdownText", markdownText, "*em* _u_ ~s~ a_b &amp;", "\\*em\\* \\_u\\_ \\~s\\~ a_b &amp;amp;"},
+    // A backslash before '|' is a character of its own: the '|' still cannot end the cell.
+    {"markdownText", markdownText, "a\\|b", "a\\\\\\|b"},
+    // Terminal controls become visible escapes (whose backslash Markdown then shows as one).
+    {"markdownText", markdownText, "a\x1b[2Jb", "a\\\\x1b\\[2Jb"},
+    {"gnuplotComment", gnuplotComment, "a\x1b]0;t\x07 end\\", "a\\x1b]0;t\\x07 end\\ "},
+    {"csvCell", csvCell, "\t=1+2", "'\t=1+2"},
     {"markdownCode", markdownCode, "a`b``c", "``` a`b``c ```"},
     {"markdownCode", markdownCode, "a\nb", "`a b`"},
     {"csvCell", csvCell, "a,b", "\"a,b\""},

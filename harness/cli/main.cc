@@ -5,6 +5,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/external_job.h"
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
-      std::cerr << "tpbench: unknown command '" << argv[1] << "' (see --help)" << std::endl;
+      std::cerr << "tpbench: unknown command '" << tpb::printable(argv[1]) << "' (see --help)" << std::endl;
       return 2;
     }
   }
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quietRank()) std::cerr << "tpbench: " << e.what() << " (see --help)" << std::endl;
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(e.what()) << " (see --help)" << std::endl;
     return 2;
   }
   try {
@@ -96,10 +97,11 @@ int main(int argc, char** argv) {
     std::string msg = e.what();
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
     refuseToJob(msg);
-    if (!quietRank()) std::cerr << "tpbench: " << msg << std::endl;
+    // Messages quote names from files and flags: printed, they must not drive the terminal.
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(msg) << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tpbench: error: " << e.what() << std::endl;
+    std::cerr << "tpbench: error: " << tpb::printable(e.what()) << std::endl;
     return 1;
   }
 }
