@@ -245,7 +245,7 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
   EpochRecord e;
   // Ranges as results/README.md gives them: times and rates >= 0, a cross-entropy loss >= 0,
   // accuracies and bubble fractions in [0, 1].
-  e.epoch = intIn(in, "epoch", 0, kMaxInt);  // 1-based when tpbench writes it; older tools wrote 0
+  e.epoch = intIn(in, "epoch", 0, kMaxInt);  // tpbench writes 1-based; hand-made files (the fixtures) hold 0
   e.wallS = in.at("wall_s").numberOrNull(kNonNegativeNumber);
   e.computeS = in.at("compute_s").numberOrNull(kNonNegativeNumber);
   e.commS = in.at("comm_s").numberOrNull(kNonNegativeNumber);

@@ -91,6 +91,16 @@ TEST(ReportEscape, HostileTextBecomesPlainText) {
   }
 }
 
+// The terminal's escaper: C0 controls, DEL, C1 controls (as UTF-8, U+009B is CSI), bidi
+// overrides and bytes that are not UTF-8 become visible escapes; other UTF-8 passes unchanged.
+TEST(ReportEscape, PrintableShowsEveryControlAndKeepsUtf8) {
+  EXPECT_EQ(printable("ring_all_reduce N=2 µs — ok"), "ring_all_reduce N=2 µs — ok");
+  EXPECT_EQ(printable("a\x1b[2J\x07\x7f\tb\nc\r"), "a\\x1b[2J\\x07\\x7f\\tb\\nc\\r");
+  EXPECT_EQ(printable("csi \xc2\x9b" "31m"), "csi \\u009b31m");
+  EXPECT_EQ(printable("rtl \xe2\x80\xae gpj.exe"), "rtl \\u202e gpj.exe");
+  EXPECT_EQ(printable("raw \x9b and \xff \xc0\xaf \xe2\x82"), "raw \\x9b and \\xff \\xc0\\xaf \\xe2\\x82");
+}
+
 // gnuplot `print`s each literal; what it prints must be the text that went in, and the marker
 // files that the text tries to create must not exist afterwards.
 TEST(ReportEscape, GnuplotReadsBackTheSameTextAndRunsNothing) {
