@@ -47,26 +47,8 @@ std::string formulaText(const Fit& f) {
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-}  // namespace
-
-json runModel(const ModelOptions& opt, std::ostream& os) {
-  if (opt.files.empty()) TPB_THROW(UsageError, "model: no results file given");
-  std::vector<const LinkPreset*> links;
-  if (opt.link.empty())
-    for (const auto& l : linkPresets()) links.push_back(&l);
-  else
-    links.push_back(&findLink(opt.link));
-  if (!opt.out.empty()) checkWritable("--out", opt.out);
-  std::vector<CollectiveRecord> records;
-  for (const auto& path : opt.files) {
-    const ResultsFile f = ResultsFile::load(path);
-    records.insert(records.end(), f.collectives().begin(), f.collectives().end());
-  }
-  const std::vector<Fit> fits = fitAll(records);
-  if (fits.empty())
-    TPB_THROW(UsageError, "model: nothing to fit: no ok collective point with N >= 2 measured at 2 or more sizes");
-  json doc = {{"schema", "tpbench.model/1"}, {"files", opt.files}};
-
+// The fits table (MEASURED): one line per group, α and β or why there is no fit.
+json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
   os << "MEASURED — alpha-beta fit T(S) = A + B*S per group (robust least squares on relative error),\n"
      << "then alpha = A / steps(N), beta = B / bytes(N) from the algorithm's formula\n\n";
   char line[512];
@@ -89,8 +71,12 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
                   {"formula", f.formula ? json(f.formula->text) : json(nullptr)},
                   {"no_fit", f.noFit.empty() ? json(nullptr) : json(f.noFit)}});
   }
-  doc["fits"] = jf;
+  return jf;
+}
 
+// Leave-one-out (MEASURED vs PREDICTED): per group, the largest N predicted from the others.
+json validationSection(const std::vector<Fit>& fits, std::ostream& os) {
+  char line[512];
   os << "\nMEASURED vs PREDICTED — leave-one-out: alpha, beta fitted on the smaller N, each size at the\n"
      << "largest N predicted from the formula\n";
   json jv = json::array();
@@ -125,8 +111,11 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
                   {"alpha_us", v.alphaUs}, {"beta_us_per_byte", v.betaUsPerByte}, {"rows", rows},
                   {"median_abs_rel_err", num(v.medianAbsRelErr)}});
   }
-  doc["validation"] = jv;
+  return jv;
+}
 
+// Crossovers of the fitted lines (MEASURED); groups that are no fit are listed as left out.
+json crossoverSection(const std::vector<Fit>& fits, std::ostream& os) {
   os << "\nMEASURED — crossovers of the fitted lines (same op, transport, device, N)\n";
   json jc = json::array();
   for (const auto& f : fits)
@@ -139,7 +128,33 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
     jc.push_back({{"op", c.op}, {"n_gpus", c.n}, {"transport", c.transport}, {"device", c.device}, {"first", c.first},
                   {"second", c.second}, {"bytes", c.bytes ? json(*c.bytes) : json(nullptr)}, {"note", c.note}});
   }
-  doc["crossovers"] = jc;
+  return jc;
+}
+
+}  // namespace
+
+json runModel(const ModelOptions& opt, std::ostream& os) {
+  if (opt.files.empty()) TPB_THROW(UsageError, "model: no results file given");
+  std::vector<const LinkPreset*> links;
+  if (opt.link.empty())
+    for (const auto& l : linkPresets()) links.push_back(&l);
+  else
+    links.push_back(&findLink(opt.link));
+  if (!opt.out.empty()) checkWritable("--out", opt.out);
+  std::vector<CollectiveRecord> records;
+  for (const auto& path : opt.files) {
+    const ResultsFile f = ResultsFile::load(path);
+    records.insert(records.end(), f.collectives().begin(), f.collectives().end());
+  }
+  const std::vector<Fit> fits = fitAll(records);
+  if (fits.empty())
+    TPB_THROW(UsageError, "model: nothing to fit: no ok collective point with N >= 2 measured at 2 or more sizes");
+  json doc = {{"schema", "tpbench.model/1"}, {"files", opt.files}};
+
+  doc["fits"] = fitsSection(fits, os);
+  doc["validation"] = validationSection(fits, os);
+  doc["crossovers"] = crossoverSection(fits, os);
+  char line[512];
 
   // Projections: nothing of this machine enters them, only each algorithm's formula and the link.
   os << "\nPROJECTED — from published link figures and each algorithm's formula, not from this machine:\n"
@@ -181,7 +196,7 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
   doc["projection"] = jp;
   if (!opt.out.empty()) {
     writeFileAtomic(opt.out, doc.dump(2) + "\n");
-    os << "\nmodel written to " << opt.out << "\n";
+    os << "\nmodel written to " << printable(opt.out) << "\n";
   }
   return doc;
 }
