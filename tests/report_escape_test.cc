@@ -118,6 +118,8 @@ TEST(ReportEscape, GnuplotReadsBackTheSameTextAndRunsNothing) {
       "two\nlines \\n and a tab\t",
   };
   std::string script = "set print '" + (dir / "printed.txt").string() + "'\n";
+  // A comment whose text ends in a backslash must not swallow the command after it.
+  script += "# " + gnuplotComment("ends in a backslash \\") + "\n";
   for (const auto& s : hostile) script += "print " + gnuplotString(s) + "\n";
   test::writeText(dir / "t.gp", script);
   ASSERT_EQ(std::system(("gnuplot " + (dir / "t.gp").string() + " 2>" + (dir / "err.txt").string())
