@@ -288,7 +288,10 @@ CompareResult compareResults(const CompareOptions& opt) {
 }
 
 namespace {
+// A number of the table; "n/a" where it is not finite (a change against a base of ~0), never
+// "inf" or "nan".
 std::string fmt(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;

@@ -294,6 +294,19 @@ TEST(Compare, HostileNamesStayTextInEveryFormat) {
   EXPECT_NE(text.out.find("two\\nlines"), std::string::npos) << "a name is one line of the table";
 }
 
+// A change against a base of almost 0 overflows: the tables say n/a, never inf or nan.
+TEST(Compare, AChangeThatOverflowsReadsNotApplicable) {
+  json tiny = doc({run("ddp", 2, 1e-310, 0.9, 0.5)});
+  const std::string base = write("tiny.json", tiny), now = write("big.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  for (const char* format : {"text", "markdown"}) {
+    const auto r = test::runCli({"compare", base, now, "--format", format});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("n/a"), std::string::npos) << r.out;
+  }
+}
+
 // results/README.md bounds epoch times (>= 0) and accuracies ([0, 1]): compare refuses a file
 // that breaks them, naming the file and the field, instead of comparing nonsense.
 TEST(Compare, NumbersOutOfTheirRangeAreRefusedNamingTheField) {
