@@ -16,10 +16,11 @@ std::string octal(unsigned char c) {
   return buf;
 }
 
-// True for text strtod reads whole as a number ("-1.5", "+3e4"): such a cell is data, not a
-// formula, and is left as it is.
+// True for a decimal number strtod reads whole ("-1.5", "+3e4"): such a cell is data, not a
+// formula, and is left as it is. strtod's other forms ("-inf", "-0x1f", "+nan") are not: a
+// spreadsheet would evaluate them.
 bool isNumber(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
   char* end = nullptr;
   std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size();

@@ -82,6 +82,8 @@ const std::vector<Case> kCases = {
     {"csvCell", csvCell, "=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"},
     {"csvCell", csvCell, "@SUM(1,2)", "\"'@SUM(1,2)\""},
     {"csvCell", csvCell, "-x", "'-x"},
+    {"csvCell", csvCell, "-infinity", "'-infinity"},
+    {"csvCell", csvCell, "+0x1A", "'+0x1A"},
 };
 
 TEST(ReportEscape, HostileTextBecomesPlainText) {
