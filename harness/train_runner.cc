@@ -430,7 +430,7 @@ int runTraining(const TrainRunOptions& opt) {
     return 130;
   }
   if (!driver.lostNodeZero().empty()) {
-    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", driver.lostNodeZero().c_str(), opt.nodeRank);
+    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", printable(driver.lostNodeZero()).c_str(), opt.nodeRank);
     return 1;
   }
   return rc;
