@@ -11,6 +11,7 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "common/format_bytes.h"
+#include "common/text_escape.h"
 #include "core/registry.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
@@ -253,13 +254,13 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
           if (!print) continue;  // only rank 0 of an external job reads what the point measured
           if (rec.status != "ok") rc = 1;
           if (rec.measured) printRow(std::cout, rec);
-          else std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << *rec.error << "\n";
+          else std::cout << "  " << formatBytes(rec.bytes) << "  FAILED: " << printable(*rec.error) << "\n";
         }
         std::cout.flush();
         if (!lr.ok) {
           ++failedPoints;
           if (print)
-            std::fprintf(stderr, "%s %s N=%d failed: %s\n", opName.c_str(), algo.c_str(), n, lr.error.c_str());
+            std::fprintf(stderr, "%s %s N=%d failed: %s\n", opName.c_str(), algo.c_str(), n, printable(lr.error).c_str());
         }
         save(recs);
         ++done;

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/run_id.h"
+#include "common/text_escape.h"
 #include "worker/point_sync.h"
 
 namespace tpb {
@@ -266,7 +267,7 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
           record(why);
           watch->add(recorded, 1);  // the rank that posted it may leave now
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "rank %d: could not record the failed point: %s\n", rank, e.what());
+          std::fprintf(stderr, "rank %d: could not record the failed point: %s\n", rank, printable(e.what()).c_str());
         }
       }
       endRank(rank, "leaving: " + why);

@@ -16,6 +16,7 @@
 #include "comm/store.h"
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "harness/external_job.h"
 #include "record/records.h"
 #include "harness/mpirun.h"
@@ -148,7 +149,7 @@ std::string PointDriver::fromLeader(const std::string& name, const std::string& 
 
 void PointDriver::skip(const std::string& what) {
   ++index_;
-  if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, what.c_str());
+  if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, printable(what).c_str());
 }
 
 std::string needsMpiLauncher(const std::string& transport, const std::string& other) {
@@ -162,7 +163,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   ++index_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (reporter()) {
-    std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, what.c_str());
+    std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, printable(what).c_str());
     if (launched_ > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / launched_ * (opt_.total - index_ + 1));
     std::fprintf(stderr, "\n");
   }
@@ -314,7 +315,7 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
   }
   if (!failure.empty()) {
     watchdog->stop();
-    std::fprintf(stderr, "%s\n", failure.c_str());
+    std::fprintf(stderr, "%s\n", printable(failure).c_str());
     out.launch.error = ext.postFailure(point, failure);
     if (me != 0) ext.awaitRecorded();
   } else {

@@ -12,6 +12,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "common/trace.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
@@ -396,7 +397,8 @@ int runTraining(const TrainRunOptions& opt) {
         rc = 1;
         jobEnds = ext != nullptr;
         if (driver.reporter())
-          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus, run.error->c_str());
+          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus,
+                       printable(*run.error).c_str());
       } else if (!ext && opt.nodeRank != 0) {
         std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.name.c_str(), cfg.nGpus,
                     cfg.batchSize, opt.nodeRank, opt.nodeRank * perNode, (opt.nodeRank + 1) * perNode - 1,
@@ -444,7 +446,7 @@ int runTraining(const TrainRunOptions& opt) {
     return 130;
   }
   if (!driver.lostNodeZero().empty()) {
-    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", driver.lostNodeZero().c_str(), opt.nodeRank);
+    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", printable(driver.lostNodeZero()).c_str(), opt.nodeRank);
     return 1;
   }
   return rc;

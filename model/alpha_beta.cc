@@ -171,6 +171,13 @@ LineFit fitLine(const std::vector<Sample>& samples) {
   return f;
 }
 
+std::string whyNoFit(double fixed, double perByte) {
+  if (!std::isfinite(fixed) || !std::isfinite(perByte)) return "the fit is not finite";
+  if (!(perByte > 0)) return "time does not grow with size (per-byte cost 0), so no bandwidth";
+  if (!(fixed > 0)) return "no fixed cost per call (intercept 0), so no latency";
+  return "";
+}
+
 std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::map<double, std::vector<double>>>
       groups;
@@ -187,7 +194,8 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
     f.line = fitLine(f.samples);
     f.formula = formulaOf(f.op, f.algo);
     f.alphaUs = f.betaUsPerByte = NAN;
-    if (f.formula) {
+    f.noFit = f.line.samples < 2 ? "fewer than 2 sizes with a positive time" : whyNoFit(f.line.a, f.line.b);
+    if (f.formula && f.noFit.empty()) {
       const Cost c = f.formula->at(f.n);
       if (c.steps > 0) f.alphaUs = f.line.a / c.steps;
       if (c.bytesFactor > 0) f.betaUsPerByte = f.line.b / c.bytesFactor;
@@ -200,7 +208,7 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
 std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, bool>, std::vector<const Fit*>> groups;
   for (const auto& f : fits)
-    if (f.formula) groups[{f.op, f.algo, f.transport, f.device, f.inPlace}].push_back(&f);
+    if (f.formula && f.noFit.empty()) groups[{f.op, f.algo, f.transport, f.device, f.inPlace}].push_back(&f);
   std::vector<Validation> out;
   for (const auto& [key, group] : groups) {
     if (group.size() < 2) continue;
@@ -225,6 +233,11 @@ std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
     const TwoFit two = robustTwo(u, w, t);
     v.alphaUs = two.alpha;
     v.betaUsPerByte = two.beta;
+    v.noFit = whyNoFit(two.alpha, two.beta);
+    if (!v.noFit.empty()) {
+      out.push_back(std::move(v));
+      continue;
+    }
     const Cost c = largest->formula->at(largest->n);
     std::vector<double> errs;
     for (const auto& s : largest->samples) {
@@ -244,8 +257,8 @@ std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
     for (std::size_t j = i + 1; j < fits.size(); ++j) {
       const Fit &a = fits[i], &b = fits[j];
       if (a.op != b.op || a.transport != b.transport || a.device != b.device || a.n != b.n || a.inPlace != b.inPlace ||
-          a.algo == b.algo)
-        continue;
+          a.algo == b.algo || !a.noFit.empty() || !b.noFit.empty())
+        continue;  // lines that are no fit cross nothing
       Crossover c{a.op, a.transport, a.device, a.algo, b.algo, a.n, std::nullopt, ""};
       // a.a + a.b·S = b.a + b.b·S
       const double db = a.line.b - b.line.b, da = b.line.a - a.line.a;

@@ -64,8 +64,15 @@ struct Fit {
   LineFit line;
   std::optional<Formula> formula;
   double alphaUs = 0, betaUsPerByte = 0;  // per step and per byte (NaN without a formula)
+  // Why the fit means nothing ("" when it does): a clamped or non-finite A or B. Its alpha and
+  // beta are then not reported and nothing is predicted or crossed from it.
+  std::string noFit;
   std::vector<Sample> samples;
 };
+
+// Why a fit of time = fixed + perByte·S says nothing about the link ("" when it does): each
+// must be finite and > 0 (the fit clamps them at 0 when the data would make them negative).
+std::string whyNoFit(double fixed, double perByte);
 
 // Groups the ok, measured records and fits each group with >= 2 sizes.
 std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records);
@@ -78,6 +85,7 @@ struct Validation {
   int predictedN = 0;
   std::vector<int> fittedNs;
   double alphaUs = 0, betaUsPerByte = 0;
+  std::string noFit;  // as Fit::noFit, for the joint fit; rows are then empty
   struct Row {
     double bytes, measuredUs, predictedUs;
   };

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/format_bytes.h"
+#include "common/text_escape.h"
 #include "record/results.h"
 #include "record/stats.h"
 
@@ -287,7 +288,10 @@ CompareResult compareResults(const CompareOptions& opt) {
 }
 
 namespace {
+// A number of the table; "n/a" where it is not finite (a change against a base of ~0), never
+// "inf" or "nan".
 std::string fmt(const char* f, double v) {
+  if (!std::isfinite(v)) return "n/a";
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
@@ -323,7 +327,8 @@ std::string formatComparison(const CompareResult& r, const CompareOptions& opt, 
     json doc = {{"base", opt.basePath}, {"new", opt.newPath}, {"threshold", opt.threshold},
                 {"alpha", opt.alpha}, {"acc_tolerance", opt.accTolerance}, {"matched_points", r.matched},
                 {"regressions", regressions}, {"rows", rows}};
-    return doc.dump(2) + "\n";
+    // ASCII only: names from the files reach the terminal as \u escapes, never as controls.
+    return doc.dump(2, ' ', true, json::error_handler_t::replace) + "\n";
   }
   if (format == "markdown") {
     os << "### tpbench compare: " << (regressions ? std::to_string(regressions) + " regression(s)" : "no regression")
@@ -335,14 +340,19 @@ std::string formatComparison(const CompareResult& r, const CompareOptions& opt, 
     os << "\n";
     for (const auto& c : r.rows) {
       os << "|";
-      for (const auto& x : cells(c)) os << " " << x << " |";
+      // Names and notes come from the files: each cell stays one cell of plain text.
+      for (const auto& x : cells(c)) os << " " << markdownText(x) << " |";
       os << "\n";
     }
     return os.str();
   }
   if (format != "text") TPB_THROW(UsageError, "--format: unknown format '" << format << "' (text, markdown or json)");
   std::vector<std::vector<std::string>> table{head};
-  for (const auto& c : r.rows) table.push_back(cells(c));
+  for (const auto& c : r.rows) {
+    std::vector<std::string> row = cells(c);
+    for (auto& x : row) x = printable(x);  // names from the files reach the terminal
+    table.push_back(std::move(row));
+  }
   std::vector<std::size_t> width(head.size(), 0);
   for (const auto& row : table)
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());

@@ -120,18 +120,32 @@ std::uint64_t JsonIn::unsignedInteger(std::uint64_t hi) const {
   fail(want);
 }
 
-double JsonIn::numberOrNull() const {
+namespace {
+
+// "a number in [0, 1]", "a finite number >= 0", "a finite number".
+std::string rangeText(double lo, double hi) {
+  std::ostringstream want;
+  if (hi < kLargestFinite) {
+    want << "a number in [" << lo << ", " << hi << "]";
+  } else {
+    want << "a finite number";
+    if (lo > -kLargestFinite) want << " >= " << lo;
+  }
+  return want.str();
+}
+
+}  // namespace
+
+double JsonIn::numberOrNull(NumberRange range) const {
   if (value_.is_null()) return NAN;
-  if (!value_.is_number()) fail("a number or null");
-  return value_.get<double>();
+  const double d = value_.is_number() ? value_.get<double>() : NAN;
+  if (!(d >= range.lo && d <= range.hi)) fail(rangeText(range.lo, range.hi) + " or null");
+  return d;
 }
 
 double JsonIn::number(double lo, double hi) const {
-  std::ostringstream want;
-  want << "a number in [" << lo << ", " << hi << "]";
-  if (!value_.is_number()) fail(want.str());
-  const double d = value_.get<double>();
-  if (!(d >= lo && d <= hi)) fail(want.str());
+  const double d = value_.is_number() ? value_.get<double>() : NAN;
+  if (!(d >= lo && d <= hi)) fail(rangeText(lo, hi));
   return d;
 }
 
@@ -151,9 +165,9 @@ std::optional<std::string> optStr(const JsonIn& obj, const char* key) {
   return v->str();
 }
 
-double optNumber(const JsonIn& obj, const char* key) {
+double optNumber(const JsonIn& obj, const char* key, NumberRange range) {
   const auto v = obj.find(key);
-  return v ? v->numberOrNull() : NAN;
+  return v ? v->number(range.lo, range.hi) : NAN;
 }
 
 std::optional<long long> optInteger(const JsonIn& obj, const char* key, long long lo, long long hi) {

@@ -15,6 +15,15 @@
 
 namespace tpb {
 
+// The ranges results/README.md gives measured numbers: times, rates, sizes and counts are
+// finite and >= 0; accuracies and other fractions lie in [0, 1].
+struct NumberRange {
+  double lo, hi;
+};
+inline constexpr double kLargestFinite = 1.7976931348623157e308;
+inline constexpr NumberRange kNonNegativeNumber{0, kLargestFinite};
+inline constexpr NumberRange kFraction{0, 1};
+
 class JsonIn {
  public:
   // `file` names the document in errors; `path` is this value's place in it ("" for the top).
@@ -37,8 +46,9 @@ class JsonIn {
   // An integral number (1 and 1.0 alike) in [lo, hi].
   long long integer(long long lo, long long hi) const;
   std::uint64_t unsignedInteger(std::uint64_t hi = UINT64_MAX) const;
-  // A number; null reads as NaN (non-finite numbers are written as null).
-  double numberOrNull() const;
+  // null (NaN: non-finite numbers are written as null), or a finite number in the range
+  // results/README.md gives the field.
+  double numberOrNull(NumberRange range) const;
   // A finite number in [lo, hi].
   double number(double lo, double hi) const;
 
@@ -59,7 +69,8 @@ class JsonIn {
 
 // Optional helpers: nullopt when the member is absent or null.
 std::optional<std::string> optStr(const JsonIn& obj, const char* key);
-double optNumber(const JsonIn& obj, const char* key);  // NaN when absent or null
+// NaN when absent or null, else a finite number in `range`.
+double optNumber(const JsonIn& obj, const char* key, NumberRange range);
 std::optional<long long> optInteger(const JsonIn& obj, const char* key, long long lo, long long hi);
 
 }  // namespace tpb

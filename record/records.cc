@@ -243,28 +243,28 @@ json EpochRecord::toJson() const {
 EpochRecord EpochRecord::fromJson(const JsonIn& in) {
   in.object();
   EpochRecord e;
-  e.epoch = intIn(in, "epoch", 0, kMaxInt);
-  e.wallS = in.at("wall_s").numberOrNull();
-  e.computeS = in.at("compute_s").numberOrNull();
-  e.commS = in.at("comm_s").numberOrNull();
-  e.samplesPerS = in.at("samples_per_s").numberOrNull();
-  e.trainLoss = in.at("train_loss").numberOrNull();
-  e.testAccuracy = in.at("test_accuracy").numberOrNull();
-  e.evalS = optNumber(in, "eval_s");
+  // Ranges as results/README.md gives them: times and rates >= 0, a cross-entropy loss >= 0,
+  // accuracies and bubble fractions in [0, 1].
+  e.epoch = intIn(in, "epoch", 0, kMaxInt);  // tpbench writes 1-based; hand-made files (the fixtures) hold 0
+  e.wallS = in.at("wall_s").numberOrNull(kNonNegativeNumber);
+  e.computeS = in.at("compute_s").numberOrNull(kNonNegativeNumber);
+  e.commS = in.at("comm_s").numberOrNull(kNonNegativeNumber);
+  e.samplesPerS = in.at("samples_per_s").numberOrNull(kNonNegativeNumber);
+  e.trainLoss = in.at("train_loss").numberOrNull(kNonNegativeNumber);
+  e.testAccuracy = in.at("test_accuracy").numberOrNull(kFraction);
+  e.evalS = optNumber(in, "eval_s", kNonNegativeNumber);
   e.steps = optInteger(in, "steps", 0, kMaxCount);
   e.samples = optInteger(in, "samples", 0, kMaxCount);
   if (const auto t = in.find("traffic")) e.traffic = TrafficRecord::fromJson(*t);
-  e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
-                            "test_accuracy", "eval_s", "steps", "samples", "traffic"});
-  if (in.find("bubble_fraction")) e.bubbleFraction = in.at("bubble_fraction").numberOrNull();
-  if (in.find("bubble_formula")) e.bubbleFormula = in.at("bubble_formula").numberOrNull();
+  if (in.find("bubble_fraction")) e.bubbleFraction = in.at("bubble_fraction").numberOrNull(kFraction);
+  if (in.find("bubble_formula")) e.bubbleFormula = in.at("bubble_formula").numberOrNull(kFraction);
   if (const auto a = in.find("activation_bytes")) {
     std::vector<double> bytes;
     for (std::size_t i = 0; i < a->size(); ++i) bytes.push_back((*a)[i].number(0, 1e18));
     e.activationBytes = std::move(bytes);
   }
   e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
-                            "test_accuracy", "eval_s", "steps", "samples", "bubble_fraction",
+                            "test_accuracy", "eval_s", "steps", "samples", "traffic", "bubble_fraction",
                             "bubble_formula", "activation_bytes"});
   return e;
 }
@@ -300,11 +300,12 @@ json RunSummary::toJson() const {
 RunSummary RunSummary::fromJson(const JsonIn& in) {
   in.object();
   RunSummary s;
-  s.totalS = optNumber(in, "total_s");
-  s.samplesPerS = optNumber(in, "samples_per_s");
-  s.finalTestAccuracy = optNumber(in, "final_test_accuracy");
-  s.finalTrainLoss = optNumber(in, "final_train_loss");
-  s.scalingEfficiency = optNumber(in, "scaling_efficiency");
+  s.totalS = optNumber(in, "total_s", kNonNegativeNumber);
+  s.samplesPerS = optNumber(in, "samples_per_s", kNonNegativeNumber);
+  s.finalTestAccuracy = optNumber(in, "final_test_accuracy", kFraction);
+  s.finalTrainLoss = optNumber(in, "final_train_loss", kNonNegativeNumber);
+  // Above 1 is superlinear scaling, not an error.
+  s.scalingEfficiency = optNumber(in, "scaling_efficiency", kNonNegativeNumber);
   s.extra = in.extraExcept({"total_s", "samples_per_s", "final_test_accuracy", "final_train_loss",
                             "scaling_efficiency"});
   return s;
@@ -350,7 +351,7 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
     for (std::size_t i = 0; i < e->size(); ++i) r.epochs.push_back(EpochRecord::fromJson((*e)[i]));
   }
   if (const auto s = in.find("summary")) r.summary = RunSummary::fromJson(*s);
-  r.wallS = optNumber(in, "wall_s");
+  r.wallS = optNumber(in, "wall_s", kNonNegativeNumber);
   r.entry = EntryRecord::readFrom(in);
   r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "origin", "order", "color",
                             "data_ranks", "reference_of"});
@@ -430,15 +431,15 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (const auto t = in.find("time_us")) {
     t->object();
     c.measured = true;
-    c.timeMedianUs = optNumber(*t, "median");
-    c.timeMinUs = optNumber(*t, "min");
-    c.timeMaxUs = optNumber(*t, "max");
+    c.timeMedianUs = optNumber(*t, "median", kNonNegativeNumber);
+    c.timeMinUs = optNumber(*t, "min", kNonNegativeNumber);
+    c.timeMaxUs = optNumber(*t, "max", kNonNegativeNumber);
     c.timeExtra = t->extraExcept({"median", "min", "max"});
   }
   for (const char* key : {"algbw_gbps", "busbw_gbps", "wrong"})
     if (in.value().contains(key)) c.measured = true;
-  c.algbwGbps = optNumber(in, "algbw_gbps");
-  c.busbwGbps = optNumber(in, "busbw_gbps");
+  c.algbwGbps = optNumber(in, "algbw_gbps", kNonNegativeNumber);
+  c.busbwGbps = optNumber(in, "busbw_gbps", kNonNegativeNumber);
   c.wrong = optInteger(in, "wrong", 0, kMaxCount);
   c.timer = optStr(in, "timer");
   c.status = statusOf(in.at("status"));

@@ -24,6 +24,22 @@ std::int64_t intAt(const json& a, std::size_t i, const std::string& what) {
   return a[i].get<std::int64_t>();
 }
 
+// o[key] when it is a string, else "" (json::value would throw on another type).
+std::string stringOr(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A span's end in µs, or 0 when the event is not a well-formed span within kMaxTraceUs (the
+// trace being resumed is untrusted: its times feed an integer clock offset).
+double spanEnd(const json& e) {
+  if (!e.is_object() || stringOr(e, "ph") != "X") return 0;
+  const auto ts = e.find("ts"), dur = e.find("dur");
+  if (ts == e.end() || dur == e.end() || !ts->is_number() || !dur->is_number()) return 0;
+  const double end = ts->get<double>() + dur->get<double>();
+  return end >= 0 && end <= kMaxTraceUs ? end : 0;
+}
+
 std::string stringAt(const json& a, std::size_t i, const std::string& what) {
   TPB_CHECK(a.size() > i && a[i].is_string(), "trace fragment: " << what << " is not a string");
   return a[i].get<std::string>();
@@ -42,16 +58,13 @@ TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
   json doc = readJsonBounded(path, "trace file");
   const bool ok = doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array() &&
                   doc.contains("tpbench") && doc["tpbench"].is_object() &&
-                  doc["tpbench"].value("schema", "") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&
+                  stringOr(doc["tpbench"], "schema") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&
                   doc["tpbench"]["points"].is_array();
   if (!ok)
     TPB_THROW(UsageError, "--trace: '" << path << "' is not a tpbench trace (schema tpbench.trace/1) to resume; "
                                        << "name another file");
   double lastUs = 0;
-  for (const json& e : doc["traceEvents"])
-    if (e.is_object() && e.value("ph", "") == "X" && e.contains("ts") && e["ts"].is_number() && e.contains("dur") &&
-        e["dur"].is_number())
-      lastUs = std::max(lastUs, e["ts"].get<double>() + e["dur"].get<double>());
+  for (const json& e : doc["traceEvents"]) lastUs = std::max(lastUs, spanEnd(e));
   TraceFile f(path, nowNs - static_cast<std::int64_t>((lastUs + 1000.0) * 1e3), json::object());
   f.doc_ = std::move(doc);
   return f;

@@ -46,6 +46,10 @@ class TraceFile {
   nlohmann::json doc_;
 };
 
+// The latest time (µs from the trace's origin) a reader accepts in a trace file, about 31
+// years: a span beyond it is not a measurement, and sums over spans stay finite below it.
+inline constexpr double kMaxTraceUs = 1e15;
+
 // A rank's tracks, in the order their threads are drawn: the host thread, the communication
 // track, LibTorch's GPU stream, the nccl transport's GPU stream (common/trace.h's Track).
 inline constexpr int kTraceTracks = 4;

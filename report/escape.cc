@@ -10,18 +10,17 @@ namespace tpb::report {
 
 namespace {
 
-bool isLineBreak(char c) { return c == '\n' || c == '\r'; }
-
 std::string octal(unsigned char c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\%03o", static_cast<unsigned>(c));
   return buf;
 }
 
-// True for text strtod reads whole as a number ("-1.5", "+3e4"): such a cell is data, not a
-// formula, and is left as it is.
+// True for a decimal number strtod reads whole ("-1.5", "+3e4"): such a cell is data, not a
+// formula, and is left as it is. strtod's other forms ("-inf", "-0x1f", "+nan") are not: a
+// spreadsheet would evaluate them.
 bool isNumber(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
   char* end = nullptr;
   std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size();
@@ -54,10 +53,8 @@ std::string gnuplotString(const std::string& s) {
 }
 
 std::string gnuplotComment(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (isLineBreak(c)) c = ' ';
-  }
+  std::string out = printableLine(s);
+  if (!out.empty() && out.back() == '\\') out += ' ';
   return out;
 }
 
@@ -84,30 +81,10 @@ std::string htmlText(const std::string& s) {
   return out;
 }
 
-std::string markdownText(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool linkMiddle = c == ']' && i + 1 < s.size() && s[i + 1] == '(';
-    if (isLineBreak(c)) {
-      out += ' ';
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '|' || linkMiddle) {
-      out += '\\';
-      out += c;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string markdownCode(const std::string& s) {
-  std::string text = s;
+  std::string text = printableLine(s);
   std::size_t run = 0, longest = 0;
   for (char& c : text) {
-    if (isLineBreak(c)) c = ' ';
     run = c == '`' ? run + 1 : 0;
     if (run > longest) longest = run;
   }
@@ -118,7 +95,7 @@ std::string markdownCode(const std::string& s) {
 
 std::string csvCell(const std::string& s) {
   std::string value = s;
-  if (!value.empty() && std::string("=+-@").find(value[0]) != std::string::npos && !isNumber(value))
+  if (!value.empty() && std::string("=+-@\t\r").find(value[0]) != std::string::npos && !isNumber(value))
     value = "'" + value;
   if (value.find_first_of(",\"\n\r") == std::string::npos) return value;
   std::string out = "\"";

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/text_escape.h"
 #include "record/records.h"
 
 namespace tpb::report {
@@ -25,27 +26,28 @@ using tpb::isHexColor;
 // out validated colours, so that would be a bug, never untrusted text reaching gnuplot).
 std::string gnuplotColor(const std::string& color);
 
-// Text for a '#' comment line of a gnuplot script or data file: line breaks become spaces, so
-// the text cannot end the comment and start a command or a data row.
+// Text for a '#' comment line of a gnuplot script or data file: line breaks become spaces and
+// other controls visible escapes, so the text cannot end the comment and start a command or a
+// data row; a trailing '\' gets a space after it, so it cannot continue the comment onto the
+// next line (gnuplot joins a line ending in '\' with the next, comments included).
 std::string gnuplotComment(const std::string& s);
 
 // HTML element content or a double-quoted attribute value: & < > " become entities.
 std::string htmlText(const std::string& s);
 
-// Markdown text, in a table cell or in prose: '|' (would end a cell) is escaped, line breaks
-// (would end the row or paragraph) become spaces, '<' (raw HTML, autolinks) becomes "&lt;", and
-// "](" (the middle of a link or image) becomes "\](". Other punctuation stays as it is, so an
-// error such as "[launch.cc:212] ..." or a `flag` in backquotes reads as it always did.
-std::string markdownText(const std::string& s);
+// Markdown text, in a table cell or in prose (common/text_escape.h; compare's markdown uses it
+// too): renders as exactly the text it holds, one cell, no markup, no link.
+using tpb::markdownText;
 
-// A Markdown code span, backquotes included: line breaks become spaces, and a value holding
-// backquotes is fenced with more of them than it has in a row (CommonMark), so it cannot end
-// the span early.
+// A Markdown code span, backquotes included: line breaks become spaces, other controls visible
+// escapes (printableLine), and a value holding backquotes is fenced with more of them than it
+// has in a row (CommonMark), so it cannot end the span early.
 std::string markdownCode(const std::string& s);
 
 // One CSV cell (RFC 4180): a value holding ',', '"' or a line break is double-quoted with '"'
 // doubled. A value that a spreadsheet would take as a formula (starting with = + - @ and not a
-// number) gets a leading "'", so opening the CSV runs nothing.
+// number), or with a tab or carriage return (which some spreadsheets skip before a formula),
+// gets a leading "'", so opening the CSV runs nothing.
 std::string csvCell(const std::string& s);
 
 }  // namespace tpb::report

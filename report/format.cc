@@ -20,9 +20,15 @@ std::string fmtNum(double x) {
 
 std::string fmtDat(double x) { return std::isfinite(x) ? printfStr("%.6g", x) : "NaN"; }
 
-std::string fmtRatio(double x) { return printfStr(x < 1000 ? "%.3g" : "%.0f", x) + "x"; }
+std::string fmtRatio(double x) {
+  if (!std::isfinite(x)) return kNotApplicable;
+  return printfStr(x < 1000 ? "%.3g" : "%.0f", x) + "x";
+}
 
-std::string fmtPct(double fraction) { return printfStr("%.1f", fraction * 100) + " %"; }
+std::string fmtPct(double fraction) {
+  if (!std::isfinite(fraction)) return kNotApplicable;
+  return printfStr("%.1f", fraction * 100) + " %";
+}
 
 std::string fmtBytes(long long b) {
   const char* units[] = {"", "K", "M", "G", "T"};

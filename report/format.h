@@ -17,10 +17,14 @@ std::string fmtNum(double x);
 // For .dat files and gnuplot scripts: "%.6g", "NaN" where not finite.
 std::string fmtDat(double x);
 
-// 3.9 -> "3.9x"; 1234 -> "1234x".
+// What a ratio or share reads as when its denominator is zero or not a number (a time of 0, a
+// run with no communication): never "inf" or "nan".
+inline constexpr const char* kNotApplicable = "n/a";
+
+// 3.9 -> "3.9x"; 1234 -> "1234x"; kNotApplicable where x is not finite.
 std::string fmtRatio(double x);
 
-// 0.9456 -> "94.6 %".
+// 0.9456 -> "94.6 %"; kNotApplicable where the fraction is not finite.
 std::string fmtPct(double fraction);
 
 // 4096 -> "4K", 4194304 -> "4M", 1536 -> "1.5K" (binary units, as the CLI's --bytes takes them).

@@ -248,7 +248,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
     for (std::size_t i = 0; i < in.traces.size(); ++i) {
       const TracedRun& r = in.traces[i];
       const Overlap& o = overlaps[i];
-      if (o.asyncUs <= 0) continue;
+      if (!o.noHiddenFraction().empty()) continue;  // the table says n/a and why
       summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
                                 " ms/step with communication in flight beside compute hidden behind it (" +
                                 (o.gpu ? "GPU streams" : "host threads") + "); the host waited " +

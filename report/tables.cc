@@ -119,9 +119,11 @@ Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overl
     const TracedRun& r = traces[i];
     const Overlap& o = overlaps.at(i);
     const bool async = o.asyncUs > 0;
+    // A share of nothing is no share: "n/a" and why, never "nan %" or a made-up 0 %.
+    const std::string hidden = o.noHiddenFraction().empty() ? fmtPct(o.hiddenFraction())
+                                                             : std::string(kNotApplicable) + ": " + o.noHiddenFraction();
     t.rows.push_back({r.label, r.file, std::to_string(o.steps), o.gpu ? "GPU streams" : "host threads",
-                      async ? fmtNum(o.asyncUs / 1e3) : "0",
-                      async ? fmtPct(o.hiddenFraction()) : "—", fmtNum(o.exposedUs / 1e3),
+                      async ? fmtNum(o.asyncUs / 1e3) : "0", hidden, fmtNum(o.exposedUs / 1e3),
                       fmtNum(o.asyncPerStep)});
   }
   return t;

@@ -21,11 +21,16 @@ const json& field(const json& o, const char* key, const std::string& where) {
   return o.at(key);
 }
 
-double number(const json& o, const char* key, const std::string& where) {
-  const json& v = field(o, key, where);
-  if (!v.is_number() || !std::isfinite(v.get<double>()))
-    TPB_THROW(UsageError, where << "." << key << ": expected a finite number");
-  return v.get<double>();
+// A span's start or length: microseconds from the trace's origin, finite, >= 0 and bounded,
+// so that the sums over a run's spans stay finite (results/README.md: ts counts from the moment
+// tracing started).
+double spanTime(const json& o, const char* key, const std::string& where) {
+  const json& j = field(o, key, where);
+  const double v = j.is_number() ? j.get<double>() : NAN;
+  if (!(v >= 0 && v <= kMaxTraceUs))
+    TPB_THROW(UsageError, where << "." << key << ": expected a number of microseconds in [0, " << kMaxTraceUs
+                                << "], got " << (j.is_number() ? j.dump() : std::string(j.type_name())));
+  return v;
 }
 
 int integer(const json& o, const char* key, const std::string& where, int lo, int hi) {
@@ -79,10 +84,9 @@ void loadOne(const std::string& path, std::vector<TracedRun>& out) {
     const int tid = integer(e, "tid", where, 0, kMaxTid);
     s.rank = tid / kTraceTracks;
     s.track = tid % kTraceTracks;
-    s.beginUs = number(e, "ts", where);
-    const double dur = number(e, "dur", where);
-    if (dur < 0) TPB_THROW(UsageError, where << ".dur: negative");
-    s.endUs = s.beginUs + dur;
+    s.beginUs = spanTime(e, "ts", where);
+    s.endUs = s.beginUs + spanTime(e, "dur", where);
+    if (s.endUs > kMaxTraceUs) TPB_THROW(UsageError, where << ": ts + dur: ends after " << kMaxTraceUs << " us");
     if (e.contains("args") && e["args"].is_object() && e["args"].size() == 1) {
       const auto a = e["args"].begin();
       if (a.value().is_number_integer()) {
@@ -154,6 +158,13 @@ double coveredBy(double b, double e, const std::vector<std::pair<double, double>
 }
 
 }  // namespace
+
+std::string Overlap::noHiddenFraction() const {
+  if (steps == 0) return "the trace holds no step of rank 0";
+  if (!(asyncUs > 0)) return "no communication ran beside the computation";
+  if (!std::isfinite(hiddenUs / asyncUs)) return "the spans' times are out of range";
+  return "";
+}
 
 Overlap overlapOf(const TracedRun& r) {
   Overlap o;

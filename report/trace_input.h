@@ -3,6 +3,7 @@
 // training step of it, and how much of its communication ran hidden behind computation.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,7 +64,10 @@ struct Overlap {
   double asyncUs = 0, hiddenUs = 0, exposedUs = 0;
   double asyncPerStep = 0;              // such spans per step and rank (ddp: buckets)
   bool gpu = false;                     // measured on the GPU streams
-  double hiddenFraction() const { return asyncUs > 0 ? hiddenUs / asyncUs : 0; }
+  // hiddenUs / asyncUs; NaN when nothing ran beside the computation (no denominator).
+  double hiddenFraction() const { return asyncUs > 0 ? hiddenUs / asyncUs : NAN; }
+  // Why hiddenFraction() has no value ("" when it has one).
+  std::string noHiddenFraction() const;
 };
 Overlap overlapOf(const TracedRun& r);
 

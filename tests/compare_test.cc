@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -244,6 +245,87 @@ TEST(Compare, BadRecordsAreOneLineUsageErrorsNamingTheField) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// A results file is untrusted: a strategy name can hold Markdown, HTML, a link, line breaks and
+// terminal escapes. In a markdown comparison each row stays one row of as many cells as the
+// header, with no raw HTML and no link; on the terminal the escape is shown, not obeyed.
+TEST(Compare, HostileNamesStayTextInEveryFormat) {
+  const std::vector<std::string> names = {"a|b|c", "two\nlines\n| x | y |", "<script>alert(1)</script>",
+                                          "[x](javascript:alert(1))", "red\x1b[31m\x1b]0;title\x07"};
+  json runs = json::array();
+  for (const auto& n : names) runs.push_back(run(n, 2, 20000, 0.9, 0.5));
+  json slower = json::array();
+  for (const auto& n : names) slower.push_back(run(n, 2, 10000, 0.9, 0.5));
+  const std::string base = write("hb.json", doc(runs)), now = write("hn.json", doc(slower));
+  const auto j = test::runCli({"compare", base, now, "--format", "json"});
+  ASSERT_EQ(j.exitCode, 3) << j.err;
+  const std::size_t rows = json::parse(j.out).at("rows").size();
+  EXPECT_EQ(j.out.find('\x1b'), std::string::npos);
+
+  const auto md = test::runCli({"compare", base, now, "--format", "markdown"});
+  ASSERT_EQ(md.exitCode, 3) << md.err;
+  std::istringstream lines(md.out);
+  std::string line;
+  std::size_t tableLines = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] != '|') continue;
+    ++tableLines;
+    std::size_t cells = 0;  // '|' that a table takes as a cell border: not backslash-escaped
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      std::size_t slashes = 0;
+      while (slashes < i && line[i - 1 - slashes] == '\\') ++slashes;
+      cells += line[i] == '|' && slashes % 2 == 0;
+    }
+    EXPECT_EQ(cells, 10u) << line;
+  }
+  EXPECT_EQ(tableLines, rows + 2) << md.out;  // header, rule, one line per row
+  for (const char* raw : {"<script", "[x](javascript:", "\x1b"})
+    EXPECT_EQ(md.out.find(raw), std::string::npos) << raw << " in\n" << md.out;
+  // No link can form: every ']' of the text is escaped.
+  for (std::size_t at = md.out.find(']'); at != std::string::npos; at = md.out.find(']', at + 1))
+    EXPECT_EQ(md.out[at - 1], '\\') << md.out.substr(at - 5, 20);
+
+  const auto text = test::runCli({"compare", base, now});
+  ASSERT_EQ(text.exitCode, 3) << text.err;
+  EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find('\x07'), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("red\\x1b[31m"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("two\\nlines"), std::string::npos) << "a name is one line of the table";
+}
+
+// A change against a base of almost 0 overflows: the tables say n/a, never inf or nan.
+TEST(Compare, AChangeThatOverflowsReadsNotApplicable) {
+  json tiny = doc({run("ddp", 2, 1e-310, 0.9, 0.5)});
+  const std::string base = write("tiny.json", tiny), now = write("big.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  for (const char* format : {"text", "markdown"}) {
+    const auto r = test::runCli({"compare", base, now, "--format", format});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("n/a"), std::string::npos) << r.out;
+  }
+}
+
+// results/README.md bounds epoch times (>= 0) and accuracies ([0, 1]): compare refuses a file
+// that breaks them, naming the file and the field, instead of comparing nonsense.
+TEST(Compare, NumbersOutOfTheirRangeAreRefusedNamingTheField) {
+  const std::string good = write("rg.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  json negative = doc({run("ddp", 2, 20000, 0.9, 0.5)});
+  negative["runs"][0]["epochs"][0]["wall_s"] = -3;
+  const std::string negPath = write("rneg.json", negative);
+  test::expectRefusedUpFront(test::runCli({"compare", good, negPath}),
+                             negPath + ": runs[0].epochs[0].wall_s: expected a finite number >= 0");
+  json accuracy = doc({run("ddp", 2, 20000, 7.5, 0.5)});
+  const std::string accPath = write("racc.json", accuracy);
+  test::expectRefusedUpFront(test::runCli({"compare", accPath, good}),
+                             accPath + ": runs[0].epochs[0].test_accuracy: expected a number in [0, 1]");
+  // A file name is shown, not obeyed, by the terminal.
+  const std::string escPath = write("r\x1b[2Jesc.json", negative);
+  const auto r = test::runCli({"compare", good, escPath});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("r\\x1b[2Jesc.json"), std::string::npos) << r.err;
 }
 
 // `make gate` compares the committed baseline (written before max_steps was recorded) with a

@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <regex>
+#include <sstream>
 
 #include "common/error.h"
 #include "model/alpha_beta.h"
+#include "model/model_report.h"
+#include "record/results.h"
 
 namespace tpb::model {
 namespace {
@@ -83,6 +88,55 @@ TEST(AlphaBeta, CrossoverOfTwoLines) {
   ASSERT_EQ(c.size(), 1u);
   ASSERT_TRUE(c[0].bytes);
   EXPECT_NEAR(*c[0].bytes, 20.0 / 1.5e-4, 1.0);
+}
+
+// Data the model cannot be fitted to: times that fall as the size grows (no bandwidth term) and
+// times proportional to the size (no latency term). The fits say "no fit" and why; nothing reads
+// as inf or nan, no alpha of 0 is reported, and nothing is predicted or crossed from them.
+TEST(AlphaBeta, AbsurdDataIsNoFitNeverInfOrNan) {
+  std::vector<CollectiveRecord> recs;
+  for (int n : {2, 4}) {
+    double us = 100;
+    for (double b = 1024; b <= 1 << 20; b *= 4, us -= 10) {
+      recs.push_back(point("allreduce", "ring", n, b, 1, 1e-4));
+      recs.back().timeMedianUs = us;  // falls with size
+      recs.push_back(point("allreduce", "halving_doubling", n, b, 0, 1e-4));  // no fixed cost
+    }
+  }
+  const auto fits = fitAll(recs);
+  ASSERT_EQ(fits.size(), 4u);
+  for (const auto& f : fits) {
+    EXPECT_FALSE(f.noFit.empty()) << f.algo << " N=" << f.n;
+    EXPECT_TRUE(std::isnan(f.alphaUs) && std::isnan(f.betaUsPerByte)) << f.algo;
+  }
+  EXPECT_TRUE(leaveOneOut(fits).empty());
+  EXPECT_TRUE(crossovers(fits).empty());
+
+  const std::string path = ::testing::TempDir() + "tpb_model_absurd.json";
+  ResultsFile file = ResultsFile::create(path, Meta{});
+  for (const auto& r : recs) file.addCollective(r);
+  file.save();
+  std::ostringstream os;
+  ModelOptions opt;
+  opt.files = {path};
+  const nlohmann::json doc = runModel(opt, os);
+  const std::string out = os.str();
+  const std::regex notANumber("(^|[^a-z])(inf|nan)([^a-z]|$)", std::regex::icase);
+  EXPECT_FALSE(std::regex_search(out, notANumber)) << out;
+  std::istringstream lines(out);
+  std::string line;
+  int fitLines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("allreduce ", 0) != 0) continue;  // the fits table
+    ++fitLines;
+    EXPECT_NE(line.find("no fit: "), std::string::npos) << line;
+  }
+  EXPECT_EQ(fitLines, 4);
+  for (const auto& f : doc.at("fits")) {
+    EXPECT_TRUE(f.at("alpha_us").is_null()) << f;
+    EXPECT_TRUE(f.at("no_fit").is_string()) << f;
+  }
+  std::remove(path.c_str());
 }
 
 TEST(AlphaBeta, RingOnNvlinkApproachesTheLinkRate) {

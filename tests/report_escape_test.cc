@@ -58,10 +58,20 @@ const std::vector<Case> kCases = {
     {"htmlText", htmlText, "a & \"b\"", "a &amp; &quot;b&quot;"},
     {"markdownText", markdownText, "a|b", "a\\|b"},
     {"markdownText", markdownText, "one\ntwo\r", "one two "},
-    {"markdownText", markdownText, "<script>x</script>", "&lt;script>x&lt;/script>"},
-    {"markdownText", markdownText, "[x](javascript:y) ![i](z)", "[x\\](javascript:y) ![i\\](z)"},
-    {"markdownText", markdownText, "[launch.cc:212] `--flag` a\\b", "[launch.cc:212] `--flag` a\\b"},
-    {"markdownText", markdownText, "Batch 32 -> 128", "Batch 32 -> 128"},
+    {"markdownText", markdownText, "<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"},
+    // No link can form: both brackets are escaped, so "javascript:" stays text.
+    {"markdownText", markdownText, "[x](javascript:y) ![i](z)", "\\[x\\](javascript:y) !\\[i\\](z)"},
+    // Escaped, these render as the same characters, not as code.
+    {"markdownText", markdownText, "[launch.cc:212] `--flag` a\\b", "\\[launch.cc:212\\] \\`--flag\\` a\\\\b"},
+    {"markdownText", markdownText, "Batch 32 -> 128", "Batch 32 -&gt; 128"},
+    // Emphasis, strikethrough and entities are text; '_' inside a word is left as it is.
+    {"markdownText", markdownText, "*em* _u_ ~s~ a_b &amp;", "\\*em\\* \\_u\\_ \\~s\\~ a_b &amp;amp;"},
+    // A backslash before '|' is a character of its own: the '|' still cannot end the cell.
+    {"markdownText", markdownText, "a\\|b", "a\\\\\\|b"},
+    // Terminal controls become visible escapes (whose backslash Markdown then shows as one).
+    {"markdownText", markdownText, "a\x1b[2Jb", "a\\\\x1b\\[2Jb"},
+    {"gnuplotComment", gnuplotComment, "a\x1b]0;t\x07 end\\", "a\\x1b]0;t\\x07 end\\ "},
+    {"csvCell", csvCell, "\t=1+2", "'\t=1+2"},
     {"markdownCode", markdownCode, "a`b``c", "``` a`b``c ```"},
     {"markdownCode", markdownCode, "a\nb", "`a b`"},
     {"csvCell", csvCell, "a,b", "\"a,b\""},
@@ -72,6 +82,8 @@ const std::vector<Case> kCases = {
     {"csvCell", csvCell, "=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"},
     {"csvCell", csvCell, "@SUM(1,2)", "\"'@SUM(1,2)\""},
     {"csvCell", csvCell, "-x", "'-x"},
+    {"csvCell", csvCell, "-infinity", "'-infinity"},
+    {"csvCell", csvCell, "+0x1A", "'+0x1A"},
 };
 
 TEST(ReportEscape, HostileTextBecomesPlainText) {
@@ -79,6 +91,16 @@ TEST(ReportEscape, HostileTextBecomesPlainText) {
     SCOPED_TRACE(std::string(c.escaper) + "(" + c.in + ")");
     EXPECT_EQ(c.escape(c.in), c.out);
   }
+}
+
+// The terminal's escaper: C0 controls, DEL, C1 controls (as UTF-8, U+009B is CSI), bidi
+// overrides and bytes that are not UTF-8 become visible escapes; other UTF-8 passes unchanged.
+TEST(ReportEscape, PrintableShowsEveryControlAndKeepsUtf8) {
+  EXPECT_EQ(printable("ring_all_reduce N=2 µs — ok"), "ring_all_reduce N=2 µs — ok");
+  EXPECT_EQ(printable("a\x1b[2J\x07\x7f\tb\nc\r"), "a\\x1b[2J\\x07\\x7f\\tb\\nc\\r");
+  EXPECT_EQ(printable("csi \xc2\x9b" "31m"), "csi \\u009b31m");
+  EXPECT_EQ(printable("rtl \xe2\x80\xae gpj.exe"), "rtl \\u202e gpj.exe");
+  EXPECT_EQ(printable("raw \x9b and \xff \xc0\xaf \xe2\x82"), "raw \\x9b and \\xff \\xc0\\xaf \\xe2\\x82");
 }
 
 // gnuplot `print`s each literal; what it prints must be the text that went in, and the marker
@@ -98,6 +120,8 @@ TEST(ReportEscape, GnuplotReadsBackTheSameTextAndRunsNothing) {
       "two\nlines \\n and a tab\t",
   };
   std::string script = "set print '" + (dir / "printed.txt").string() + "'\n";
+  // A comment whose text ends in a backslash must not swallow the command after it.
+  script += "# " + gnuplotComment("ends in a backslash \\") + "\n";
   for (const auto& s : hostile) script += "print " + gnuplotString(s) + "\n";
   test::writeText(dir / "t.gp", script);
   ASSERT_EQ(std::system(("gnuplot " + (dir / "t.gp").string() + " 2>" + (dir / "err.txt").string())

@@ -18,6 +18,7 @@
 
 #include "report/escape.h"
 #include "report/report.h"
+#include "tests/cli_util.h"
 #include "tests/file_util.h"
 #include "tests/report_util.h"
 
@@ -187,9 +188,9 @@ TEST_F(ReportHostileTest, PagesAndCsvHoldEscapedText) {
         "&lt;script&gt;alert('m')&lt;/script&gt;"}},
       {md,
        {"<script", "<img", "<b>", "<i>"},
-       {"lib`touch ", "\"\\|&lt;script>alert(1)&lt;/script>, x y",
-        "boom &lt;img src=x onerror=alert(1)> \\| a,b \"q\" next `touch ",
-        "&lt;script>alert('m')&lt;/script>"}},
+       {"lib\\`touch ", "\"\\|&lt;script&gt;alert(1)&lt;/script&gt;, x y",
+        "boom &lt;img src=x onerror=alert(1)&gt; \\| a,b \"q\" next \\`touch ",
+        "&lt;script&gt;alert('m')&lt;/script&gt;"}},
   };
   for (const auto& p : pages) {
     for (const auto& raw : p.raw) EXPECT_EQ(p.page.find(raw), std::string::npos) << raw;
@@ -223,6 +224,65 @@ TEST_F(ReportHostileTest, PagesAndCsvHoldEscapedText) {
     sawAlgo = sawAlgo || (row[0] == algo_ && row[2] == device_);
   }
   EXPECT_TRUE(sawAlgo);
+  EXPECT_TRUE(fs::is_empty(marks()));
+}
+
+// A '|' in a name is one literal '|' in its index.md cell, and so is a '\|' (a backslash that
+// is text must not turn the escaping backslash into a character and let the '|' end the cell).
+// Names that reach the terminal (the overlap lines quote trace labels) and file names in error
+// lines are shown with their escapes visible, never obeyed.
+TEST_F(ReportHostileTest, PipesStayInTheirCellAndTheTerminalIsNotDriven) {
+  json doc = json::parse(readText(kFixture));
+  for (auto& r : doc["runs"]) {
+    if (r["config"]["strategy"] == "ddp") r["config"]["strategy"] = "a|b";
+    if (r["config"]["strategy"] == "single") r["config"]["strategy"] = "c\\|d";
+  }
+  writeText(dir_ / "pipes.json", doc.dump());
+  json trace = json::parse(readText(test::kTraceFixture));
+  for (auto& p : trace["tpbench"]["points"]) p["label"] = "t\x1b[2J\x1b]0;pwned\x07 " + p["label"].get<std::string>();
+  writeText(dir_ / "esc.trace.json", trace.dump());
+  const auto r = test::runCli({"report", (dir_ / "pipes.json").string(), "--trace", (dir_ / "esc.trace.json").string(),
+                               "-o", out().string(), "--gnuplot", ""});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("overlap: t\\x1b[2J\\x1b]0;pwned\\x07 ddp"), std::string::npos) << r.out;
+
+  const std::string md = readText(out() / "index.md");
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  std::istringstream lines(md);
+  std::string line;
+  int pipeRows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| a\\", 0) != 0 && line.rfind("| c\\", 0) != 0) continue;
+    ++pipeRows;
+    // Cell borders: '|' after an even number of backslashes (GFM reads "\\" as one escaped
+    // backslash, so "\\|" ends the cell).
+    std::size_t borders = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      std::size_t slashes = 0;
+      while (slashes < i && line[i - 1 - slashes] == '\\') ++slashes;
+      borders += line[i] == '|' && slashes % 2 == 0;
+    }
+    EXPECT_EQ(borders, 10u) << line;  // the runs table's 9 cells
+    if (line.rfind("| a\\", 0) == 0) {
+      EXPECT_EQ(line.rfind("| a\\|b |", 0), 0u) << line;
+      std::size_t escapedPipes = 0;
+      for (std::size_t at = line.find("\\|"); at != std::string::npos; at = line.find("\\|", at + 1)) ++escapedPipes;
+      EXPECT_EQ(escapedPipes, 1u) << "one '\\|', one literal '|': " << line;
+    } else {
+      EXPECT_EQ(line.rfind("| c\\\\\\|d |", 0), 0u) << "renders as c\\|d: " << line;
+    }
+  }
+  EXPECT_GT(pipeRows, 1);
+
+  // A file name with a terminal escape, in the one error line.
+  const fs::path escName = dir_ / "bad\x1b[31m.json";
+  writeText(escName, "{");
+  const auto bad = test::runCli({"report", escName.string(), "-o", (dir_ / "o2").string()});
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_EQ(bad.err.find('\x1b'), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bad\\x1b[31m.json"), std::string::npos) << bad.err;
   EXPECT_TRUE(fs::is_empty(marks()));
 }
 

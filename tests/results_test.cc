@@ -461,7 +461,7 @@ TEST_F(ResultsTest, EveryReadErrorNamesFileAndField) {
       {[](json& d) { d["runs"][0]["status"] = "great"; },
        path + ": runs[0].status: expected \"ok\", \"failed\" or \"skipped\", got \"great\""},
       {[](json& d) { d["runs"][0]["epochs"][0]["wall_s"] = "fast"; },
-       path + ": runs[0].epochs[0].wall_s: expected a number or null, got \"fast\""},
+       path + ": runs[0].epochs[0].wall_s: expected a finite number >= 0 or null, got \"fast\""},
       {[](json& d) { d["runs"][0]["summary"] = json::array(); },
        path + ": runs[0].summary: expected an object, got an array"},
       {[](json& d) { d["allreduce"][1]["bytes"] = -4; },
@@ -488,6 +488,56 @@ TEST_F(ResultsTest, EveryReadErrorNamesFileAndField) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
   }
+}
+
+// Every range results/README.md gives a measured number is enforced on read, naming the field:
+// times, rates, losses and bandwidths are finite and >= 0, accuracies and fractions in [0, 1].
+TEST_F(ResultsTest, NumbersOutsideTheirDocumentedRangeAreRefused) {
+  const std::string path = file("range.json");
+  const std::string nonNegative = ": expected a finite number >= 0 or null, got ";
+  struct Case {
+    std::function<void(json&)> spoil;
+    std::string expected;
+  };
+  const auto epoch = [](json& d) -> json& { return d["runs"][0]["epochs"][0]; };
+  const std::vector<Case> cases = {
+      {[&](json& d) { epoch(d)["wall_s"] = -1; }, "runs[0].epochs[0].wall_s" + nonNegative + "-1"},
+      {[&](json& d) { epoch(d)["compute_s"] = -0.5; }, "runs[0].epochs[0].compute_s" + nonNegative + "-0.5"},
+      {[&](json& d) { epoch(d)["comm_s"] = -2; }, "runs[0].epochs[0].comm_s" + nonNegative + "-2"},
+      {[&](json& d) { epoch(d)["samples_per_s"] = -5; }, "runs[0].epochs[0].samples_per_s" + nonNegative + "-5"},
+      {[&](json& d) { epoch(d)["train_loss"] = -0.1; }, "runs[0].epochs[0].train_loss" + nonNegative + "-0.1"},
+      {[&](json& d) { epoch(d)["eval_s"] = -3; }, "runs[0].epochs[0].eval_s: expected a finite number >= 0, got -3"},
+      {[&](json& d) { epoch(d)["test_accuracy"] = 7.5; },
+       "runs[0].epochs[0].test_accuracy: expected a number in [0, 1] or null, got 7.5"},
+      {[&](json& d) { epoch(d)["bubble_fraction"] = 1.5; },
+       "runs[0].epochs[0].bubble_fraction: expected a number in [0, 1] or null, got 1.5"},
+      {[](json& d) { d["runs"][0]["summary"]["total_s"] = -1; }, "runs[0].summary.total_s: expected a finite number >= 0"},
+      {[](json& d) { d["runs"][0]["summary"]["final_test_accuracy"] = -0.2; },
+       "runs[0].summary.final_test_accuracy: expected a number in [0, 1], got -0.2"},
+      {[](json& d) { d["runs"][0]["summary"]["scaling_efficiency"] = -1; },
+       "runs[0].summary.scaling_efficiency: expected a finite number >= 0, got -1"},
+      {[](json& d) { d["runs"][0]["wall_s"] = -9; }, "runs[0].wall_s: expected a finite number >= 0, got -9"},
+      {[](json& d) { d["allreduce"][0]["time_us"]["median"] = -1; },
+       "allreduce[0].time_us.median: expected a finite number >= 0, got -1"},
+      {[](json& d) { d["allreduce"][0]["busbw_gbps"] = -7; }, "allreduce[0].busbw_gbps: expected a finite number >= 0, got -7"},
+      {[](json& d) { d["allreduce"][0]["algbw_gbps"] = -7; }, "allreduce[0].algbw_gbps: expected a finite number >= 0, got -7"},
+  };
+  for (const auto& c : cases) {
+    json d = everyRecordWithUnknownFields();
+    c.spoil(d);
+    writeText(path, d.dump());
+    const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
+    EXPECT_NE(msg.find(path + ": " + c.expected), std::string::npos) << msg << "\n  expected: " << c.expected;
+  }
+  // A number too large for a double (1e999) is not a measurement either.
+  writeText(path, everyRecordWithUnknownFields().dump());
+  std::string text = test::readText(path);
+  const std::string busbw = "\"busbw_gbps\":";
+  text.insert(text.find(busbw) + busbw.size(), "1e999,\"x\":");
+  writeText(path, text);
+  const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
 }
 
 TEST_F(ResultsTest, DeepNestingAndOversizeFilesAreRefusedBeforeParsing) {

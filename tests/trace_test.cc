@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "record/trace_file.h"
+#include "report/tables.h"
 #include "report/trace_input.h"
 #include "tests/cli_util.h"
 #include "tests/report_util.h"
@@ -522,7 +524,8 @@ TEST(TraceReport, WhatIsNotATraceIsRefusedNamingTheField) {
     }
   const std::string bad = test::tempPath("bad_dur.trace.json");
   test::writeText(bad, doc.dump());
-  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nd")}), ".dur: negative");
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nd")}),
+                             ".dur: expected a number of microseconds in [0, 1e+15], got -5");
   doc = test::readJson(test::kTraceFixture);
   doc["tpbench"]["schema"] = "tpbench.trace/9";
   test::writeText(bad, doc.dump());
@@ -532,6 +535,74 @@ TEST(TraceReport, WhatIsNotATraceIsRefusedNamingTheField) {
   test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nj")}),
                              "trace file '" + bad + "' is not JSON");
   test::expectRefusedUpFront(test::runCli({"report", "-o", test::tempPath("none")}), "--trace FILE");
+}
+
+// A span whose time is NaN-producing (ts + dur beyond any clock: the overlap's sums overflow to
+// inf - inf), negative or not a number is refused, naming the field; so is a timestamp before
+// the trace's origin.
+TEST(TraceReport, TimesOutOfRangeAreRefusedNamingTheField) {
+  const struct {
+    const char* key;
+    json value;
+    std::string expected;
+  } cases[] = {
+      {"ts", 1e308, ".ts: expected a number of microseconds in [0, 1e+15], got 1e+308"},
+      {"dur", 1e308, ".dur: expected a number of microseconds in [0, 1e+15], got 1e+308"},
+      {"ts", -1, ".ts: expected a number of microseconds in [0, 1e+15], got -1"},
+      {"dur", "5", ".dur: expected a number of microseconds in [0, 1e+15], got string"},
+  };
+  const std::string bad = test::tempPath("range.trace.json");
+  for (const auto& c : cases) {
+    json doc = test::readJson(test::kTraceFixture);
+    for (auto& e : doc["traceEvents"])
+      if (e["ph"] == "X" && e["cat"] == "comm") {
+        e[c.key] = c.value;
+        break;
+      }
+    test::writeText(bad, doc.dump());
+    test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nr")}), c.expected);
+  }
+  // Within range one by one, but ending past the bound together.
+  json doc = test::readJson(test::kTraceFixture);
+  for (auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") {
+      e["ts"] = 9e14;
+      e["dur"] = 9e14;
+      break;
+    }
+  test::writeText(bad, doc.dump());
+  test::expectRefusedUpFront(test::runCli({"report", "--trace", bad, "-o", test::tempPath("nr")}), ": ts + dur: ends after");
+}
+
+// A run with no communication beside its computation has no hidden share: "n/a" and why in the
+// table and overlap.csv, never "nan %" and never a made-up 0 %.
+TEST(TraceReport, OverlapWithoutCommunicationIsNotApplicable) {
+  report::TracedRun r;
+  r.label = "blocking";
+  r.spans.push_back(span("step", "step", 0, 0, 0, 20, "step", 0));
+  r.spans.push_back(span("forward", "compute", 0, 0, 0, 10));
+  r.spans.push_back(span("allreduce", "comm", 0, 0, 10, 20));
+  const report::Overlap o = report::overlapOf(r);
+  EXPECT_EQ(o.asyncUs, 0);
+  EXPECT_TRUE(std::isnan(o.hiddenFraction()));
+  EXPECT_EQ(o.noHiddenFraction(), "no communication ran beside the computation");
+  const report::Table t = report::overlapTable({r}, {o});
+  ASSERT_EQ(t.rows.size(), 1u);
+  ASSERT_EQ(t.rows[0].size(), t.header.size());
+  EXPECT_EQ(t.rows[0][5].content.at(0).text, "n/a: no communication ran beside the computation");
+  report::TracedRun empty;
+  EXPECT_EQ(report::overlapOf(empty).noHiddenFraction(), "the trace holds no step of rank 0");
+
+  // The fixture's ring_all_reduce communicates only on the host thread: n/a in overlap.csv.
+  const std::string dir = test::tempPath("trace_na");
+  const auto cli = test::runCli({"report", "--trace", test::kTraceFixture, "-o", dir, "--gnuplot", ""});
+  ASSERT_EQ(cli.exitCode, 0) << cli.err;
+  const std::string csv = test::readText(dir + "/overlap.csv");
+  EXPECT_NE(csv.find("n/a: no communication ran beside the computation"), std::string::npos) << csv;
+  for (const std::string& text : {csv, cli.out}) {
+    EXPECT_EQ(text.find("nan"), std::string::npos) << text;
+    EXPECT_EQ(text.find("inf"), std::string::npos) << text;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "comm/store.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 
 namespace tpb {
 
@@ -131,7 +132,7 @@ std::string seconds(std::chrono::milliseconds d) {
 }
 
 [[noreturn]] void stopProcess(const std::string& why) {
-  std::fprintf(stderr, "error: stopping: %s\n", why.c_str());
+  std::fprintf(stderr, "error: stopping: %s\n", printable(why).c_str());  // may come from another node
   std::fflush(stderr);
   std::_Exit(1);
 }

@@ -13,6 +13,7 @@
 #include "common/descriptors.h"
 #include "common/error.h"
 #include "common/run_id.h"
+#include "common/text_escape.h"
 #include "record/results.h"
 #include "worker/collective_job.h"
 #include "worker/launch_env.h"
@@ -140,7 +141,7 @@ int workerMain(const std::string& jobPath) {
     finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << std::endl;
+    std::cerr << "error: " << printable(e.what()) << std::endl;  // may quote paths and names
     if (w.store) {
       // The first failure of the point wins; the other nodes' launchers and ranks stop on it.
       self.reason = std::string("failed: ") + e.what();

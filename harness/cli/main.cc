@@ -6,6 +6,7 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "common/out_file.h"
+#include "common/text_escape.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/external_job.h"
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
-      std::cerr << "tpbench: unknown command '" << argv[1] << "' (see --help)" << std::endl;
+      std::cerr << "tpbench: unknown command '" << tpb::printable(argv[1]) << "' (see --help)" << std::endl;
       return 2;
     }
   }
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quietRank()) std::cerr << "tpbench: " << e.what() << " (see --help)" << std::endl;
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(e.what()) << " (see --help)" << std::endl;
     return 2;
   }
   try {
@@ -98,10 +99,11 @@ int main(int argc, char** argv) {
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
     refuseToJob(msg);
     tpb::removeCreatedDirectories();  // nothing a refused command created remains
-    if (!quietRank()) std::cerr << "tpbench: " << msg << std::endl;
+    // Messages quote names from files and flags: printed, they must not drive the terminal.
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(msg) << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tpbench: error: " << e.what() << std::endl;
+    std::cerr << "tpbench: error: " << tpb::printable(e.what()) << std::endl;
     return 1;
   }
 }

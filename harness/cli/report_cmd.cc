@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "core/registry.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
@@ -41,10 +42,12 @@ void addReport(CLI::App& app, Action& action) {
       if (o->inputs.empty() && o->traces.empty())
         TPB_THROW(UsageError, "report: give a results file (RESULTS), a trace file (--trace FILE), or both");
       const ReportSummary s = writeReport(*o);
-      for (const auto& d : s.drawn) std::cout << "drawn:   " << o->outDir << "/" << d << ".png (.svg .gp .dat)\n";
-      for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << why << "\n";
-      for (const auto& line : s.overlap) std::cout << "overlap: " << line << "\n";
-      std::cout << "index:   " << o->outDir << "/index.html, " << o->outDir << "/index.md\n";
+      // Run labels and reasons quote the input files: printed, they must not drive the terminal.
+      const std::string dir = printable(o->outDir);
+      for (const auto& d : s.drawn) std::cout << "drawn:   " << dir << "/" << d << ".png (.svg .gp .dat)\n";
+      for (const auto& [id, why] : s.skipped) std::cout << "skipped: " << id << ": " << printable(why) << "\n";
+      for (const auto& line : s.overlap) std::cout << "overlap: " << printable(line) << "\n";
+      std::cout << "index:   " << dir << "/index.html, " << dir << "/index.md\n";
       return 0;
     };
   });
