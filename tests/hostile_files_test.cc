@@ -142,6 +142,9 @@ TEST_F(HostileCheckpoint, BadPicklesAreRefusedNotRun) {
   expectRefused("reduce.pt", withPickle(std::string("\x80\x02R.", 4)), "needs a value the stack does not have");
   expectRefused("os.pt", withPickle(replaced(pickle(), "collections\nOrderedDict\n", "os\nsystem\n")), "os.system");
   expectRefused("trailing.pt", withPickle(pickle() + "junk"), "bytes follow STOP");
+  // torch.save(model.state_dict()): LibTorch 1.13 turns OrderedDict() into None, then asserted.
+  const std::string odict("\x80\x02" "ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00" "kK\x01u.", 40);
+  expectRefused("odict.pt", withPickle(odict), "an OrderedDict holds items");
   expectRefused("cut.pt", withPickle(pickle().substr(0, pickle().size() / 2)), "data.pkl");
   expectRefused("long1.pt", withPickle(replaced(pickle(), "K\x01", "\x8a\x09" + std::string(9, '\x01'))),
                 "wider than 64 bits");

@@ -222,7 +222,6 @@ constexpr TypeTag kTypeTags[] = {
 // its parents computed stays true, and nothing can come to contain itself).
 struct Box {
   int depth = 1;
-  std::size_t items = 0;
   unsigned kinds = 0;  // bit per Kind of a list's items or a dict's keys
   bool sealed = false;
 };
@@ -233,6 +232,7 @@ struct Value {
   int elem = 0;        // Storage and StorageType: element bytes
   int depth = 0;       // Tuple: its nesting
   bool raw = false;    // a Global or Storage, or a tuple holding one: operands, never data
+  bool hooks = false;  // OrderedDict(): None to LibTorch, which reads it only as a tensor's hooks
   std::shared_ptr<const std::string> s;
   std::shared_ptr<const std::vector<Value>> items;
   std::shared_ptr<Box> box;
@@ -371,6 +371,8 @@ class PickleChecker {
   // `child` into the open list or dict on top of the stack (of kind k).
   void insert(Kind k, const Value& child) {
     Value& target = top();
+    if (target.hooks)
+      bad("an OrderedDict holds items: LibTorch 1.13 reads OrderedDict() only as a tensor's empty hooks (save a dict)");
     if (target.kind != k || target.box->sealed)
       bad(std::string(k == Kind::List ? "APPEND" : "SETITEM") + " into something that is not an open " +
           (k == Kind::List ? "list" : "dict"));
@@ -380,7 +382,6 @@ class PickleChecker {
     if (k == Kind::List) target.box->kinds |= 1u << static_cast<unsigned>(child.kind);
     target.box->depth = std::max(target.box->depth, child.nesting() + 1);
     nest(target.box->depth);
-    ++target.box->items;
   }
   void setItem(const Value& key, const Value& value) {
     if (key.kind != Kind::Str && key.kind != Kind::Int) bad("a dict key is not a string or an integer");
@@ -555,7 +556,9 @@ void PickleChecker::reduce() {
   }
   if (f.i != static_cast<std::int64_t>(Callable::OrderedDict) || !args.items->empty())
     bad("REDUCE calls a storage type, or OrderedDict with arguments (torch.save does neither)");
-  push(of(Kind::Dict), f.start);
+  Value hooks = of(Kind::None);
+  hooks.hooks = true;
+  push(std::move(hooks), f.start);
 }
 
 // restore_type_tag(container, tag): one of kTypeTags, on a container whose keys or items fit it.
@@ -597,7 +600,7 @@ Value PickleChecker::storage(const std::vector<Value>& a) const {
 // element the tensor can address lies inside its storage.
 Value PickleChecker::tensor(const std::vector<Value>& a) {
   if (a.size() != 6 || a[0].kind != Kind::Storage || a[1].kind != Kind::Int || a[2].kind != Kind::Tuple ||
-      a[3].kind != Kind::Tuple || a[4].kind != Kind::Bool || a[5].kind != Kind::Dict || a[5].box->items != 0)
+      a[3].kind != Kind::Tuple || a[4].kind != Kind::Bool || !a[5].hooks)
     bad("a tensor is not (storage, offset, sizes, strides, requires_grad, empty hooks)");
   const std::vector<Value>& sizes = *a[2].items;
   const std::vector<Value>& strides = *a[3].items;
