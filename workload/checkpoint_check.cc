@@ -138,9 +138,11 @@ std::string relativeName(Zip& z, const std::string& name) {
 Entry centralEntry(Zip& z, std::uint64_t& pos, std::uint64_t end) {
   if (end - pos < 46) z.where.bad("zip central directory is cut short");
   const unsigned char* c = z.p + pos;
-  if (le(c, 4) != kCentralSig) z.where.bad("zip central directory entry at offset " + std::to_string(pos) + " is damaged");
+  if (le(c, 4) != kCentralSig)
+    z.where.bad("zip central directory entry at offset " + std::to_string(pos) + " is damaged");
   const std::uint64_t nameLen = le(c + 28, 2), extraLen = le(c + 30, 2);
-  if (end - pos - 46 < nameLen + extraLen || le(c + 32, 2) != 0) z.where.bad("zip central directory entry runs past it");
+  if (end - pos - 46 < nameLen + extraLen || le(c + 32, 2) != 0)
+    z.where.bad("zip central directory entry runs past it");
   Entry e;
   const std::string full(reinterpret_cast<const char*>(c + 46), nameLen);
   e.flags = le(c + 8, 2);
@@ -186,7 +188,8 @@ void readZip(Zip& z) {
     Entry e = centralEntry(z, pos, d.end);
     checkLocal(z, e, d.offset);
     if (!knownRecord(e.name)) z.where.bad("zip entry '" + z.archive + "/" + e.name + "' is not one a checkpoint has");
-    if (!z.entries.emplace(e.name, e).second) z.where.bad("zip has two entries named '" + z.archive + "/" + e.name + "'");
+    if (!z.entries.emplace(e.name, e).second)
+      z.where.bad("zip has two entries named '" + z.archive + "/" + e.name + "'");
     byOffset.push_back(e);
   }
   if (pos != d.end) z.where.bad("zip central directory holds more than its end record counts");
@@ -199,7 +202,8 @@ void readZip(Zip& z) {
   const Entry& v = z.entries.at("version");
   const std::string version(reinterpret_cast<const char*>(z.p + v.data), v.size);
   const std::size_t digits = version.find_first_not_of("0123456789");
-  if (version.empty() || digits == 0 || version.size() > 8 || (digits != std::string::npos && version.substr(digits) != "\n"))
+  if (version.empty() || digits == 0 || version.size() > 8 ||
+      (digits != std::string::npos && version.substr(digits) != "\n"))
     z.where.bad("zip 'version' entry is not a version number");
 }
 
@@ -216,7 +220,9 @@ struct TypeTag {
   Kind container, element;
 };
 constexpr TypeTag kTypeTags[] = {
-    {"Dict[str, Any]", Kind::Dict, Kind::Str}, {"Dict[int, Any]", Kind::Dict, Kind::Int}, {"List[Any]", Kind::List, Kind::None}};
+    {"Dict[str, Any]", Kind::Dict, Kind::Str},
+    {"Dict[int, Any]", Kind::Dict, Kind::Int},
+    {"List[Any]", Kind::List, Kind::None}};
 
 // A list or dict: mutable while on the stack, sealed once inside another container (so the depth
 // its parents computed stays true, and nothing can come to contain itself).
@@ -545,7 +551,8 @@ Value PickleChecker::global(const std::string& module, const std::string& name) 
 
 void PickleChecker::reduce() {
   const Value args = pop(), f = pop();
-  if (f.kind != Kind::Global || args.kind != Kind::Tuple) bad("REDUCE applies something other than a known class to a tuple");
+  if (f.kind != Kind::Global || args.kind != Kind::Tuple)
+    bad("REDUCE applies something other than a known class to a tuple");
   if (f.i == static_cast<std::int64_t>(Callable::RebuildTensor)) return push(tensor(*args.items), f.start);
   if (f.i == static_cast<std::int64_t>(Callable::TypeTag)) return push(typeTag(*args.items), f.start);
   if (f.i == static_cast<std::int64_t>(Callable::IntList)) {
@@ -586,7 +593,8 @@ Value PickleChecker::storage(const std::vector<Value>& a) const {
   const auto it = zip_.entries.find("data/" + key);
   if (it == zip_.entries.end()) bad("storage '" + key.substr(0, 40) + "' has no data/" + key.substr(0, 40) + " entry");
   std::uint64_t bytes = 0;
-  if (a[4].i < 0 || __builtin_mul_overflow(static_cast<std::uint64_t>(a[4].i), static_cast<std::uint64_t>(a[1].elem), &bytes) ||
+  const auto numel = static_cast<std::uint64_t>(a[4].i), elem = static_cast<std::uint64_t>(a[1].elem);
+  if (a[4].i < 0 || __builtin_mul_overflow(numel, elem, &bytes) ||
       bytes != it->second.size)
     bad("storage '" + key + "' claims " + std::to_string(a[4].i) + " elements of " + std::to_string(a[1].elem) +
         " bytes, its entry holds " + std::to_string(it->second.size) + " bytes");
@@ -666,9 +674,10 @@ CheckpointContents checkCheckpointBytes(const unsigned char* data, std::size_t s
   const std::string rewritten = pickle.rewritten();
   if (rewritten.empty()) return c;
   std::vector<std::pair<std::string, std::string>> entries;
-  for (const auto& [name, e] : zip.entries)
-    entries.emplace_back(zip.archive + "/" + name,
-                         name == "data.pkl" ? rewritten : std::string(reinterpret_cast<const char*>(data + e.data), e.size));
+  for (const auto& [name, e] : zip.entries) {
+    const char* bytes = reinterpret_cast<const char*>(data) + e.data;
+    entries.emplace_back(zip.archive + "/" + name, name == "data.pkl" ? rewritten : std::string(bytes, e.size));
+  }
   c.rewritten = storedZip(entries);
   return c;
 }

@@ -40,7 +40,8 @@ std::uint64_t bodySize(const unsigned char* h, IdxKind kind, const std::string& 
   if (!images) return count;
   const std::uint32_t rows = bigEndian32(h + 8), cols = bigEndian32(h + 12);
   if (rows != kMnistSide || cols != kMnistSide)
-    refuse(name, "has " + std::to_string(rows) + "x" + std::to_string(cols) + " images, the model takes 28x28 (784 inputs)");
+    refuse(name, "has " + std::to_string(rows) + "x" + std::to_string(cols) +
+                     " images, the model takes 28x28 (784 inputs)");
   return std::uint64_t{count} * kMnistPixels;
 }
 
@@ -73,7 +74,8 @@ class GzStream {
       const int rc = inflate(&z_, Z_NO_FLUSH);
       got += want - z_.avail_out;
       if (rc == Z_STREAM_END) ended_ = true;
-      else if (rc != Z_OK && rc != Z_BUF_ERROR) refuse(name_, std::string("is not a valid gzip stream (") + (z_.msg ? z_.msg : "corrupt") + ")");
+      else if (rc != Z_OK && rc != Z_BUF_ERROR)
+        refuse(name_, std::string("is not a valid gzip stream (") + (z_.msg ? z_.msg : "corrupt") + ")");
       else if (noInput && want == z_.avail_out) refuse(name_, "gzip stream is cut short (truncated)");
     }
     return got;
@@ -103,7 +105,8 @@ IdxData decodePlain(const Source& src, std::uint64_t size, IdxKind kind, const s
   IdxData d;
   unsigned char h[16];
   const std::size_t hs = headerSize(kind);
-  if (size < hs || src(h, hs) != hs) refuse(name, "is too short for an IDX header (" + std::to_string(size) + " bytes)");
+  if (size < hs || src(h, hs) != hs)
+    refuse(name, "is too short for an IDX header (" + std::to_string(size) + " bytes)");
   const std::uint64_t body = bodySize(h, kind, name, d.count);
   // The length is known before anything is allocated: a header promising more is refused here.
   if (size != hs + body)
