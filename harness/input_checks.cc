@@ -252,7 +252,6 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkMaxSteps("--max_steps", c.maxSteps);
     checkInt("--microbatches", c.microbatches, 1, 1 << 20);
     findSchedule("--schedule", c.schedule);
-    if (!c.resumeFrom.empty()) loadCheckpoint(c.resumeFrom, c);  // unreadable, foreign or other settings
     if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);
     if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
     const DatasetSizes& d = datasets[c.dataset];
@@ -275,6 +274,9 @@ void checkTrainRun(const TrainRunOptions& o) {
          << (momentum ? ", momentum" : "") << ": " << humanBytes(need / largestReplicas) << " each)";
     checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
   }
+  // After the memory check: a checkpoint's size bound comes from the model, which now fits.
+  for (const TrainPoint& p : o.points)
+    if (!p.cfg.resumeFrom.empty()) loadCheckpoint(p.cfg.resumeFrom, p.cfg);  // unreadable, hostile, other settings
   if (o.nodeRank == 0 && o.masterPort != 0) checkPortFree("--master_port", o.masterPort);
   // The address the ranks will bind to: --iface's (which must exist and be up), else
   // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).

@@ -130,7 +130,7 @@ TEST_F(CheckpointFile, TruncatedForeignOrOtherSettingsAreRefused) {
   test::writeText(foreign, "hello\n");
   for (const std::string& p : {cut, foreign}) {
     const std::string why = usageErrorOf([&] { loadCheckpoint(p, cfg_); });
-    EXPECT_NE(why.find("--resume_from " + p + ": not a readable checkpoint"), std::string::npos) << why;
+    EXPECT_NE(why.find("--resume_from " + p + ": not a zip archive"), std::string::npos) << why;
   }
   TrainConfig other = cfg_;
   other.model.hidden = {256};

@@ -156,7 +156,7 @@ TEST(InputChecks, TempDirMustBeAWritableDirectory) {
   fs::remove(dir);
 }
 
-// IDX headers only: what checkDatasetSpec reads.
+// An IDX file of `count` zero images or labels: checkDatasetSpec reads it whole.
 void writeIdx(const fs::path& path, std::uint32_t magic, std::uint32_t count, bool gz) {
   unsigned char h[16] = {};
   auto put = [&h](int at, std::uint32_t v) {
@@ -166,12 +166,14 @@ void writeIdx(const fs::path& path, std::uint32_t magic, std::uint32_t count, bo
   put(4, count);
   put(8, 28);
   put(12, 28);
+  const std::string bytes = std::string(reinterpret_cast<char*>(h), magic == 2051 ? 16 : 8) +
+                            std::string(std::size_t{count} * (magic == 2051 ? 784 : 1), '\0');
   if (gz) {
     gzFile f = gzopen((path.string() + ".gz").c_str(), "wb");
-    gzwrite(f, h, sizeof h);
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
     gzclose(f);
   } else {
-    test::writeText(path, std::string(reinterpret_cast<char*>(h), magic == 2051 ? 16 : 8));
+    test::writeText(path, bytes);
   }
 }
 
@@ -186,7 +188,7 @@ fs::path fakeMnist(const std::string& name, std::uint32_t train, std::uint32_t t
   return dir;
 }
 
-TEST(InputChecks, DatasetSizesComeFromTheIdxHeaders) {
+TEST(InputChecks, DatasetSizesComeFromTheCheckedIdxFiles) {
   const DatasetSizes synth = checkDatasetSpec("--dataset", "synthetic");
   EXPECT_EQ(synth.train, 60000u);
   EXPECT_EQ(synth.test, 10000u);
@@ -196,10 +198,10 @@ TEST(InputChecks, DatasetSizesComeFromTheIdxHeaders) {
   EXPECT_EQ(m.test, 70u);
   const fs::path bad = fakeMnist("mnist_bad", 300, 299, 70);
   expectRefused([&] { checkDatasetSpec("--dataset", "mnist:" + bad.string()); },
-                {"--dataset: ", "300 train images but 299 labels"});
+                {"--dataset: ", "has 299 labels but", "has 300 images"});
   fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
   expectRefused([&] { checkDatasetSpec("--dataset", "mnist:" + dir.string()); },
-                {"--dataset: ", "t10k-labels-idx1-ubyte (or .gz) is missing"});
+                {"--dataset: neither ", "t10k-labels-idx1-ubyte.gz is a regular file"});
   expectRefused([] { checkDatasetSpec("--dataset", "cifar"); }, {"--dataset: ", "cifar"});
   fs::remove_all(dir);
   fs::remove_all(bad);

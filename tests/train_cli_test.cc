@@ -121,18 +121,18 @@ struct BusyPort {
   ~BusyPort() { close(fd); }
 };
 
-// A directory that passes for MNIST up front: gzipped IDX headers of `train` and `test` samples.
+// A valid gzipped MNIST of `train` and `test` blank samples (the launcher reads it whole).
 std::string fakeMnistDir(std::uint32_t train, std::uint32_t test) {
   const std::string dir = test::tempPath("mnist");
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& name, std::uint32_t magic, std::uint32_t count) {
-    unsigned char h[8];
-    for (int i = 0; i < 4; ++i) {
-      h[i] = static_cast<unsigned char>(magic >> (24 - 8 * i));
-      h[4 + i] = static_cast<unsigned char>(count >> (24 - 8 * i));
-    }
+    std::vector<unsigned char> b;
+    const std::uint32_t images = magic == 2051;
+    for (std::uint32_t v : {magic, count, 28u, 28u})
+      for (int i = 0; i < 4 && b.size() < (images ? 16u : 8u); ++i) b.push_back(static_cast<unsigned char>(v >> (24 - 8 * i)));
+    b.resize(b.size() + std::size_t{count} * (images ? 784 : 1));
     gzFile f = gzopen((dir + "/" + name + ".gz").c_str(), "wb");
-    gzwrite(f, h, sizeof h);
+    gzwrite(f, b.data(), static_cast<unsigned>(b.size()));
     gzclose(f);
   };
   write("train-images-idx3-ubyte", 2051, train);

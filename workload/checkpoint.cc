@@ -6,14 +6,14 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "common/error.h"
 #include "common/out_file.h"
+#include "workload/checkpoint_check.h"
 
 namespace tpb {
 
@@ -179,14 +179,23 @@ void saveCheckpoint(const std::string& path, const TrainConfig& cfg, const Check
 }
 
 Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Checked by tpbench before LibTorch's zip reader and unpickler, which trust their input
+  // (workload/checkpoint_check.h): of a checkpoint for this run's model, weights and momentum
+  // buffers make up all but a few kilobytes.
+  std::uint64_t params = 0;
+  for (const auto& s : shapesOf(cfg.model)) params += elements(s);
+  const std::vector<char> bytes = readCheckedCheckpoint(
+      "--resume_from", path, 2 * params * sizeof(float) + (16u << 20),
+      "bytes a checkpoint of this run's model (--hidden) can take");
   IValue root;
   try {
     root = torch::pickle_load(bytes);
-  } catch (const std::exception&) {
-    bad(path, "not a readable checkpoint (truncated, or not a file torch.save/tpbench wrote)");
+  } catch (const std::exception& e) {
+    // What passed tpbench's checks and still fails in LibTorch (a CRC, an unknown version): its
+    // reason's first line, without the backtrace c10 appends.
+    const std::string why = e.what();
+    bad(path, "not a readable checkpoint (truncated, or not a file torch.save/tpbench wrote): " +
+                  why.substr(0, std::min<std::size_t>(why.find('\n'), 200)));
   }
   if (!root.isGenericDict()) bad(path, "not a tpbench checkpoint (not a dict)");
   const GenericDict doc = root.toGenericDict();

@@ -2,14 +2,13 @@
 #include "workload/dataset.h"
 
 #include <torch/torch.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
 #include <vector>
 
 #include "common/error.h"
+#include "workload/idx.h"
 #include "workload/sampler.h"
 
 // Bit-identical results on every machine need each float operation rounded as written, never
@@ -22,9 +21,9 @@
 namespace tpb {
 namespace {
 
-constexpr int kSide = 28;
-constexpr int kPixels = kSide * kSide;
-constexpr int kClasses = 10;
+constexpr int kSide = kMnistSide;
+constexpr int kPixels = kMnistPixels;
+constexpr int kClasses = kMnistClasses;
 constexpr float kMnistMean = 0.1307f;
 constexpr float kMnistStd = 0.3081f;
 
@@ -135,98 +134,18 @@ Dataset generateSplit(const SynthModel& m, std::uint64_t seed, int splitId, std:
 
 // ---- MNIST IDX ---------------------------------------------------------------------------------
 
-std::uint32_t bigEndian32(const std::vector<unsigned char>& b, std::size_t at) {
-  return (std::uint32_t{b[at]} << 24) | (std::uint32_t{b[at + 1]} << 16) |
-         (std::uint32_t{b[at + 2]} << 8) | std::uint32_t{b[at + 3]};
-}
-
-// mnistFilePath, or a UsageError if neither file exists.
-std::string findIdx(const std::string& dir, const std::string& name) {
-  const std::string path = mnistFilePath(dir, name);
-  if (path.empty()) {
-    const std::string plain = (std::filesystem::path(dir) / name).string();
-    TPB_THROW(UsageError, "mnist: neither " << plain << " nor " << plain << ".gz exists");
-  }
-  return path;
-}
-
-// Whole file, decompressed if gzipped (gzread passes plain files through unchanged).
-std::vector<unsigned char> readAll(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rbe");  // e: O_CLOEXEC
-  if (f == nullptr) TPB_THROW(UsageError, "mnist: cannot open " << path);
-  std::vector<unsigned char> out;
-  std::vector<unsigned char> chunk(1 << 20);
-  for (;;) {
-    const int got = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (got < 0) {
-      int err = 0;
-      const std::string msg = gzerror(f, &err);
-      gzclose(f);
-      TPB_THROW(UsageError, "mnist: cannot read " << path << ": " << msg);
-    }
-    if (got == 0) break;
-    out.insert(out.end(), chunk.begin(), chunk.begin() + got);
-  }
-  int err = 0;
-  const std::string msg = gzerror(f, &err);
-  gzclose(f);
-  // A gzip stream cut short reads as a short file plus Z_BUF_ERROR.
-  if (err != Z_OK && err != Z_STREAM_END) {
-    TPB_THROW(UsageError, "mnist: cannot read " << path << ": " << msg);
-  }
-  return out;
-}
-
-Dataset readIdxPair(const std::string& dir, const std::string& imagesName, const std::string& labelsName) {
-  const std::string imgPath = findIdx(dir, imagesName);
-  const std::string labPath = findIdx(dir, labelsName);
-  const auto img = readAll(imgPath);
-  const auto lab = readAll(labPath);
-
-  if (img.size() < 16) TPB_THROW(UsageError, "mnist: " << imgPath << " is too short for an IDX header (" << img.size() << " bytes)");
-  if (bigEndian32(img, 0) != 2051) {
-    TPB_THROW(UsageError, "mnist: " << imgPath << " has bad magic number " << bigEndian32(img, 0)
-                                    << " (expected 2051 for an IDX image file)");
-  }
-  const std::uint64_t n = bigEndian32(img, 4);
-  const std::uint32_t rows = bigEndian32(img, 8), cols = bigEndian32(img, 12);
-  if (rows != kSide || cols != kSide) {
-    TPB_THROW(UsageError, "mnist: " << imgPath << " has " << rows << "x" << cols << " images (expected 28x28)");
-  }
-  const std::uint64_t wantImg = 16 + n * kPixels;
-  if (img.size() != wantImg) {
-    TPB_THROW(UsageError, "mnist: " << imgPath << " is " << img.size() << " bytes, expected " << wantImg
-                                    << " for " << n << " images (truncated or corrupt)");
-  }
-
-  if (lab.size() < 8) TPB_THROW(UsageError, "mnist: " << labPath << " is too short for an IDX header (" << lab.size() << " bytes)");
-  if (bigEndian32(lab, 0) != 2049) {
-    TPB_THROW(UsageError, "mnist: " << labPath << " has bad magic number " << bigEndian32(lab, 0)
-                                    << " (expected 2049 for an IDX label file)");
-  }
-  const std::uint64_t nl = bigEndian32(lab, 4);
-  if (nl != n) {
-    TPB_THROW(UsageError, "mnist: " << labPath << " has " << nl << " labels but " << imgPath << " has " << n << " images");
-  }
-  if (lab.size() != 8 + n) {
-    TPB_THROW(UsageError, "mnist: " << labPath << " is " << lab.size() << " bytes, expected " << 8 + n
-                                    << " for " << n << " labels (truncated or corrupt)");
-  }
-
+// The checked bytes of one split (workload/idx.h) as tensors.
+Dataset readIdxPair(const std::string& dir, const std::string& prefix) {
+  const MnistPair p = readMnistPair(dir, prefix);
+  const auto n = static_cast<std::int64_t>(p.images.count);
   Dataset d;
-  d.images = torch::empty({static_cast<std::int64_t>(n), kPixels}, torch::kFloat32);
-  d.labels = torch::empty({static_cast<std::int64_t>(n)}, torch::kInt64);
+  d.images = torch::empty({n, kPixels}, torch::kFloat32);
+  d.labels = torch::empty({n}, torch::kInt64);
   float* out = d.images.data_ptr<float>();
-  for (std::size_t i = 0; i < n * kPixels; ++i) {
-    out[i] = (static_cast<float>(img[16 + i]) / 255.0f - kMnistMean) / kMnistStd;
-  }
+  for (std::size_t i = 0; i < p.images.body.size(); ++i)
+    out[i] = (static_cast<float>(p.images.body[i]) / 255.0f - kMnistMean) / kMnistStd;
   std::int64_t* lo = d.labels.data_ptr<std::int64_t>();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (lab[8 + i] >= kClasses) {
-      TPB_THROW(UsageError, "mnist: " << labPath << " has label " << int{lab[8 + i]} << " at index " << i << " (expected 0..9)");
-    }
-    lo[i] = lab[8 + i];
-  }
+  for (std::size_t i = 0; i < p.labels.body.size(); ++i) lo[i] = p.labels.body[i];
   return d;
 }
 
@@ -241,16 +160,6 @@ void keepFirst(Dataset& d, std::size_t k, const std::string& what) {
 
 }  // namespace
 
-std::string mnistFilePath(const std::string& dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  const fs::path plain = fs::path(dir) / name;
-  const fs::path gz = fs::path(dir) / (name + ".gz");
-  std::error_code ec;
-  if (fs::is_regular_file(plain, ec)) return plain.string();
-  if (fs::is_regular_file(gz, ec)) return gz.string();
-  return "";
-}
-
 DataSplit makeSynthetic(std::size_t nTrain, std::size_t nTest, std::uint64_t seed) {
   const SynthModel m = buildSynthModel(seed);
   DataSplit s;
@@ -262,8 +171,8 @@ DataSplit makeSynthetic(std::size_t nTrain, std::size_t nTest, std::uint64_t see
 
 DataSplit loadMnist(const std::string& dir, std::size_t trainSize) {
   DataSplit s;
-  s.train = readIdxPair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
-  s.test = readIdxPair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+  s.train = readIdxPair(dir, "train");
+  s.test = readIdxPair(dir, "t10k");
   keepFirst(s.train, trainSize, "mnist:" + dir);
   s.name = "mnist";
   return s;

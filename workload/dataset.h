@@ -25,8 +25,9 @@
 //   100 steps, 41% after 20); train_size 8192 at batch 128 — the global batch of two ranks at
 //   64 — 88.7% / 93.9% / 96.6% after epochs 1 / 2 / 3 (first 2000 test samples).
 // "mnist:DIR" — train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
-//   t10k-labels-idx1-ubyte in DIR, each plain or gzipped (NAME.gz). Magic numbers, 28x28 images,
-//   matching counts, label range and exact file lengths are checked. Pixels become
+//   t10k-labels-idx1-ubyte in DIR, each plain or gzipped (NAME.gz), read and checked by
+//   workload/idx.h (magic numbers, 28x28 images, matching counts, label range, exact lengths,
+//   gzip inflated no further than the header implies). Pixels become
 //   (x/255 - 0.1307) / 0.3081.
 #pragma once
 
@@ -51,9 +52,6 @@ struct DataSplit {
 
 // The sizes of "synthetic" (MNIST's).
 constexpr std::size_t kSyntheticTrainSize = 60000, kSyntheticTestSize = 10000;
-
-// DIR/name if that file exists, else DIR/name.gz if that one does, else "".
-std::string mnistFilePath(const std::string& dir, const std::string& name);
 
 // Loads `spec` ("synthetic" or "mnist:DIR") on the CPU. trainSize K > 0 keeps the first K
 // training samples (tpb::UsageError if fewer exist); 0 keeps all. `seed` only affects

@@ -1,6 +1,6 @@
-// workload/dataset_check.h — a cheap up-front check of a --dataset value, so a typo or a missing
-// file is a usage error before any rank is launched (the full parse happens in every rank), and
-// the dataset's sizes are known to the checks of --train_size and --test_size.
+// workload/dataset_check.h — the up-front check of a --dataset value, so a typo, a missing file or
+// a bad one is a usage error before any rank is launched, and the dataset's sizes are known to
+// the checks of --train_size and --test_size.
 #pragma once
 
 #include <cstddef>
@@ -12,10 +12,10 @@ struct DatasetSizes {
   std::size_t train = 0, test = 0;  // samples
 };
 
-// Throws UsageError naming `flag` if `spec` is neither "synthetic" nor "mnist:DIR" with the
-// four IDX files (plain or .gz) readable in DIR, each with an IDX header of the right kind and
-// image and label counts that agree. Returns the sample counts: synthetic's fixed sizes, or the
-// counts in the IDX headers (only the headers are read, decompressed where gzipped).
+// Throws UsageError naming `flag` (and the file) if `spec` is neither "synthetic" nor "mnist:DIR"
+// with the four IDX files (plain or .gz) in DIR passing every check the ranks' reader makes
+// (workload/idx.h: kind, 28x28 images, exact length, labels 0..9, image and label counts that
+// agree). Returns the sample counts: synthetic's fixed sizes, or the files'.
 DatasetSizes checkDatasetSpec(const std::string& flag, const std::string& spec);
 
 }  // namespace tpb
