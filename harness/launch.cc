@@ -256,6 +256,9 @@ LaunchResult launch(const LaunchSpec& spec) {
   std::uint16_t port = spec.sharedStore ? spec.sharedStore->port() : spec.masterPort;
   SharedFailures failures(spec);
   if (spec.nodeRank == 0 && !spec.sharedStore) {
+    // One node: this launcher is the only one, so it makes the job's secret itself; its ranks
+    // inherit it. Across nodes every node must be given the same one (harness/input_checks.cc).
+    if (spec.nnodes == 1) makeJobSecretIfUnset();
     store = Store::serve(spec.masterAddr, spec.masterPort, spec.timeout);
     port = store->port();
   }
@@ -269,7 +272,9 @@ LaunchResult launch(const LaunchSpec& spec) {
   TPB_CHECK(!spec.viaMpirun || spec.nnodes == 1, "mpirun launches cover one node");
   MpirunOutput mpirunOut;
   if (spec.viaMpirun) {
-    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS"};
+    // -x NAME: mpirun copies the value from its own environment, so the secret stays off its
+    // command line (which every user of the host can read).
+    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
     if (spec.shareRunId) exported.push_back("TPB_RUN_ID");
     for (const auto& kv : spec.extraEnv) exported.push_back(kv.first);
     argStrings = mpirunArgv(spec.nprocPerNode, argStrings, exported);
