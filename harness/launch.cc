@@ -296,10 +296,12 @@ LaunchResult launch(const LaunchSpec& spec) {
       const std::string kv(*e);
       const std::string key = kv.substr(0, kv.find('='));
       if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
-          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK")
+          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK" ||
+          (spec.viaMpirun && key == "LD_PRELOAD"))
         continue;
       env.push_back(kv);
     }
+    if (spec.viaMpirun) env.push_back("LD_PRELOAD=" + mpirunPreload());
     if (!spec.viaMpirun) {  // under mpirun each rank reads Open MPI's variables instead
       env.push_back("RANK=" + std::to_string(c.exit.rank));
       env.push_back("WORLD_SIZE=" + std::to_string(world));
