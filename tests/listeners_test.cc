@@ -2,8 +2,12 @@
 // rendezvous store (LibTorch 1.13's TCPStore server bound the wildcard address, reachable from
 // every network the host is on), Gloo's pairs, and whatever the strategies open. Each case
 // samples the listening sockets of the launcher and all its processes while a 2-rank point of a
-// store-using strategy runs. (--launcher mpirun: tests/mpi_test.cc, MpiCli.NothingListensBeyondLoopback.)
+// store-using strategy runs; and --secret_file's checks. (--launcher mpirun: tests/mpi_test.cc, MpiCli.NothingListensBeyondLoopback.)
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cstdio>
 
 #include <string>
 #include <vector>
@@ -33,6 +37,37 @@ TEST(OneHostListeners, DdpListensOnLoopbackOnly) { expectLoopbackOnly({"--strate
 
 TEST(OneHostListeners, AllreduceWithTheGlooLibraryListensOnLoopbackOnly) {
   expectLoopbackOnly({"--strategy", "allreduce", "--library", "gloo"});
+}
+
+// --secret_file: the secret must be its owner's alone, and several nodes must have one.
+TEST(SecretFile, ALooseEmptyOrMissingSecretIsRefusedUpFront) {
+  const std::string path = test::tempPath("secret");
+  const std::vector<std::string> run = {"run", "--strategy", "ring_all_reduce", "--n_gpus", "2", "--secret_file", path};
+  test::writeText(path, "s3cret\n");
+  for (mode_t loose : {0644, 0640, 0604, 0620}) {
+    chmod(path.c_str(), loose);
+    test::expectRefusedUpFront(test::runCli(run), "--secret_file " + path + ": readable or writable by its group or others");
+  }
+  chmod(path.c_str(), 0600);
+  test::writeText(path, "\n");
+  test::expectRefusedUpFront(test::runCli(run), "--secret_file " + path + ": empty");
+  std::remove(path.c_str());
+  test::expectRefusedUpFront(test::runCli(run), "--secret_file " + path + ": No such file or directory");
+  // Several nodes, no secret anywhere: refused before node 0 opens its store.
+  test::expectRefusedUpFront(test::runCli({"run", "--strategy", "ring_all_reduce", "--n_gpus", "2", "--nnodes", "2",
+                                           "--nproc_per_node", "1", "--master_port", "29999"},
+                                          {{"TPB_JOB_SECRET", ""}}),
+                             "--secret_file: several nodes need the job's secret");
+}
+
+TEST(SecretFile, AnOwnersOnlySecretRunsAPoint) {
+  const std::string path = test::tempPath("secret_ok");
+  test::writeText(path, "s3cret\n");
+  chmod(path.c_str(), 0600);
+  const auto r = test::runCli({"run", "--strategy", "ring_all_reduce", "--transport", "gloo", "--n_gpus", "2",
+                               "--epochs", "1", "--train_size", "256", "--test_size", "64", "--secret_file", path});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  std::remove(path.c_str());
 }
 
 }  // namespace
