@@ -100,6 +100,11 @@ void ExternalJob::join(const std::string& refusal) {
   if (masterAddr_.empty())
     TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
                                           << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
+  // Over several nodes rank 0's store is reachable from their network: only the secret's
+  // holders may join (torchrun's agent store is torchrun's, with its own rules).
+  if (!env_.agentStore && env_.localWorldSize < env_.worldSize && jobSecret().empty())
+    TPB_THROW(UsageError, kJobSecretVar << ": " << env_.launcher << " over several nodes: set " << kJobSecretVar
+                                        << " to the same secret on every node, or give --secret_file FILE (mode 600)");
   // Rank 0 hosts the store unless torchrun's agent already does at that port.
   const bool host = env_.rank == 0 && !env_.agentStore;
   const auto port = static_cast<std::uint16_t>(masterPort_);

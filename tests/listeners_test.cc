@@ -60,6 +60,15 @@ TEST(SecretFile, ALooseEmptyOrMissingSecretIsRefusedUpFront) {
                              "--secret_file: several nodes need the job's secret");
 }
 
+// Under torchrun without its agent store (rank 0 hosts it), srun or mpirun over several nodes:
+// rank 0's store needs a secret too, refused up front without one.
+TEST(SecretFile, AnExternalJobOverSeveralNodesNeedsASecret) {
+  const auto r = test::runCli({"run", "--strategy", "ring_all_reduce", "--timeout", "20", "--rendezvous_timeout", "5"},
+                              {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+                               {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29998"}, {"TPB_JOB_SECRET", ""}});
+  test::expectRefusedUpFront(r, "TPB_JOB_SECRET: torchrun over several nodes");
+}
+
 TEST(SecretFile, AnOwnersOnlySecretRunsAPoint) {
   const std::string path = test::tempPath("secret_ok");
   test::writeText(path, "s3cret\n");
