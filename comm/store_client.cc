@@ -64,14 +64,17 @@ c10::intrusive_ptr<c10d::Store> StoreClient::clone() {
 }
 
 // Sends one request and reads its reply. The server answers a waiting request itself when
-// `serverWait` passes, so this end waits that long plus the store's timeout for an answer; a
-// connection that failed once is closed, and every later request fails at once.
+// `serverWait` passes, so this end waits that long plus twice the store's timeout for an answer:
+// a caller that watches its requests (worker/point_sync.h: a request unanswered for the timeout
+// means node 0 is lost) sees the stall before the request gives up. A connection that failed
+// once is closed, and every later request fails at once.
 std::vector<std::string> StoreClient::call(std::vector<std::string> request, std::chrono::milliseconds serverWait) {
   std::lock_guard<std::mutex> lock(m_);
   const std::string where = host_ + ":" + std::to_string(port_);
   if (fd_ < 0) TPB_THROW(Error, "the connection to the rendezvous store at " << where << " was lost earlier");
   // A zero timeout is c10d's kNoTimeout: wait as long as it takes.
-  const auto deadline = timeout_.count() == 0 ? Clock::time_point::max() : Clock::now() + serverWait + timeout_;
+  const auto patience = serverWait + 2 * timeout_;
+  const auto deadline = timeout_.count() == 0 ? Clock::time_point::max() : Clock::now() + patience;
   std::vector<std::string> reply;
   wire::ReadResult r = wire::ReadResult::Closed;
   if (wire::sendMessage(fd_, request, deadline)) r = wire::readMessage(fd_, reply, std::size_t(64) << 20, 4, deadline);
@@ -80,7 +83,7 @@ std::vector<std::string> StoreClient::call(std::vector<std::string> request, std
     fd_ = -1;
     if (r == wire::ReadResult::Timeout)
       TPB_THROW(TimeoutError, "the rendezvous store at " << where << " did not answer within "
-                                                         << std::chrono::duration_cast<std::chrono::seconds>(serverWait + timeout_).count() << " s");
+                                                         << std::chrono::duration_cast<std::chrono::seconds>(patience).count() << " s");
     TPB_THROW(Error, "the rendezvous store at " << where << " closed the connection");
   }
   const auto s = static_cast<Status>(reply[0][0]);
