@@ -254,6 +254,14 @@ void useSecretFile(const std::string& flag, const std::string& path) {
   TPB_CHECK_ERRNO(setenv(kJobSecretVar, secret.c_str(), 1), "setenv " << kJobSecretVar);
 }
 
+void checkNodesShareASecret(int nnodes) {
+  // Node 0's store is reachable from the other nodes' network: only holders of the secret get in.
+  if (nnodes > 1 && jobSecret().empty())
+    TPB_THROW(UsageError, "--secret_file: several nodes need the job's secret, the same on every node: give "
+                          "--secret_file FILE (mode 600) or set "
+                              << kJobSecretVar);
+}
+
 void checkTrainRun(const TrainRunOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--nproc_per_node", o.nprocPerNode, 0, 64);
@@ -296,11 +304,6 @@ void checkTrainRun(const TrainRunOptions& o) {
          << (momentum ? ", momentum" : "") << ": " << humanBytes(need / largestReplicas) << " each)";
     checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
   }
-  // Node 0's store is reachable from the other nodes' network: only holders of the secret get in.
-  if (o.nnodes > 1 && jobSecret().empty())
-    TPB_THROW(UsageError, "--secret_file: several nodes need the job's secret, the same on every node: give "
-                          "--secret_file FILE (mode 600) or set "
-                              << kJobSecretVar);
   if (o.nodeRank == 0 && o.masterPort != 0) checkPortFree("--master_port", o.masterPort);
   // The address the ranks will bind to: --iface's (which must exist and be up), else
   // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).

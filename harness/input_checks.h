@@ -134,6 +134,9 @@ void checkSaveDir(const std::string& flag, const std::string& dir);
 // empty (a trailing newline is not part of the secret), at most 4 KiB. Its text becomes the job's
 // secret (TPB_JOB_SECRET in this process's environment, which its ranks inherit).
 void useSecretFile(const std::string& flag, const std::string& path);
+// Several nodes and no secret (neither --secret_file nor TPB_JOB_SECRET): refused, naming
+// --secret_file. Checked after the flags' own checks, which name the flag at fault first.
+void checkNodesShareASecret(int nnodes);
 
 // ---- whole commands -----------------------------------------------------------------------------
 
