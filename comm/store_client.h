@@ -31,8 +31,8 @@ class StoreClient : public c10d::Store {
   std::int64_t getNumKeys() override;
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
-  // LibTorch 2.x asks its stores for a copy with a connection of its own; 1.13 has no such
-  // method, hence no `override` (the one declaration fits both).
+  // Another client with a connection of its own. Neither 1.13's nor 2.6's c10d::Store declares
+  // it (hence no `override`); releases after 2.6 ask their stores for one.
   c10::intrusive_ptr<c10d::Store> clone();
 
  private:
