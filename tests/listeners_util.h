@@ -94,11 +94,11 @@ struct Listeners {
   std::set<std::string> loopback, other;  // "ADDR:PORT"
 };
 
-// Adds what the tree of `root` listens on now to `seen`.
+// Adds what the tree of `root` listens on now to `seen` (as root's network namespace sees it).
 inline void addListeners(int root, Listeners& seen) {
   const std::set<std::string> inodes = socketInodes(processTree(root));
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in("/proc/" + std::to_string(root) + table);
     std::string line;
     std::getline(in, line);  // the header
     while (std::getline(in, line)) {

@@ -19,6 +19,7 @@
 
 #include "comm/store_client.h"
 #include "tests/cli_util.h"
+#include "tests/listeners_util.h"
 #include "tests/netns_util.h"
 
 namespace tpb::test {
@@ -436,16 +437,24 @@ TEST(NetnsTwoHosts, MissingNodeFailsAtTheRendezvousTimeout) {
   EXPECT_EQ(error.find("interrupted"), std::string::npos) << error;
 }
 
-// A process on the hosts' network without the job's secret (here: in node 1's namespace) can
+// Node 0's store listens on its --master_addr alone (main's TCPStore: the wildcard address). A
+// process on the hosts' network without the job's secret (here: in node 1's namespace) can
 // reach node 0's store but cannot join it or write a key: neither with c10d's TCPStore client,
 // which any PyTorch user has (main's store took its keys), nor with tpbench's own client and a
 // wrong secret. The same client with the job's secret gets in, so the port was reachable.
-TEST(NetnsTwoHosts, AStrangerOnTheNetworkCannotWriteKeys) {
+TEST(NetnsTwoHosts, TheStoreListensOnMasterAddrAndAStrangerCannotWriteKeys) {
   NetnsPair pair;
   TPB_NETNS_OR_SKIP(pair);
   const std::string port = portFor(1), out = tempPath("stranger.json");
   NetnsPair::Node node0, node1;
   ASSERT_NO_FATAL_FAILURE(startLongPoint(pair, port, out, {}, node0, node1));
+  // Node 0's processes listen on its address toward node 1 (the store at --master_addr, Gloo's
+  // pairs) or on loopback, never on the wildcard address.
+  Listeners seen;
+  for (int i = 0; i < 20; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(20))) addListeners(node0.pid, seen);
+  EXPECT_TRUE(seen.other.count(std::string(NetnsPair::kAddress[0]) + ":" + port)) << "the store was not seen listening";
+  for (const std::string& a : seen.other)
+    EXPECT_EQ(a.rfind(std::string(NetnsPair::kAddress[0]) + ":", 0), 0u) << "node 0 listened on " << a;
   const pid_t child = fork();
   if (child == 0) {
     const int ns = open(("/var/run/netns/" + pair.nsName(1)).c_str(), O_RDONLY | O_CLOEXEC);
