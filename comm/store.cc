@@ -1,18 +1,16 @@
 #include "comm/store.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <type_traits>
+#include <cstdlib>
 #include <utility>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "comm/hmac_sha256.h"
 #include "comm/store_c10d.h"
+#include "comm/store_client.h"
+#include "comm/store_server.h"
+#include "comm/store_wire.h"
 #include "common/descriptors.h"
 #include "common/error.h"
 
@@ -23,101 +21,73 @@ Store::~Store() = default;
 
 namespace {
 
-// A TCP socket bound to host:port (port 0: a free one) and listening, close-on-exec; -1 when
-// one cannot be made. `bound` gets its port.
-[[maybe_unused]] int listenOn(const std::string& host, std::uint16_t port, std::uint16_t& bound) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (const addrinfo* ai = res; ai && fd < 0; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) continue;
-    const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_storage local{};
-    socklen_t len = sizeof local;
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 2048) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-      close(fd);
-      fd = -1;
-      continue;
-    }
-    bound = ntohs(local.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&local)->sin_port
-                                             : reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
-  }
-  freeaddrinfo(res);
-  return fd;
-}
-
-// LibTorch 2.x's server takes a listening socket its caller bound (TCPStoreOptions::
-// masterListenFd): there the store listens on `host` alone (127.0.0.1 on one node). 1.13 has no
-// such option, and its server binds the wildcard address (README: several hosts, the store).
-template <typename O, typename = void>
-struct HasListenFd : std::false_type {};
-template <typename O>
-struct HasListenFd<O, std::void_t<decltype(std::declval<O&>().masterListenFd)>> : std::true_type {};
-
-template <typename O>
-int bindServerTo(O& o, const std::string& host) {
-  if constexpr (HasListenFd<O>::value) {
-    std::uint16_t bound = 0;
-    const int fd = listenOn(host, o.port, bound);
-    if (fd >= 0) {
-      o.masterListenFd = fd;
-      o.port = bound;
-    }
-    return fd;
-  } else {
-    return -1;
-  }
-}
-
-std::unique_ptr<Store::Impl> makeTcp(const std::string& host, std::uint16_t port, bool server,
-                                     std::chrono::milliseconds timeout) {
-  auto options = [&] {
-    c10d::TCPStoreOptions o;
-    o.port = port;
-    o.isServer = server;
-    o.waitWorkers = false;
-    o.timeout = timeout;
-    return o;
-  };
+// The client of torchrun's agent store, which is c10d's TCPStore and speaks its wire.
+std::unique_ptr<Store::Impl> tcpStoreClient(const std::string& host, std::uint16_t port,
+                                            std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = port;
+  o.isServer = false;
+  o.waitWorkers = false;
+  o.timeout = timeout;
   auto impl = std::make_unique<Store::Impl>();
   try {
-    c10::intrusive_ptr<c10d::TCPStore> tcp;
-    c10d::TCPStoreOptions o = options();
-    const int fd = server ? bindServerTo(o, host) : -1;
-    try {
-      tcp = c10::make_intrusive<c10d::TCPStore>(host, o);
-    } catch (const std::exception&) {
-      if (fd < 0) throw;
-      // The server refused our socket: fall back to its own (wildcard) one.
-      if (fcntl(fd, F_GETFD) != -1) close(fd);
-      tcp = c10::make_intrusive<c10d::TCPStore>(host, options());
-    }
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(host, o);
     impl->port = tcp->getPort();
     impl->store = tcp;
-    markDescriptorsCloseOnExec();  // the daemons' wake-up pipes (c10d opens them inheritable)
+    markDescriptorsCloseOnExec();  // the client's wake-up pipes (c10d opens them inheritable)
   } catch (const std::exception& e) {
-    TPB_THROW(Error, "rendezvous store at " << host << ":" << port << " ("
-                                           << (server ? "serve" : "connect")
-                                           << ") failed: " << e.what());
+    TPB_THROW(Error, "torchrun's rendezvous store at " << host << ":" << port << " (connect) failed: " << e.what());
   }
   return impl;
 }
+
+std::unique_ptr<Store::Impl> ownStoreClient(const std::string& host, std::uint16_t port,
+                                            std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Store::Impl>();
+  try {
+    impl->store = c10::make_intrusive<StoreClient>(host, port, jobSecret(), timeout);
+  } catch (const std::exception& e) {
+    TPB_THROW(Error, "rendezvous store at " << host << ":" << port << " (connect) failed: " << e.what());
+  }
+  impl->port = port;
+  return impl;
+}
+
 }  // namespace
+
+std::string jobSecret() {
+  const char* s = std::getenv(kJobSecretVar);
+  return s ? s : "";
+}
+
+void makeJobSecretIfUnset() {
+  if (!jobSecret().empty()) return;
+  const Digest d = sha256(wire::randomBytes(32));
+  TPB_CHECK_ERRNO(setenv(kJobSecretVar, hex(d).c_str(), 0), "setenv " << kJobSecretVar);
+}
 
 std::unique_ptr<Store> Store::serve(const std::string& host, std::uint16_t port,
                                     std::chrono::milliseconds timeout) {
-  return std::unique_ptr<Store>(new Store(makeTcp(host, port, true, timeout)));
+  std::shared_ptr<StoreServer> server;
+  try {
+    server = std::make_shared<StoreServer>(host, port, jobSecret());
+  } catch (const std::exception& e) {
+    TPB_THROW(Error, "rendezvous store at " << host << ":" << port << " (serve) failed: " << e.what());
+  }
+  // The server's own process is a client like the others, through the address it bound.
+  auto impl = ownStoreClient(server->address(), server->port(), timeout);
+  impl->server = std::move(server);
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 std::unique_ptr<Store> Store::connect(const std::string& host, std::uint16_t port,
                                       std::chrono::milliseconds timeout) {
-  return std::unique_ptr<Store>(new Store(makeTcp(host, port, false, timeout)));
+  return std::unique_ptr<Store>(new Store(ownStoreClient(host, port, timeout)));
+}
+
+std::unique_ptr<Store> Store::connectTorchrunAgent(const std::string& host, std::uint16_t port,
+                                                   std::chrono::milliseconds timeout) {
+  return std::unique_ptr<Store>(new Store(tcpStoreClient(host, port, timeout)));
 }
 
 std::unique_ptr<Store> Store::local() {

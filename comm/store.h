@@ -1,6 +1,7 @@
-// comm/store.h — rendezvous key/value store. Backed by c10d's TCPStore so that tpbench workers
-// rendezvous exactly like torchrun's (MASTER_ADDR / MASTER_PORT), and the same store carries
-// shm segment names, Gloo's pair addresses and NCCL's unique id.
+// comm/store.h — rendezvous key/value store at MASTER_ADDR / MASTER_PORT, as torchrun's, carrying
+// shm segment names, Gloo's pair addresses and NCCL's unique id. The server is tpbench's own
+// (comm/store_server.h): it listens on the host's address alone, not on every interface as
+// LibTorch 1.13's TCPStore server does, and admits only clients holding the job's secret.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,9 @@ class Store {
   // A client, as every worker is.
   static std::unique_ptr<Store> connect(const std::string& host, std::uint16_t port,
                                         std::chrono::milliseconds timeout);
+  // A client of the store torchrun's agent hosts (c10d's TCPStore, its wire, no secret).
+  static std::unique_ptr<Store> connectTorchrunAgent(const std::string& host, std::uint16_t port,
+                                                     std::chrono::milliseconds timeout);
   // An in-process store (tests, single-process jobs).
   static std::unique_ptr<Store> local();
 
@@ -43,5 +47,13 @@ class Store {
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The job's secret, from TPB_JOB_SECRET (--secret_file puts it there): every store server asks
+// its clients to prove they hold it, and every client asks the server the same. Empty: unset.
+inline constexpr char kJobSecretVar[] = "TPB_JOB_SECRET";
+std::string jobSecret();
+// tpbench's own launcher on one host: a random secret for this job unless one is set, in this
+// process's environment, which its ranks inherit and other users cannot read.
+void makeJobSecretIfUnset();
 
 }  // namespace tpb

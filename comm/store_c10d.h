@@ -4,11 +4,16 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <memory>
+
 #include "comm/store.h"
 
 namespace tpb {
 
+class StoreServer;
+
 struct Store::Impl {
+  std::shared_ptr<StoreServer> server;  // the host's; declared first, so it outlives its client
   c10::intrusive_ptr<c10d::Store> store;
   std::uint16_t port = 0;
 };

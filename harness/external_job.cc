@@ -76,6 +76,12 @@ void ExternalJob::overrideMaster(const std::string& addr, int port) {
   if (port > 0) masterPort_ = port;
 }
 
+std::unique_ptr<Store> ExternalJob::connectStore(std::chrono::milliseconds timeout) const {
+  const auto port = static_cast<std::uint16_t>(masterPort_);
+  return env_.agentStore ? Store::connectTorchrunAgent(masterAddr_, port, timeout)
+                         : Store::connect(masterAddr_, port, timeout);
+}
+
 std::int64_t ExternalJob::count(Store& s, const std::string& name) { return s.add(key(name), 0); }
 
 void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit) {
@@ -95,10 +101,15 @@ void ExternalJob::join(const std::string& refusal) {
   if (masterAddr_.empty())
     TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
                                           << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
+  // Over several nodes rank 0's store is reachable from their network: only the secret's
+  // holders may join (torchrun's agent store is torchrun's, with its own rules).
+  if (!env_.agentStore && env_.localWorldSize < env_.worldSize && jobSecret().empty())
+    TPB_THROW(UsageError, kJobSecretVar << ": " << env_.launcher << " over several nodes: set " << kJobSecretVar
+                                        << " to the same secret on every node, or give --secret_file FILE (mode 600)");
   // Rank 0 hosts the store unless torchrun's agent already does at that port.
   const bool host = env_.rank == 0 && !env_.agentStore;
   const auto port = static_cast<std::uint16_t>(masterPort_);
-  store_ = host ? Store::serve(masterAddr_, port, timeout_) : Store::connect(masterAddr_, port, timeout_);
+  store_ = host ? Store::serve(masterAddr_, port, timeout_) : connectStore(timeout_);
 
   store_->set(key("hello/" + std::to_string(env_.rank)), json{{"host", thisHost()}, {"refusal", refusal}}.dump());
   store_->add(key("hello"), 1);
@@ -211,8 +222,7 @@ ExternalJob::Watchdog::Watchdog(ExternalJob& job, std::string point,
                                 std::function<void(const std::string&)> record)
     : state_(std::make_shared<State>()) {
   // Its own connection: the main thread may be blocked inside a store call of its own.
-  std::shared_ptr<Store> watch = Store::connect(job.masterAddr_, static_cast<std::uint16_t>(job.masterPort_),
-                                                std::chrono::seconds(30));
+  std::shared_ptr<Store> watch = job.connectStore(std::chrono::seconds(30));
   const auto deadline = clock_type::now() + job.timeout_;
   const std::string posted = job.key(point + "/fail/posted"), whatKey = job.key(point + "/fail/what");
   const int rank = job.rank();

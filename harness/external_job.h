@@ -69,6 +69,8 @@ class ExternalJob {
   bool joined() const { return store_ != nullptr; }
 
   Store& store() { return *store_; }
+  // Another connection to the job's store: torchrun's agent's (c10d's wire) or rank 0's (ours).
+  std::unique_ptr<Store> connectStore(std::chrono::milliseconds timeout) const;
   const std::string& masterAddr() const { return masterAddr_; }
   std::uint16_t masterPort() const { return static_cast<std::uint16_t>(masterPort_); }
   const std::string& runId() const { return runId_; }

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "comm/net_iface.h"
+#include "comm/store.h"
 #include "common/error.h"
 #include "common/out_file.h"
 #include "core/registry.h"
@@ -231,6 +232,34 @@ void checkSaveDir(const std::string& flag, const std::string& dir) {
   createDirectories(flag, dir);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory (" << std::strerror(errno) << ")");
+}
+
+void useSecretFile(const std::string& flag, const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) TPB_THROW(UsageError, flag << " " << path << ": " << std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) TPB_THROW(UsageError, flag << " " << path << ": not a regular file");
+  if (st.st_uid != geteuid())
+    TPB_THROW(UsageError, flag << " " << path << ": owned by uid " << st.st_uid << ", not by this user");
+  // Anyone who can read the secret can join the job: the file must be its owner's alone.
+  if (st.st_mode & 077)
+    TPB_THROW(UsageError, flag << " " << path << ": readable or writable by its group or others (mode "
+                               << std::oct << (st.st_mode & 0777) << std::dec << "; chmod 600 it)");
+  if (st.st_size > 4096) TPB_THROW(UsageError, flag << " " << path << ": over 4096 bytes");
+  std::ifstream in(path, std::ios::binary);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) TPB_THROW(UsageError, flag << " " << path << ": cannot be read");
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty() || secret.find('\0') != std::string::npos)
+    TPB_THROW(UsageError, flag << " " << path << ": " << (secret.empty() ? "empty" : "holds a NUL byte"));
+  TPB_CHECK_ERRNO(setenv(kJobSecretVar, secret.c_str(), 1), "setenv " << kJobSecretVar);
+}
+
+void checkNodesShareASecret(int nnodes) {
+  // Node 0's store is reachable from the other nodes' network: only holders of the secret get in.
+  if (nnodes > 1 && jobSecret().empty())
+    TPB_THROW(UsageError, "--secret_file: several nodes need the job's secret, the same on every node: give "
+                          "--secret_file FILE (mode 600) or set "
+                              << kJobSecretVar);
 }
 
 void checkTrainRun(const TrainRunOptions& o) {

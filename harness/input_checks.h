@@ -118,7 +118,8 @@ void checkFitsInMemory(const std::string& flag, const std::string& what, double 
 
 // ---- host ---------------------------------------------------------------------------------------
 
-// `port` bindable on this host (every address, as the rendezvous store binds it): refused when
+// `port` bindable on this host on every address (stricter than the store, which binds
+// --master_addr alone, so the check needs no address): refused when
 // another socket holds it or binding it is not allowed.
 void checkPortFree(const std::string& flag, std::uint16_t port);
 
@@ -129,6 +130,14 @@ void checkTempDir(const char* tmpdir);
 // A directory for checkpoints: created when missing (and removed again when the command is
 // refused later, common/out_file.h's removeCreatedDirectories), then it must be writable.
 void checkSaveDir(const std::string& flag, const std::string& dir);
+
+// --secret_file: a regular file of this user's that neither its group nor others may read, not
+// empty (a trailing newline is not part of the secret), at most 4 KiB. Its text becomes the job's
+// secret (TPB_JOB_SECRET in this process's environment, which its ranks inherit).
+void useSecretFile(const std::string& flag, const std::string& path);
+// Several nodes and no secret (neither --secret_file nor TPB_JOB_SECRET): refused, naming
+// --secret_file. Checked after the flags' own checks, which name the flag at fault first.
+void checkNodesShareASecret(int nnodes);
 
 // ---- whole commands -----------------------------------------------------------------------------
 

@@ -256,6 +256,9 @@ LaunchResult launch(const LaunchSpec& spec) {
   std::uint16_t port = spec.sharedStore ? spec.sharedStore->port() : spec.masterPort;
   SharedFailures failures(spec);
   if (spec.nodeRank == 0 && !spec.sharedStore) {
+    // One node: this launcher is the only one, so it makes the job's secret itself; its ranks
+    // inherit it. Across nodes every node must be given the same one (harness/input_checks.cc).
+    if (spec.nnodes == 1) makeJobSecretIfUnset();
     store = Store::serve(spec.masterAddr, spec.masterPort, spec.timeout);
     port = store->port();
   }
@@ -269,7 +272,9 @@ LaunchResult launch(const LaunchSpec& spec) {
   TPB_CHECK(!spec.viaMpirun || spec.nnodes == 1, "mpirun launches cover one node");
   MpirunOutput mpirunOut;
   if (spec.viaMpirun) {
-    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS"};
+    // -x NAME: mpirun copies the value from its own environment, so the secret stays off its
+    // command line (which every user of the host can read).
+    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
     if (spec.shareRunId) exported.push_back("TPB_RUN_ID");
     for (const auto& kv : spec.extraEnv) exported.push_back(kv.first);
     argStrings = mpirunArgv(spec.nprocPerNode, argStrings, exported);
@@ -291,10 +296,12 @@ LaunchResult launch(const LaunchSpec& spec) {
       const std::string kv(*e);
       const std::string key = kv.substr(0, kv.find('='));
       if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
-          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK")
+          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK" ||
+          (spec.viaMpirun && key == "LD_PRELOAD"))
         continue;
       env.push_back(kv);
     }
+    if (spec.viaMpirun) env.push_back("LD_PRELOAD=" + mpirunPreload());
     if (!spec.viaMpirun) {  // under mpirun each rank reads Open MPI's variables instead
       env.push_back("RANK=" + std::to_string(c.exit.rank));
       env.push_back("WORLD_SIZE=" + std::to_string(world));

@@ -55,7 +55,25 @@ bool chooseMpirun(const std::string& flag, const std::string& needsMpi, int nnod
     TPB_THROW(UsageError, who << ": tpbench starts mpirun on one node only; over several nodes start tpbench "
                                  "itself under mpirun");
   if (std::string why = mpirunProblem(); !why.empty()) TPB_THROW(UsageError, who << ": " << why);
+  if (loopbackShim().empty())
+    TPB_THROW(UsageError, who << ": " << kLoopbackShim << " is missing beside tpbench (build it with tpbench): "
+                              << "without it mpirun would listen on every interface of this host");
   return true;
+}
+
+std::string loopbackShim() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<std::size_t>(n));
+  path = path.substr(0, path.rfind('/') + 1) + kLoopbackShim;
+  return access(path.c_str(), R_OK) == 0 ? path : std::string();
+}
+
+std::string mpirunPreload() {
+  const char* before = std::getenv("LD_PRELOAD");
+  const std::string shim = loopbackShim();
+  return before && *before ? shim + ":" + before : shim;
 }
 
 std::string findMpirun() {
@@ -79,6 +97,10 @@ std::vector<std::string> mpirunArgv(int np, const std::vector<std::string>& prog
   // A rank reads no input; mpirun would otherwise forward the launcher's stdin to rank 0.
   argv.push_back("--stdin");
   argv.push_back("none");
+  // One host: the ranks talk through shared memory, not the tcp BTL (whose listeners bind the
+  // wildcard address whatever btl_tcp_if_include says), and mpirun's out-of-band channel names
+  // loopback; its listener's wildcard bind is made a loopback one by mpirunPreload().
+  argv.insert(argv.end(), {"--mca", "btl", "self,vader", "--mca", "oob_tcp_if_include", "127.0.0.1/8"});
   for (const auto& v : exportVars) {
     argv.push_back("-x");
     argv.push_back(v);

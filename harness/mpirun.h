@@ -2,7 +2,7 @@
 // (--launcher mpirun) instead of forking them itself: the command line, the reading of its
 // output, and what to say when it fails.
 //
-// One launch is one `mpirun -np N [--allow-run-as-root] --oversubscribe --tag-output --stdin none -x VAR...
+// One launch is one `mpirun -np N [--allow-run-as-root] --oversubscribe --tag-output --stdin none --mca ... -x VAR...
 // tpbench worker --job F`. mpirun starts the ranks as its own children; the worker maps
 // OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE to its rank, and finds the rendezvous store
 // through MASTER_ADDR/MASTER_PORT, exported with -x like TPB_RUN_ID. --tag-output marks every
@@ -33,6 +33,13 @@ std::string mpirunProblem();
 // flag that needs MPI) when tpbench's own launcher was asked for a point that needs mpirun,
 // when mpirun is wanted over several nodes, or when no usable mpirun is there.
 bool chooseMpirun(const std::string& flag, const std::string& needsMpi, int nnodes = 1);
+
+// The preload library that keeps mpirun's listeners on loopback (harness/loopback_bind.cc):
+// its path beside this executable, or "" when it is not there; and LD_PRELOAD for mpirun with it
+// first. chooseMpirun() refuses mpirun without it.
+inline constexpr char kLoopbackShim[] = "libtpb_loopback_bind.so";
+std::string loopbackShim();
+std::string mpirunPreload();
 
 // The full path of `mpirun` on PATH, or "" when there is none (resolved before fork, so the
 // child only has to execve it).

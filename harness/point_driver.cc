@@ -306,7 +306,7 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
       w.env.localWorldSize = ext.localSizeOf(me, ranks);
       w.env.masterAddr = ext.masterAddr();
       w.env.runId = ext.runId() + "-" + point;  // store keys and shm names of this point only
-      w.store = Store::connect(ext.masterAddr(), ext.masterPort(), opt_.timeout);
+      w.store = ext.connectStore(opt_.timeout);
       connectWorker(w, job, job.value("job_path", std::string("job")), bindAddress(ext.masterAddr()).address);
       jobKindOf(job, "job")(w, job);
     } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include "common/trace.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
+#include "harness/input_checks.h"
 #include "harness/point_driver.h"
 #include "core/registry.h"
 #include "harness/meta.h"
@@ -239,6 +240,7 @@ int runTraining(const TrainRunOptions& opt) {
     chooseMpirun(opt.launcher, needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)),
                  opt.nnodes);
   }
+  checkNodesShareASecret(opt.nnodes);
 
   // Rank 0 alone writes results under an external launcher, node 0 alone on several nodes (every
   // node runs the same command, --out included: on a shared file system the others must not

@@ -13,6 +13,7 @@
 #include "core/registry.h"
 #include "harness/mpirun.h"
 #include "tests/cli_util.h"
+#include "tests/listeners_util.h"
 
 namespace tpb {
 namespace {
@@ -260,6 +261,24 @@ TEST(MpiCli, WhatCannotRunIsRefusedUpFront) {
   test::expectAllRefused({}, cases);
 }
 
+// mpirun, Open MPI's TCP layers and tpbench's store listen on loopback alone on one host
+// (mpirun's defaults listen on 0.0.0.0 and [::]): the mpi transport, and the mpi library.
+TEST(MpiCli, NothingListensBeyondLoopback) {
+  TPB_SKIP_WITHOUT_MPI();
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--strategy", "ring_all_reduce", "--transport", "mpi"},
+        std::vector<std::string>{"--strategy", "allreduce", "--library", "mpi"}}) {
+    std::vector<std::string> args = {"run", "--n_gpus", "2", "--batch_size", "32", "--epochs", "2",
+                                     "--train_size", "512", "--test_size", "256", "--timeout", "120"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    test::Listeners seen;
+    const auto r = runCli(args, {}, test::sampleListeners(seen));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_FALSE(seen.loopback.empty()) << "saw no listening socket at all";
+    for (const std::string& a : seen.other) ADD_FAILURE() << extra.back() << ": a process of the run listened on " << a;
+  }
+}
+
 // ---- mpirun's output, read by the launcher (no MPI needed) ---------------------------------
 
 TEST(MpirunOutput, TagsBecomeRankPrefixesAndFailuresTheirReason) {
@@ -299,7 +318,8 @@ TEST(MpirunOutput, TheCommandExportsTheRendezvousAndOversubscribes) {
   for (const auto& a : argv) joined += a + " ";
   const std::string root = geteuid() == 0 ? "--allow-run-as-root " : "";
   EXPECT_EQ(joined, "mpirun -np 3 " + root +
-                        "--oversubscribe --tag-output --stdin none -x MASTER_ADDR -x TPB_RUN_ID /bin/tpbench worker --job j ");
+                        "--oversubscribe --tag-output --stdin none --mca btl self,vader --mca oob_tcp_if_include "
+                        "127.0.0.1/8 -x MASTER_ADDR -x TPB_RUN_ID /bin/tpbench worker --job j ");
 }
 
 // `library` stands for the device's default library, and `--algos all` runs each library once.

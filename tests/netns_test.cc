@@ -12,7 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sched.h>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "comm/store_client.h"
 #include "tests/cli_util.h"
+#include "tests/listeners_util.h"
 #include "tests/netns_util.h"
 
 namespace tpb::test {
@@ -428,6 +435,76 @@ TEST(NetnsTwoHosts, MissingNodeFailsAtTheRendezvousTimeout) {
   EXPECT_NE(error.find("ranks 2, 3 of 4 did not arrive within 3 s (--rendezvous_timeout"), std::string::npos) << error;
   EXPECT_NE(error.find("on host tpb-node0 (10.77.0.1)"), std::string::npos) << error;
   EXPECT_EQ(error.find("interrupted"), std::string::npos) << error;
+}
+
+// Node 0's store listens on its --master_addr alone (main's TCPStore: the wildcard address). A
+// process on the hosts' network without the job's secret (here: in node 1's namespace) can
+// reach node 0's store but cannot join it or write a key: neither with c10d's TCPStore client,
+// which any PyTorch user has (main's store took its keys), nor with tpbench's own client and a
+// wrong secret. The same client with the job's secret gets in, so the port was reachable.
+TEST(NetnsTwoHosts, TheStoreListensOnMasterAddrAndAStrangerCannotWriteKeys) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  const std::string port = portFor(1), out = tempPath("stranger.json");
+  NetnsPair::Node node0, node1;
+  ASSERT_NO_FATAL_FAILURE(startLongPoint(pair, port, out, {}, node0, node1));
+  // Node 0's processes listen on its address toward node 1 (the store at --master_addr, Gloo's
+  // pairs) or on loopback, never on the wildcard address.
+  Listeners seen;
+  for (int i = 0; i < 20; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(20))) addListeners(node0.pid, seen);
+  EXPECT_TRUE(seen.other.count(std::string(NetnsPair::kAddress[0]) + ":" + port)) << "the store was not seen listening";
+  for (const std::string& a : seen.other)
+    EXPECT_EQ(a.rfind(std::string(NetnsPair::kAddress[0]) + ":", 0), 0u) << "node 0 listened on " << a;
+  const pid_t child = fork();
+  if (child == 0) {
+    const int ns = open(("/var/run/netns/" + pair.nsName(1)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) _exit(10);
+    const auto p = static_cast<std::uint16_t>(std::stoi(port));
+    int code = 0;
+    // c10d's client, in a process of its own: it may die of what our server says (its listener
+    // thread reads the greeting as a length). Only its key coming back counts.
+    const pid_t c10dClient = fork();
+    if (c10dClient == 0) {
+      c10d::TCPStoreOptions o;
+      o.port = p;
+      o.isServer = false;
+      o.timeout = std::chrono::seconds(3);
+      try {
+        auto tcp = c10::make_intrusive<c10d::TCPStore>(NetnsPair::kAddress[0], o);
+        tcp->set("tpb/stranger", std::vector<std::uint8_t>{'x'});
+        if (tcp->get("tpb/stranger") == std::vector<std::uint8_t>{'x'}) _exit(1);
+      } catch (const std::exception&) {
+      }
+      _exit(0);
+    }
+    int c10dStatus = 0;
+    waitpid(c10dClient, &c10dStatus, 0);
+    if (WIFEXITED(c10dStatus) && WEXITSTATUS(c10dStatus) == 1) code = 1;
+    for (const char* wrong : {"", "not-the-secret"}) {
+      try {
+        StoreClient c(NetnsPair::kAddress[0], p, wrong, std::chrono::seconds(3));
+        code = 2;
+      } catch (const std::exception&) {
+      }
+    }
+    try {
+      StoreClient c(NetnsPair::kAddress[0], p, NetnsPair::kSecret, std::chrono::seconds(3));
+      if (c.check({"tpb/stranger"})) code = 3;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "with the secret: %s\n", e.what());
+      code = 4;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  const int code = WEXITSTATUS(status);
+  EXPECT_NE(code, 10) << "could not enter node 1's namespace";
+  EXPECT_NE(code, 1) << "a stranger set a key through c10d's TCPStore client and read it back";
+  EXPECT_NE(code, 2) << "a client without the secret was admitted";
+  EXPECT_NE(code, 3) << "the stranger's key is in the store";
+  EXPECT_NE(code, 4) << "node 0's store was not reachable from node 1's network with the secret";
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ namespace tpb::test {
 class NetnsPair {
  public:
   static constexpr const char* kAddress[2] = {"10.77.0.1", "10.77.0.2"};
+  static constexpr const char* kSecret = "netns-test-job-secret";
 
   // A node's tpbench, running.
   struct Node {
@@ -86,6 +87,7 @@ class NetnsPair {
   NetnsPair& operator=(const NetnsPair&) = delete;
 
   const std::string& skipReason() const { return skip_; }
+  const std::string& nsName(int node) const { return ns_[node]; }
 
   // Takes node `node`'s end of the link down: from then on nothing passes either way, and
   // nothing tells either side (no reset, no closed socket), as when a cable is pulled.
@@ -118,6 +120,8 @@ class NetnsPair {
       // Tells this test's workers from those of tests running beside it (workerPids()).
       setenv("TPB_TEST_PROCESS", std::to_string(getppid()).c_str(), 1);
       setenv("OPENBLAS_NUM_THREADS", "1", 1);
+      // Both hosts' launchers hold the job's secret, as every node of a several-host run must.
+      setenv("TPB_JOB_SECRET", kSecret, 1);
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);

@@ -214,6 +214,9 @@ TEST(TrainCli, DuplicateListEntriesRunOnce) {
   std::remove(out.c_str());
 }
 
+// Several nodes need the job's secret, the same on each (README: the store).
+const std::vector<std::pair<std::string, std::string>> kTwoNodeSecret = {{"TPB_JOB_SECRET", "train-cli-test"}};
+
 TEST(TrainCli, TwoNodesOnOneMachineTrainLikeOneNode) {
   const std::string port = std::to_string(test::freePort());
   const std::vector<std::string> common = {"run", "--strategy", "ring_all_reduce", "--n_gpus", "4",
@@ -230,8 +233,8 @@ TEST(TrainCli, TwoNodesOnOneMachineTrainLikeOneNode) {
   };
   const std::string out0 = test::tempPath("node0.json"), out1 = test::tempPath("node1.json");
   test::CliResult node1;
-  std::thread t([&] { node1 = runCli(args(1, out1)); });
-  const auto node0 = runCli(args(0, out0));
+  std::thread t([&] { node1 = runCli(args(1, out1), kTwoNodeSecret); });
+  const auto node0 = runCli(args(0, out0), kTwoNodeSecret);
   t.join();
   ASSERT_EQ(node0.exitCode, 0) << node0.err;
   ASSERT_EQ(node1.exitCode, 0) << node1.err;
@@ -268,8 +271,8 @@ TEST(TrainCli, TwoNodesShareOneOutAndResumeAlike) {
   };
   auto both = [&](const std::string& batches, bool resume0, bool resume1) {
     test::CliResult node1;
-    std::thread t([&] { node1 = runCli(args(1, batches, resume1)); });
-    const auto node0 = runCli(args(0, batches, resume0));
+    std::thread t([&] { node1 = runCli(args(1, batches, resume1), kTwoNodeSecret); });
+    const auto node0 = runCli(args(0, batches, resume0), kTwoNodeSecret);
     t.join();
     return std::make_pair(node0, node1);
   };
@@ -306,8 +309,8 @@ TEST(TrainCli, TwoNodesWithDifferentCommandsFailThePointNamingTheDifference) {
                                     "--out", out};
   };
   test::CliResult node1;
-  std::thread t([&] { node1 = runCli(args(1, "2")); });
-  const auto node0 = runCli(args(0, "1"));
+  std::thread t([&] { node1 = runCli(args(1, "2"), kTwoNodeSecret); });
+  const auto node0 = runCli(args(0, "1"), kTwoNodeSecret);
   t.join();
   EXPECT_EQ(node0.exitCode, 1) << node0.err;
   EXPECT_EQ(node1.exitCode, 1) << node1.err;

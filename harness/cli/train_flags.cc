@@ -60,6 +60,10 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--iface", f.iface,
                   "Network interface this node's ranks bind to (sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME "
                   "for them; default: GLOO_SOCKET_IFNAME, else the interface that routes to --master_addr)");
+  cmd->add_option("--secret_file", f.secretFile,
+                  "File holding the job's secret (mode 600; default: TPB_JOB_SECRET): node 0's store admits only "
+                  "processes that prove they hold it. Required with several nodes, the same on every node; one "
+                  "node makes a random one");
   cmd->add_option("--microbatches", f.microbatches, "pipeline: micro-batches per step (each batch split into M)")
       ->capture_default_str();
   cmd->add_option("--schedule", f.schedule,
@@ -113,6 +117,8 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   checkInt("--master_port", f.masterPort, 0, 65535);
   checkInt("--rendezvous_timeout", f.rendezvousTimeout, 1);
   checkInt("--heartbeat_timeout", f.heartbeatTimeout, 1);
+  checkGivenNotEmpty(cmd, "--secret_file", f.secretFile);
+  if (!f.secretFile.empty()) useSecretFile("--secret_file", f.secretFile);
   o.device = f.device;
   o.transport = f.transport;
   o.out = f.out;

@@ -27,7 +27,7 @@ struct TrainFlags {
   int masterPort = 0;
   int rendezvousTimeout = static_cast<int>(kDefaultRendezvousTimeout.count());
   int heartbeatTimeout = static_cast<int>(kDefaultHeartbeatTimeout.count());
-  std::string iface;
+  std::string iface, secretFile;
   int microbatches = 4;
   std::string schedule = "gpipe", split;
   std::string saveDir, resumeFrom;

@@ -1,0 +1,151 @@
+// tests/store_server_test.cc — tpbench's own rendezvous store (comm/store_server.h) and its
+// client: the HMAC it authenticates with against published test vectors, every operation c10d's
+// users need, the secret (a client without it, or a stranger speaking the wire, gets in nowhere),
+// and the caps that keep a hostile client from making the server hold unbounded memory.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/hmac_sha256.h"
+#include "comm/store_client.h"
+#include "comm/store_server.h"
+#include "comm/store_wire.h"
+
+namespace tpb {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<std::uint8_t> bytes(const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); }
+std::string str(const std::vector<std::uint8_t>& v) { return std::string(v.begin(), v.end()); }
+
+c10::intrusive_ptr<StoreClient> client(const StoreServer& s, const std::string& secret) {
+  return c10::make_intrusive<StoreClient>(s.address(), s.port(), secret, 5s);
+}
+
+// FIPS 180-4 examples (NIST's "abc", the empty string, the 448-bit message, a million 'a') and
+// RFC 4231 test cases 1, 2 and 6 (the last with a key longer than a block).
+TEST(StoreHmac, Sha256AndHmacMatchThePublishedTestVectors) {
+  EXPECT_EQ(hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(hex(sha256(std::string(1000000, 'a'))), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(hex(hmacSha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(hex(hmacSha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex(hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  Digest a = sha256("x"), b = a;
+  EXPECT_TRUE(sameDigest(a, b));
+  b[31] ^= 1;
+  EXPECT_FALSE(sameDigest(a, b));
+}
+
+TEST(StoreServer, ServesEveryOperationC10dUses) {
+  StoreServer server("127.0.0.1", 0, "s3cret");
+  EXPECT_EQ(server.address(), "127.0.0.1");
+  auto a = client(server, "s3cret"), b = client(server, "s3cret");
+  a->set("k", bytes("v"));
+  EXPECT_EQ(str(b->get("k")), "v");
+  EXPECT_TRUE(b->check({"k"}));
+  EXPECT_FALSE(b->check({"k", "missing"}));
+  EXPECT_EQ(a->add("n", 3), 3);
+  EXPECT_EQ(b->add("n", -5), -2);
+  EXPECT_EQ(str(a->compareSet("k", bytes("other"), bytes("w"))), "v");  // no match: unchanged
+  EXPECT_EQ(str(a->compareSet("k", bytes("v"), bytes("w"))), "w");
+  EXPECT_EQ(str(a->compareSet("new", {}, bytes("x"))), "x");  // missing, expected empty: created
+  EXPECT_EQ(b->getNumKeys(), 3);
+  EXPECT_TRUE(b->deleteKey("new"));
+  EXPECT_FALSE(b->deleteKey("new"));
+  // get and wait block until another client sets the key; past the timeout they throw.
+  std::thread later([&] {
+    std::this_thread::sleep_for(50ms);
+    a->set("late", bytes("here"));
+  });
+  EXPECT_EQ(str(b->get("late")), "here");
+  later.join();
+  b->wait({"k", "late"});
+  EXPECT_THROW(b->wait({"never"}, 100ms), std::exception);
+  EXPECT_THROW(b->add("k", 1), std::exception);  // "w" is not a number
+  EXPECT_EQ(str(b->get("k")), "w");               // and the connection is still good after a refusal
+}
+
+// The case: on main the rendezvous store admitted anyone who could reach its port.
+TEST(StoreServer, AClientWithoutTheSecretIsRefusedAndCannotSetAKey) {
+  StoreServer server("127.0.0.1", 0, "the-job-secret");
+  EXPECT_THROW(client(server, "a-wrong-secret"), std::exception);
+  EXPECT_THROW(client(server, ""), std::exception);
+  // A stranger who skips the handshake and sends a set request straight away.
+  const int fd = wire::connectTo(server.address(), server.port(), wire::Clock::now() + 5s);
+  std::string hello(wire::kHelloSize + wire::kNonceSize, '\0');
+  ASSERT_TRUE(wire::readExact(fd, hello.data(), hello.size(), wire::Clock::now() + 5s));
+  for (int i = 0; i < 4; ++i) wire::sendMessage(fd, {"s", "stolen", "value"}, wire::Clock::now() + 5s);
+  char reply = 0;
+  EXPECT_TRUE(!wire::readExact(fd, &reply, 1, wire::Clock::now() + 5s) || reply == wire::kRejected);
+  close(fd);
+  // A client that holds the secret but talks to a server with another one refuses it too.
+  StoreServer impostor("127.0.0.1", 0, "");
+  EXPECT_THROW(client(impostor, "the-job-secret"), std::exception);
+  auto good = client(server, "the-job-secret");
+  EXPECT_FALSE(good->check({"stolen"}));
+  EXPECT_EQ(good->getNumKeys(), 0);
+}
+
+TEST(StoreServer, CapsOnSizesAndCountsRefuseWhatWouldExceedThem) {
+  StoreLimits limits;
+  limits.maxKeyBytes = 16;
+  limits.maxValueBytes = 64;
+  limits.maxKeys = 3;
+  limits.maxTotalBytes = 100;
+  StoreServer server("127.0.0.1", 0, "k", limits);
+  auto c = client(server, "k");
+  EXPECT_THROW(c->set(std::string(17, 'k'), bytes("v")), std::exception);
+  EXPECT_THROW(c->set("k", bytes(std::string(65, 'v'))), std::exception);
+  c->set("a", bytes(std::string(40, 'v')));
+  c->set("b", bytes(std::string(40, 'v')));
+  EXPECT_THROW(c->set("c", bytes(std::string(40, 'v'))), std::exception);  // 123 bytes > 100
+  c->set("a", bytes(std::string(10, 'v')));                                // replacing frees its bytes
+  c->set("c", bytes(std::string(40, 'v')));
+  EXPECT_THROW(c->set("d", bytes("v")), std::exception);  // a fourth key
+  EXPECT_EQ(c->getNumKeys(), 3);
+  // A frame that announces more than any request can hold ends the connection before the
+  // server reserves it; other clients go on.
+  auto raw = client(server, "k");  // a genuine client, then a forged frame on a raw socket of its own
+  const int fd = wire::connectTo(server.address(), server.port(), wire::Clock::now() + 5s);
+  std::string hello(wire::kHelloSize + wire::kNonceSize, '\0');
+  ASSERT_TRUE(wire::readExact(fd, hello.data(), hello.size(), wire::Clock::now() + 5s));
+  const std::string cn = wire::randomBytes(wire::kNonceSize);
+  const std::string answer = cn + wire::proof("k", "client", hello.substr(wire::kHelloSize), cn);
+  ASSERT_TRUE(wire::writeAll(fd, answer.data(), answer.size(), wire::Clock::now() + 5s));
+  std::string accepted(1 + wire::kNonceSize, '\0');
+  ASSERT_TRUE(wire::readExact(fd, accepted.data(), accepted.size(), wire::Clock::now() + 5s));
+  const unsigned char huge[] = {0, 0, 0, 3, 0, 0, 0, 1, 's', 0, 0, 0, 1, 'x', 0xff, 0xff, 0xff, 0xff};
+  ASSERT_TRUE(wire::writeAll(fd, huge, sizeof huge, wire::Clock::now() + 5s));
+  char byte = 0;
+  EXPECT_FALSE(wire::readExact(fd, &byte, 1, wire::Clock::now() + 5s));  // closed, nothing sent
+  close(fd);
+  EXPECT_EQ(raw->getNumKeys(), 3);
+}
+
+TEST(StoreServer, AConnectionThatNeverAnswersTheChallengeIsClosed) {
+  StoreLimits limits;
+  limits.handshakeTimeout = 200ms;
+  StoreServer server("127.0.0.1", 0, "k", limits);
+  const int fd = wire::connectTo(server.address(), server.port(), wire::Clock::now() + 5s);
+  std::string hello(wire::kHelloSize + wire::kNonceSize, '\0');
+  ASSERT_TRUE(wire::readExact(fd, hello.data(), hello.size(), wire::Clock::now() + 5s));
+  char byte = 0;
+  EXPECT_FALSE(wire::readExact(fd, &byte, 1, wire::Clock::now() + 5s));  // closed by the server
+  close(fd);
+}
+
+}  // namespace
+}  // namespace tpb
