@@ -18,11 +18,13 @@
 #include <sstream>
 
 #include "comm/net_iface.h"
+#include "common/decimal.h"
 #include "common/error.h"
 #include "core/registry.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
+#include "record/results.h"
 #include "workload/dataset_check.h"
 #include "workload/checkpoint.h"
 #include "workload/stages.h"
@@ -52,20 +54,18 @@ void checkReal(const std::string& flag, double v, const RealInterval& in) {
 }
 
 std::string unsignedTextProblem(const std::string& text) {
-  if (!text.empty() && text[0] == '-') return "must not be negative, got " + text;
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) return "'" + text + "' is not a whole number (decimal digits only)";
-  if (text.size() > 1 && text[0] == '0') return "'" + text + "' has a leading zero (CLI11 would read it as octal)";
-  return "";
+  std::string why;
+  return parseDecimalInteger<unsigned long long>(text, why) ? "" : why;
 }
 
 std::string integerTextProblem(const std::string& text) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const std::string magnitude = negative ? text.substr(1) : text;
-  if (magnitude.empty() || magnitude[0] == '-') return "'" + text + "' is not a whole number (decimal digits only)";
-  const std::string problem = unsignedTextProblem(magnitude);
-  if (problem.empty()) return "";
-  return negative ? "'" + text + "' is not a whole number (decimal digits after '-' only, no leading zero)" : problem;
+  std::string why;
+  return parseDecimalInteger<long long>(text, why) ? "" : why;
+}
+
+std::string realTextProblem(const std::string& text) {
+  std::string why;
+  return parseDecimalReal(text, why) ? "" : why;
 }
 
 void checkMaxSteps(const std::string& flag, long long v) {
@@ -207,8 +207,10 @@ void checkTempDir(const char* tmpdir) {
   if (stat(dir.c_str(), &st) != 0)
     TPB_THROW(UsageError, "TMPDIR: " << dir << ": " << std::strerror(errno) << " (launches keep their job files there)");
   if (!S_ISDIR(st.st_mode)) TPB_THROW(UsageError, "TMPDIR: " << dir << " is not a directory");
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
-    TPB_THROW(UsageError, "TMPDIR: " << dir << " is not writable: " << std::strerror(errno));
+  // Launches create their directories there (mkdtemp): create a file, as access(2) answers yes
+  // to root in /proc or on a read-only mount.
+  if (const int err = probeCreateBeside(dir + "/tpbench-tmpdir-check"))
+    TPB_THROW(UsageError, "TMPDIR: " << dir << " is not writable: " << std::strerror(err));
 }
 
 // ---- whole commands -----------------------------------------------------------------------------
@@ -228,7 +230,7 @@ void checkTimeout(std::chrono::seconds timeout) { checkInt("--timeout", timeout.
 void checkSaveDir(const std::string& flag, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0)
+  if (ec || !std::filesystem::is_directory(dir) || probeCreateBeside(dir + "/tpbench-save-dir-check") != 0)
     TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory"
                                << (ec ? " (" + ec.message() + ")" : std::string()));
 }

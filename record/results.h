@@ -71,6 +71,11 @@ nlohmann::json readJsonBounded(const std::string& path, const char* what = "resu
 // "<flag>: cannot write '<path>': <reason>".
 void checkWritable(const std::string& flag, const std::string& path);
 
+// Creates a file beside `path` exclusively (as writeFileAtomic's temp file) and removes it: 0
+// when that worked, else the errno. A real test, where access(2) says yes to root in /proc or on
+// a read-only mount.
+int probeCreateBeside(const std::string& path);
+
 // Writes `contents` to a new temp file in `path`'s directory, created exclusively under a name
 // no other process can predict (mkostemp: O_EXCL, O_CLOEXEC, mode 0600 until fchmod), fsyncs it,
 // renames it over `path` and fsyncs the directory: readers see the old file or the new one, never

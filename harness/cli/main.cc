@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   tpb::cli::addModel(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
-  tpb::cli::checkIntegerOptions(app);
+  tpb::cli::checkNumberOptions(app);
 
   if (argc > 1) {
     const std::string sub = argv[1];
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quietRank()) std::cerr << "tpbench: " << e.what() << " (see --help)" << std::endl;
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::cli::parseErrorText(e) << " (see --help)" << std::endl;
     return 2;
   }
   try {
