@@ -253,6 +253,12 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkReal("--bucket_mb", c.bucketMb, kPositive);
     checkMaxSteps("--max_steps", c.maxSteps);
     checkInt("--microbatches", c.microbatches, 1, 1 << 20);
+    // A batch is split into M micro-batches of rows*m/M..rows*(m+1)/M: above the batch some are
+    // empty every step, and the M recorded (and the bubble it predicts) would be false.
+    if (findStrategy("--strategy", c.strategy).microbatched && c.microbatches > c.batchSize)
+      TPB_THROW(UsageError, "--microbatches " << c.microbatches << " is above --batch_size " << c.batchSize << ": "
+                                              << c.strategy << " splits each batch into that many micro-batches of "
+                                              << "at least one sample each");
     findSchedule("--schedule", c.schedule);
     if (!c.resumeFrom.empty()) loadCheckpoint(c.resumeFrom, c);  // unreadable, foreign or other settings
     if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);

@@ -262,6 +262,29 @@ TEST(InputChecks, TrainRunChecksEveryPoint) {
   expectRefused([&] { checkTrainRun(sweep); }, {"--train_size 60001"});
 }
 
+// pipeline splits each batch into M micro-batches: M above the batch leaves some empty every
+// step (and was recorded as if it ran M), for every batch size of a sweep.
+TEST(InputChecks, MicrobatchesAtMostTheBatch) {
+  TrainConfig c;
+  c.nGpus = 2;
+  c.strategy = "pipeline";
+  c.batchSize = 4;
+  c.microbatches = 4;
+  EXPECT_NO_THROW(checkTrainRun(oneRun(c)));
+  TrainConfig tooMany = c;
+  tooMany.microbatches = 5;
+  expectRefused([&] { checkTrainRun(oneRun(tooMany)); }, {"--microbatches 5 is above --batch_size 4"});
+  TrainRunOptions sweep = oneRun(c);
+  TrainConfig smallBatch = c;
+  smallBatch.batchSize = 2;
+  sweep.points.push_back({smallBatch, 0});
+  expectRefused([&] { checkTrainRun(sweep); }, {"--microbatches 4 is above --batch_size 2"});
+  // Strategies that take no micro-batches ignore the flag.
+  TrainConfig ring = tooMany;
+  ring.strategy = "ring_all_reduce";
+  EXPECT_NO_THROW(checkTrainRun(oneRun(ring)));
+}
+
 TEST(InputChecks, AllreduceRunChecksSizesAndMemory) {
   AllreduceBenchOptions o;
   o.algos = {"ring"};

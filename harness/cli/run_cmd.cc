@@ -38,6 +38,7 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       TrainRunOptions o;
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
+      o.everyPointMustRun = true;  // one point: skipping it would run nothing
       if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
         a->nGpus = std::stoi(externalDefaultRanks("run", ext->worldSize()));
       TrainPoint p;
