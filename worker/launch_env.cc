@@ -65,6 +65,7 @@ std::string text(const EnvMap& env, const std::string& name) {
 
 void takeMaster(const EnvMap& env, LaunchEnv& e) {
   e.masterAddr = text(env, "MASTER_ADDR");
+  if (!e.masterAddr.empty()) e.masterFrom = "MASTER_ADDR";
   if (auto p = optNumber(env, "MASTER_PORT", 1, 65535)) e.masterPort = *p;
 }
 
@@ -149,7 +150,10 @@ LaunchEnv fromSlurm(const EnvMap& env) {
     // One node: loopback, as tpbench's own launcher uses; several: the step's first host, where
     // task 0 runs under Slurm's block distribution.
     if (e.nodes == 1) e.masterAddr = "127.0.0.1";
-    else if (!e.nodeList.empty()) e.masterAddr = e.nodeList.front();
+    else if (!e.nodeList.empty()) {
+      e.masterAddr = e.nodeList.front();
+      e.masterFrom = listVar;
+    }
   }
   if (const std::string job = text(env, "SLURM_JOB_ID"); !job.empty())
     e.jobKey = job + "." + (find(env, "SLURM_STEP_ID") ? text(env, "SLURM_STEP_ID") : text(env, "SLURM_STEPID"));

@@ -32,6 +32,7 @@ struct LaunchEnv {
   int nodes = 0;      // nodes of the job; 0: not said by the environment
   int nodeRank = -1;  // this node's index; -1: not said
   std::string masterAddr;  // where the rendezvous store is; empty: not said
+  std::string masterFrom;  // the variable masterAddr came from ("MASTER_ADDR", a Slurm node list); empty: a default
   int masterPort = -1;     // -1: not said
   // torchrun's agent already hosts the store at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE):
   // every rank, rank 0 included, is a client.
