@@ -25,6 +25,7 @@
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
 #include "record/results.h"
+#include "strategies/ring_allreduce.h"
 #include "workload/dataset_check.h"
 #include "workload/checkpoint.h"
 #include "workload/stages.h"
@@ -288,6 +289,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).
   bindAddress(o.masterAddr, o.iface);
   checkTempDir(std::getenv("TMPDIR"));
+  RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
 }
 
 void checkAllreduceRun(const AllreduceBenchOptions& o) {
@@ -319,6 +321,7 @@ void checkAllreduceRun(const AllreduceBenchOptions& o) {
                       memAvailableBytes());
   }
   checkTempDir(std::getenv("TMPDIR"));
+  RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
 }
 
 }  // namespace tpb

@@ -90,6 +90,8 @@ TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
       {{"sweep", "--strategies", "pipeline", "--batch_size", "8,2", "--out", out}, "--microbatches 4"},
       {{"run", "--nproc_per_node", "3", "--n_gpus", "2"}, "--nproc_per_node 3"},
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TMPDIR: /proc", {{"TMPDIR", "/proc"}}},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "0x10"}}},
+      {{"run", "--epochs", "1"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "99999999999999999"}}},
   };
   test::expectAllRefused({}, cases);
   EXPECT_FALSE(std::filesystem::exists(out));
