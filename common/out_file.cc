@@ -187,11 +187,16 @@ void checkWritable(const std::string& flag, const std::string& path) {
   }
 
   // Saving creates a temp file next to the target: create one the same way, then remove it.
+  if (const int err = probeCreateBeside(path)) fail("cannot create a file in '" + parent + "': " + errnoText(err));
+}
+
+int probeCreateBeside(const std::string& path) {
   std::string probe;
   const int fd = createTempBeside(path, probe);
-  if (fd < 0) fail("cannot create a file in '" + parent + "': " + errnoText(errno));
+  if (fd < 0) return errno;
   ::close(fd);
   ::unlink(probe.c_str());
+  return 0;
 }
 
 std::string OutLock::lockPath(const std::string& path) {

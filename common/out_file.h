@@ -47,6 +47,11 @@ void writeFileAtomic(const std::string& path, const std::string& contents);
 // behind. Throws tpb::UsageError "<flag>: cannot write '<path>': <reason>".
 void checkWritable(const std::string& flag, const std::string& path);
 
+// Creates a file beside `path` exclusively (as AtomicFile's temp file) and removes it: 0 when
+// that worked, else the errno. A real test, where access(2) says yes to root in /proc or on a
+// read-only mount.
+int probeCreateBeside(const std::string& path);
+
 // Creates `dir` and its missing parents and remembers each one it made. Throws tpb::UsageError
 // "<flag>: cannot create directory '<dir>': <reason>".
 void createDirectories(const std::string& flag, const std::string& dir);

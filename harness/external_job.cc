@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "comm/net_iface.h"
 #include "common/run_id.h"
 #include "common/text_escape.h"
 #include "worker/point_sync.h"
@@ -67,12 +68,16 @@ ExternalJob* ExternalJob::current() {
 
 ExternalJob::ExternalJob(LaunchEnv env) : env_(std::move(env)) {
   masterAddr_ = env_.masterAddr;
+  masterFrom_ = env_.masterFrom.empty() ? "MASTER_ADDR" : env_.masterFrom;
   masterPort_ = env_.masterPort > 0 ? env_.masterPort : defaultMasterPort(env_);
   prefix_ = "tpb/job/" + env_.jobKey + "/";
 }
 
 void ExternalJob::overrideMaster(const std::string& addr, int port) {
-  if (!addr.empty()) masterAddr_ = addr;
+  if (!addr.empty()) {
+    masterAddr_ = addr;
+    masterFrom_ = "--master_addr";
+  }
   if (port > 0) masterPort_ = port;
 }
 
@@ -82,21 +87,29 @@ std::unique_ptr<Store> ExternalJob::connectStore(std::chrono::milliseconds timeo
                          : Store::connect(masterAddr_, port, timeout);
 }
 
+void ExternalJob::checkMaster() const {
+  if (masterAddr_.empty())
+    TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
+                                          << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
+  routeTo(masterAddr_, masterFrom_);
+}
+
 std::int64_t ExternalJob::count(Store& s, const std::string& name) { return s.add(key(name), 0); }
 
-void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit) {
+void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit,
+                            const char* flag) {
   const auto deadline = clock_type::now() + limit;
   auto pause = std::chrono::milliseconds(1);
   while (count(*store_, name) < target) {
     if (clock_type::now() > deadline)
       TPB_THROW(TimeoutError, "waited " << limit.count() / 1000 << " s for all " << env_.worldSize
-                                        << " ranks at '" << name << "' (--timeout)");
+                                        << " ranks at '" << name << "' (" << flag << ")");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
 }
 
-void ExternalJob::join(const std::string& refusal) {
+void ExternalJob::join() {
   TPB_CHECK(!store_, "joined twice");
   if (masterAddr_.empty())
     TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
@@ -112,29 +125,37 @@ void ExternalJob::join(const std::string& refusal) {
   store_ = host ? Store::serve(masterAddr_, port, timeout_) : connectStore(timeout_);
 
   store_->set(key("hello/" + std::to_string(env_.rank)), json{{"host", thisHost()}, {"refusal", refusal}}.dump());
+}
+
+  checkMaster();
+  // Rank 0 hosts the store unless torchrun's agent already does at that port. The store's
+  // timeout is the rendezvous's until every rank has arrived, then --timeout's.
+  const bool host = env_.rank == 0 && !env_.agentStore;
+  const auto port = static_cast<std::uint16_t>(masterPort_);
+  try {
+    store_ = host ? Store::serve(masterAddr_, port, rendezvous_) : Store::connect(masterAddr_, port, rendezvous_);
+  } catch (const Error& e) {
+    if (host) throw;
+    TPB_THROW(Error, "rank 0's store at " << masterAddr_ << ":" << port << " was not reachable within "
+                                          << rendezvous_.count() / 1000
+                                          << " s (--rendezvous_timeout; rank 0 may have refused its input): " << e.what());
+  }
+  store_->set(key("hello/" + std::to_string(env_.rank)), json{{"host", thisHost()}}.dump());
   store_->add(key("hello"), 1);
   json welcome;
   if (env_.rank == 0) {
-    waitCount("hello", env_.worldSize, timeout_);
-    std::string first = refusal;
+    waitCount("hello", env_.worldSize, rendezvous_, "--rendezvous_timeout");
     json hosts = json::array();
-    for (int r = 0; r < env_.worldSize; ++r) {
-      const json h = json::parse(store_->get(key("hello/" + std::to_string(r))));
-      hosts.push_back(h.at("host"));
-      const std::string why = h.at("refusal");
-      if (first.empty() && !why.empty()) first = "rank " + std::to_string(r) + ": " + why;
-    }
-    welcome = {{"hosts", hosts}, {"refusal", first}, {"run_id", makeRunId()}};
+    for (int r = 0; r < env_.worldSize; ++r)
+      hosts.push_back(json::parse(store_->get(key("hello/" + std::to_string(r)))).at("host"));
+    welcome = {{"hosts", hosts}, {"run_id", makeRunId()}};
     store_->set(key("welcome"), welcome.dump());
   } else {
     welcome = json::parse(store_->get(key("welcome")));
   }
+  store_->setTimeout(timeout_);
   hosts_ = welcome.at("hosts").get<std::vector<std::string>>();
   runId_ = welcome.at("run_id").get<std::string>();
-  if (const std::string why = welcome.at("refusal"); !why.empty()) {
-    leave();
-    throw UsageError(why);
-  }
 }
 
 int ExternalJob::localSizeOf(int r, int n) const {

@@ -2,11 +2,14 @@
 // torchrun, Slurm's srun or mpirun (worker/launch_env.h tells which). Every rank runs the same
 // command; this is how they agree with each other without a launcher of tpbench's own:
 //
+//   refuse  a rank whose input checks fail (flags, files, the master's address: all checked
+//           before anything waits on the job) exits 2 at once; the first rank of each node
+//           prints the line. The launcher ends the other ranks (torchrun, mpirun, srun -K);
+//           a rank it does not end gives up at --rendezvous_timeout.
 //   join    rank 0 hosts the rendezvous store at the master's address (a client of torchrun's
 //           agent store instead when TORCHELASTIC_USE_AGENT_STORE says it hosts one); every
-//           rank posts its host name and its verdict on its own input checks; rank 0 answers
-//           with the layout, a run id, and the first refusal if any — then every rank exits 2
-//           and only rank 0 prints it.
+//           rank posts its host name; rank 0 answers with the layout and a run id, waiting
+//           at most --rendezvous_timeout for them all.
 //   points  a point of N ranks runs on ranks 0..N-1 in-process over a communicator of its own
 //           (store keys and shm names per point); the other ranks wait at the point's barrier.
 //   watch   while a point runs, a watchdog thread on every rank polls the store over its own
@@ -56,16 +59,22 @@ class ExternalJob {
 
   // Explicit flags win over the environment (run's --master_addr / --master_port).
   void overrideMaster(const std::string& addr, int port);
+  // Before anything waits on the job: the master's address is given, resolves and has a route
+  // from this host, else UsageError naming where it came from (MASTER_ADDR, a Slurm node list or
+  // --master_addr).
+  void checkMaster() const;
   void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
+  // How long join waits to reach the store and for every rank to arrive (--rendezvous_timeout).
+  void setRendezvousTimeout(std::chrono::milliseconds t) { rendezvous_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   // Across hosts: how long a rank may go without a heartbeat, and the store without answering
   // the watchdog, before the point fails (worker/point_sync.h).
   void setHeartbeatTimeout(std::chrono::milliseconds t) { heartbeat_ = t; }
 
-  // Joins the job with this rank's verdict on its input (`refusal`, empty when its checks
-  // passed). Throws UsageError on every rank when any rank refused (the lowest rank's message,
-  // rank 0's own first), after the goodbye; Error when the store cannot be reached.
-  void join(const std::string& refusal = "");
+  // Joins the job once this rank's input checks passed (a rank that refuses its input exits 2
+  // at once instead, and the launcher ends the others). Waits at most the rendezvous timeout to
+  // reach the store and, on rank 0, for every rank: then Error naming the timeout.
+  void join();
   bool joined() const { return store_ != nullptr; }
 
   Store& store() { return *store_; }
@@ -125,13 +134,16 @@ class ExternalJob {
   explicit ExternalJob(LaunchEnv env);
   std::string key(const std::string& name) const { return prefix_ + name; }
   std::int64_t count(Store& s, const std::string& name);
-  // Polls until counter `name` reaches `target` or the deadline passes (TimeoutError).
-  void waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit);
+  // Polls until counter `name` reaches `target` or the deadline passes (TimeoutError naming `flag`).
+  void waitCount(const std::string& name, std::int64_t target, std::chrono::milliseconds limit,
+                 const char* flag = "--timeout");
 
   LaunchEnv env_;
   std::string masterAddr_;
+  std::string masterFrom_;  // where masterAddr_ came from, for messages
   int masterPort_ = 0;
   std::chrono::milliseconds timeout_{std::chrono::minutes(5)};
+  std::chrono::milliseconds rendezvous_{std::chrono::minutes(5)};
   std::chrono::milliseconds heartbeat_{std::chrono::seconds(10)};
   std::string prefix_;
   std::unique_ptr<Store> store_;

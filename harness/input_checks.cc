@@ -19,12 +19,15 @@
 
 #include "comm/net_iface.h"
 #include "comm/store.h"
+#include "common/decimal.h"
 #include "common/error.h"
 #include "common/out_file.h"
 #include "core/registry.h"
 #include "harness/allreduce_bench.h"
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
+#include "record/results.h"
+#include "strategies/ring_allreduce.h"
 #include "workload/dataset_check.h"
 #include "workload/checkpoint.h"
 #include "workload/stages.h"
@@ -54,20 +57,18 @@ void checkReal(const std::string& flag, double v, const RealInterval& in) {
 }
 
 std::string unsignedTextProblem(const std::string& text) {
-  if (!text.empty() && text[0] == '-') return "must not be negative, got " + text;
-  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) return "'" + text + "' is not a whole number (decimal digits only)";
-  if (text.size() > 1 && text[0] == '0') return "'" + text + "' has a leading zero (CLI11 would read it as octal)";
-  return "";
+  std::string why;
+  return parseDecimalInteger<unsigned long long>(text, why) ? "" : why;
 }
 
 std::string integerTextProblem(const std::string& text) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const std::string magnitude = negative ? text.substr(1) : text;
-  if (magnitude.empty() || magnitude[0] == '-') return "'" + text + "' is not a whole number (decimal digits only)";
-  const std::string problem = unsignedTextProblem(magnitude);
-  if (problem.empty()) return "";
-  return negative ? "'" + text + "' is not a whole number (decimal digits after '-' only, no leading zero)" : problem;
+  std::string why;
+  return parseDecimalInteger<long long>(text, why) ? "" : why;
+}
+
+std::string realTextProblem(const std::string& text) {
+  std::string why;
+  return parseDecimalReal(text, why) ? "" : why;
 }
 
 void checkMaxSteps(const std::string& flag, long long v) {
@@ -209,8 +210,10 @@ void checkTempDir(const char* tmpdir) {
   if (stat(dir.c_str(), &st) != 0)
     TPB_THROW(UsageError, "TMPDIR: " << dir << ": " << std::strerror(errno) << " (launches keep their job files there)");
   if (!S_ISDIR(st.st_mode)) TPB_THROW(UsageError, "TMPDIR: " << dir << " is not a directory");
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
-    TPB_THROW(UsageError, "TMPDIR: " << dir << " is not writable: " << std::strerror(errno));
+  // Launches create their directories there (mkdtemp): create a file, as access(2) answers yes
+  // to root in /proc or on a read-only mount.
+  if (const int err = probeCreateBeside(dir + "/tpbench-tmpdir-check"))
+    TPB_THROW(UsageError, "TMPDIR: " << dir << " is not writable: " << std::strerror(err));
 }
 
 // ---- whole commands -----------------------------------------------------------------------------
@@ -230,8 +233,9 @@ void checkTimeout(std::chrono::seconds timeout) { checkInt("--timeout", timeout.
 void checkSaveDir(const std::string& flag, const std::string& dir) {
   // Remembered (common/out_file.h): a command refused after this removes what it made.
   createDirectories(flag, dir);
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory (" << std::strerror(errno) << ")");
+  // Tried, not asked of access(2), which lets root "write" /proc or a read-only mount.
+  if (const int err = probeCreateBeside(dir + "/tpbench-save-dir-check"))
+    TPB_THROW(UsageError, flag << " " << dir << ": not a writable directory (" << std::strerror(err) << ")");
 }
 
 void useSecretFile(const std::string& flag, const std::string& path) {
@@ -280,6 +284,12 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkReal("--bucket_mb", c.bucketMb, kPositive);
     checkMaxSteps("--max_steps", c.maxSteps);
     checkInt("--microbatches", c.microbatches, 1, 1 << 20);
+    // A batch is split into M micro-batches of rows*m/M..rows*(m+1)/M: above the batch some are
+    // empty every step, and the M recorded (and the bubble it predicts) would be false.
+    if (findStrategy("--strategy", c.strategy).microbatched && c.microbatches > c.batchSize)
+      TPB_THROW(UsageError, "--microbatches " << c.microbatches << " is above --batch_size " << c.batchSize << ": "
+                                              << c.strategy << " splits each batch into that many micro-batches of "
+                                              << "at least one sample each");
     findSchedule("--schedule", c.schedule);
     if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);
     if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
@@ -311,6 +321,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).
   bindAddress(o.masterAddr, o.iface);
   checkTempDir(std::getenv("TMPDIR"));
+  RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
 }
 
 void checkAllreduceRun(const AllreduceBenchOptions& o) {
@@ -342,6 +353,7 @@ void checkAllreduceRun(const AllreduceBenchOptions& o) {
                       memAvailableBytes());
   }
   checkTempDir(std::getenv("TMPDIR"));
+  RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
 }
 
 }  // namespace tpb

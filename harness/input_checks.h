@@ -3,10 +3,11 @@
 // (or environment variable) it is about and quotes the offending value; none prints anything.
 //
 // Rules they enforce (README "Bad input"):
-//   - numbers: integers inside their documented bounds; reals finite (NaN and inf mean nothing
-//     for any tpbench flag) and inside theirs; integer flags plain decimal digits, signed ones
-//     with an optional '-' (CLI11 reads them with strtoull/strtoll in base 0, which turns "-1"
-//     into 18446744073709551615, "010" into 8 and "0x10" into 16);
+//   - numbers: plain decimal (common/decimal.h) and within their type: integer flags digits,
+//     signed ones with an optional '-', real flags digits with an optional fraction and exponent
+//     (CLI11 reads them with strtoull/strtoll in base 0 and strtold, which turn "-1" into
+//     18446744073709551615, "010" into 8, "0x10" into 16, clamp what overflows and take hex
+//     floats); integers inside their documented bounds; reals finite and inside theirs;
 //   - lists (--strategies, --algos; ranges in harness/range.h alike): duplicates are dropped,
 //     the first occurrence stays, so no point ever runs twice;
 //   - a sweep (or an allreduce benchmark) of more than kMaxPoints points is refused, naming
@@ -48,11 +49,15 @@ constexpr RealInterval kNonNegative{0, kInf, false, true};
 // v finite and inside `in`.
 void checkReal(const std::string& flag, double v, const RealInterval& in);
 
-// Why `text`, given to an unsigned flag, is not a plain decimal number; "" when it is.
+// Why `text`, given to an unsigned flag, is not a plain decimal number that fits 64 bits; "" when
+// it is (common/decimal.h; CLI11 itself reads it with strtoull in base 0, so "-1" would be
+// 2^64-1, "010" 8, "0x10" 16, and "99999999999999999999" would clamp to 2^64-1).
 std::string unsignedTextProblem(const std::string& text);
-// The same for a signed flag: an optional '-', then a plain decimal number (CLI11 reads signed
-// options with strtoll in base 0, so "010" would be 8 and "0x10" 16).
+// The same for a signed flag: an optional '-', then a plain decimal number.
 std::string integerTextProblem(const std::string& text);
+// The same for a real flag: digits, an optional fraction and exponent (CLI11 reads it with
+// strtold, which takes hex floats, "inf", leading '+' and whitespace).
+std::string realTextProblem(const std::string& text);
 
 // --max_steps: -1 (no limit) or at least 1.
 void checkMaxSteps(const std::string& flag, long long v);
@@ -124,11 +129,12 @@ void checkFitsInMemory(const std::string& flag, const std::string& what, double 
 void checkPortFree(const std::string& flag, std::uint16_t port);
 
 // The directory launches put their job files in: $TMPDIR (`tmpdir`, nullptr when unset), else
-// /tmp. Set but empty, missing, not a directory, or not writable: refused, naming TMPDIR.
+// /tmp. Set but empty, missing, not a directory, or no file can be created there (tried, not
+// asked of access(2), which lets root "write" /proc): refused, naming TMPDIR.
 void checkTempDir(const char* tmpdir);
 
 // A directory for checkpoints: created when missing (and removed again when the command is
-// refused later, common/out_file.h's removeCreatedDirectories), then it must be writable.
+// refused later, common/out_file.h's removeCreatedDirectories), then a file must be creatable in it.
 void checkSaveDir(const std::string& flag, const std::string& dir);
 
 // --secret_file: a regular file of this user's that neither its group nor others may read, not

@@ -56,8 +56,9 @@ PointDriver::PointDriver(PointDriverOptions opt)
     TPB_THROW(UsageError, "--launcher: this process is already one rank of a job "
                               << external_->env().launcher << " started; it launches nothing");
   if (external_) {
-    // Before the scratch directory: a refusal from another rank throws out of here.
+    // Before the scratch directory: a rank that never arrives throws out of here.
     external_->setTimeout(opt_.timeout);
+    external_->setRendezvousTimeout(opt_.rendezvousTimeout);
     external_->setHeartbeatTimeout(opt_.heartbeatTimeout);
     external_->join();
   }

@@ -4,9 +4,11 @@
 #include <charconv>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unordered_set>
 
+#include "common/decimal.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -30,25 +32,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Parses all of `token` as a decimal integer of type T, or explains why not.
-template <typename T>
-T parseWhole(const std::string& flag, const std::string& token, const char* what) {
-  T v{};
-  const char* first = token.data();
-  const char* last = first + token.size();
-  auto [ptr, ec] = std::from_chars(first, last, v);
-  if (ec == std::errc::result_out_of_range) {
-    TPB_THROW(UsageError, flag << ": '" << token << "' is out of range (the largest allowed is "
-                               << std::numeric_limits<T>::max() << ")");
-  }
-  if (ec != std::errc() || ptr != last || token.empty()) {
-    TPB_THROW(UsageError, flag << ": '" << token << "' is not " << what);
-  }
-  return v;
-}
-
+// All of `token` as a plain decimal integer (common/decimal.h), or a UsageError naming the flag:
+// no leading zero ("010"), no sign but '-', nothing beyond a long long.
 long long parseInteger(const std::string& flag, const std::string& token) {
-  return parseWhole<long long>(flag, token, "an integer");
+  std::string why;
+  if (const std::optional<long long> v = parseDecimalInteger<long long>(token, why)) return *v;
+  TPB_THROW(UsageError, flag << ": " << why);
 }
 
 struct Suffix {
@@ -115,9 +104,11 @@ std::size_t parseSize(const std::string& flag, const std::string& token) {
                                << ")");
   }
   const unsigned shift = suffixShift(flag, token, token.substr(i));
-  const auto n = parseWhole<unsigned long long>(flag, digits, "a size");
+  std::string why;
+  const std::optional<unsigned long long> n = parseDecimalInteger<unsigned long long>(digits, why);
+  if (!n) TPB_THROW(UsageError, flag << ": '" << token << "': " << why);
   unsigned long long bytes = 0;
-  if (__builtin_mul_overflow(n, 1ULL << shift, &bytes) ||
+  if (__builtin_mul_overflow(*n, 1ULL << shift, &bytes) ||
       bytes > std::numeric_limits<std::size_t>::max()) {
     TPB_THROW(UsageError, flag << ": '" << token << "' is too large");
   }
@@ -190,14 +181,13 @@ void expandItem(const std::string& flag, const Grammar<T>& g, const std::string&
       TPB_THROW(UsageError, flag << ": '" << item << "' has ':' but no step (use :xN or :+N)");
     } else if (step[0] == 'x' || step[0] == 'X') {
       multiply = true;
-      unsigned long long factor = 0;
-      const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), factor);
-      if (ec != std::errc() || ptr != rest.data() + rest.size() || factor < 2 ||
-          factor > static_cast<unsigned long long>(std::numeric_limits<T>::max())) {
+      std::string why;
+      const auto factor = parseDecimalInteger<unsigned long long>(rest, why);
+      if (!factor || *factor < 2 || *factor > static_cast<unsigned long long>(std::numeric_limits<T>::max())) {
         TPB_THROW(UsageError, flag << ": step '" << step << "' in '" << item
                                    << "' is invalid: a geometric factor must be an integer >= 2");
       }
-      amount = static_cast<T>(factor);
+      amount = static_cast<T>(*factor);
     } else if (step[0] == '+') {
       multiply = false;
       amount = g.parseAddStep(rest);

@@ -8,6 +8,8 @@
 // A range stops at the last value <= end (end itself is included only when it is reached).
 // Without a step, integer ranges count by +1 and byte ranges double (x2), nccl-tests' habit.
 // Values come back in the order written, duplicates removed (the first occurrence stays).
+// Every number is plain decimal (common/decimal.h): "010", "04K", "x02" and "+3" are refused.
+// LibTorch-free and without process state: the fuzz target tests/fuzz/fuzz_range.cc calls it.
 //
 // Every error is a tpb::UsageError whose message starts with the flag name and quotes the
 // offending text, e.g. "--n_gpus: range '3..1' is empty (start 3 > end 1)".

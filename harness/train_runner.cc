@@ -138,6 +138,35 @@ PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const T
   return l;
 }
 
+// Why a point cannot run and is skipped, "" when it can: its strategy on this device and
+// config, then (`layout` given) the ranks the layout gives and its transport.
+std::string skipReason(const TrainStrategy& s, const TrainConfig& cfg, Device device, const PointLayout* layout) {
+  std::string why = s.unsupported(device, cfg.nGpus);
+  if (why.empty()) why = s.unsupportedConfig(cfg);
+  if (!why.empty() || !layout) return why;
+  if (layout->world != layout->procs)
+    return "needs " + std::to_string(layout->procs) + " processes, the layout gives " + std::to_string(layout->world);
+  if (std::string t = findTransport(layout->transport).unsupported(device, layout->world, layout->perNode);
+      !t.empty() && layout->world > 1)
+    return "transport " + layout->transport + ": " + t;
+  return "";
+}
+
+// `run` has one point: skipping it would run nothing and exit 0, so its skip is a refusal.
+// Under an external launcher the layout needs the job's hosts (known after the join): that part
+// is left to the point, where a skip makes `run` exit 1.
+void refuseSkippedRun(const TrainRunOptions& opt, Device device) {
+  const ExternalJob* ext = ExternalJob::current();
+  for (const auto& p : opt.points) {
+    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
+    const PointLayout layout = ext ? PointLayout{} : layoutOf(opt, s, p.cfg, device);
+    if (const std::string why = skipReason(s, p.cfg, device, ext ? nullptr : &layout); !why.empty())
+      TPB_THROW(UsageError, "--strategy " << s.name << " --n_gpus " << p.cfg.nGpus << " (--nnodes " << opt.nnodes
+                                          << ", --nproc_per_node " << opt.nprocPerNode << ", --device "
+                                          << deviceName(device) << "): cannot run: " << why);
+  }
+}
+
 // The library a point records: "" for strategies that take none, and for the device's default
 // (what `library` stands for), so configs from before --library existed still match.
 std::string recordedLibrary(const TrainStrategy& s, const std::string& library, Device device) {
@@ -234,6 +263,7 @@ int runTraining(const TrainRunOptions& opt) {
 
   checkLibrary(opt, device);
   checkLauncherFlag(opt.launcher);
+  if (opt.everyPointMustRun) refuseSkippedRun(opt, device);
   for (const auto& p : opt.points) {  // who starts each point's ranks, refused now rather than mid-sweep
     const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
     if (ext || !s.unsupported(device, p.cfg.nGpus).empty()) continue;  // skipped, with the reason
@@ -308,7 +338,7 @@ int runTraining(const TrainRunOptions& opt) {
     const TrainConfig& cfg = point.cfg;
     const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
     const PointLayout layout = layoutOf(opt, strategy, cfg, device);
-    const int procs = layout.procs, perNode = layout.perNode, world = layout.world;
+    const int procs = layout.procs, perNode = layout.perNode;
     const std::string& transport = layout.transport;
     TrainConfig canonical = cfg;
     canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
@@ -337,15 +367,7 @@ int runTraining(const TrainRunOptions& opt) {
       }
     }
 
-    std::string why = strategy.unsupported(device, cfg.nGpus);
-    if (why.empty()) why = strategy.unsupportedConfig(cfg);
-    if (why.empty() && world != procs)
-      why = "needs " + std::to_string(procs) + " processes, the layout gives " + std::to_string(world);
-    if (why.empty()) {
-      if (std::string t = findTransport(transport).unsupported(device, world, perNode);
-          !t.empty() && world > 1)
-        why = "transport " + transport + ": " + t;
-    }
+    const std::string why = skipReason(strategy, cfg, device, &layout);
     // The results file holds every point once: a rerun of a failed point replaces it.
     auto save = [&](const RunRecord& r) {
       if (!results || !reporter) return;
@@ -363,6 +385,7 @@ int runTraining(const TrainRunOptions& opt) {
       run.error = why;
       driver.skip(shortName + ": skipped: " + why);
       rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
+      if (opt.everyPointMustRun) rc = 1;  // `run` ran nothing
     } else {
       json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
       if (!cfg.saveDir.empty()) job["save_dir"] = cfg.saveDir;  // no part of the work: not in config

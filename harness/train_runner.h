@@ -38,11 +38,14 @@ struct TrainRunOptions {
   std::chrono::seconds rendezvousTimeout = kDefaultRendezvousTimeout;  // ranks of a point wait this long for each other
   std::chrono::seconds heartbeatTimeout = kDefaultHeartbeatTimeout;    // several nodes: a silent rank or store fails the point
   std::string iface;                            // --iface: the interface this node's ranks bind to
+  // `run`: a point that would be skipped is refused up front (exit 2), or, where that is known
+  // only once the point starts (an external launcher's layout), fails the command (exit 1).
+  bool everyPointMustRun = false;
 };
 
 // Validates (UsageError), runs every point, prints per-epoch lines and a summary table.
-// Returns 0 when every point ran or was skipped with a reason, 1 if any failed, 130 when
-// interrupted.
+// Returns 0 when every point ran or was skipped with a reason (but for everyPointMustRun), 1 if
+// any failed, 130 when interrupted.
 int runTraining(const TrainRunOptions& opt);
 
 // The "config" of a run record (also the key --resume and `compare` match on), max_steps

@@ -12,6 +12,7 @@ class RingAllreduce final : public Allreduce {
   void run() override;
 
   // TPB_RING_CHUNK_KB when set, else the device's default (512 KiB on CPU, 4 MiB on GPU).
+  // A TPB_RING_CHUNK_KB that is not plain decimal in 1..1048576 throws UsageError naming it.
   static std::size_t defaultChunkBytes(Device device);
 
  private:

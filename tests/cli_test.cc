@@ -2,6 +2,7 @@
 // happens when a rank dies, hangs or the user presses Ctrl-C.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_util.h"
@@ -65,6 +66,35 @@ TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
       {{"compare", fixture, fixture, "--alpha", "nan"}, "--alpha"},
   };
   test::expectAllRefused({}, cases);
+}
+
+// Numbers in another spelling or beyond their flag's type (README "Bad input"): each of these
+// was accepted (a clamped --seed recorded as 2^64-1, "010" read as 10, a hex --lr), and so were
+// more micro-batches than samples, a TMPDIR root "could write", and a run of nothing.
+TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
+  const std::string out = test::tempPath("never.json");
+  const std::vector<BadInput> cases = {
+      {{"run", "--seed", "99999999999999999999999"}, "--seed: '99999999999999999999999' is out of range"},
+      {{"run", "--test_size", "18446744073709551616"}, "--test_size"},
+      {{"run", "--max_steps", "99999999999999999999"}, "--max_steps"},
+      {{"run", "--epochs", "99999999999"}, "--epochs: '99999999999' is out of range"},
+      {{"run", "--lr", "0x1p-3"}, "--lr: '0x1p-3' is not a plain decimal number"},
+      {{"run", "--lr", "+0.5"}, "--lr"},
+      {{"run", "--momentum", " 0.5"}, "--momentum"},
+      {{"run", "--bucket_mb", "1e999"}, "--bucket_mb"},
+      {{"compare", "a.json", "b.json", "--threshold", "0x1"}, "--threshold"},
+      {{"sweep", "--n_gpus", "010", "--out", out}, "--n_gpus: '010' has a leading zero"},
+      {{"sweep", "--batch_size", "32,064", "--out", out}, "--batch_size"},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "04K"}, "--bytes"},
+      {{"run", "--strategy", "pipeline", "--batch_size", "4", "--microbatches", "5"}, "--microbatches 5"},
+      {{"sweep", "--strategies", "pipeline", "--batch_size", "8,2", "--out", out}, "--microbatches 4"},
+      {{"run", "--nproc_per_node", "3", "--n_gpus", "2"}, "--nproc_per_node 3"},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TMPDIR: /proc", {{"TMPDIR", "/proc"}}},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "0x10"}}},
+      {{"run", "--epochs", "1"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "99999999999999999"}}},
+  };
+  test::expectAllRefused({}, cases);
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 // Repeated list entries count once (README): one (algorithm, N, size) is measured once.

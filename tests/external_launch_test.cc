@@ -3,6 +3,7 @@
 // writer, refusals on every rank, and a killed rank that ends the job without a hang or an
 // orphan. Tests skip, saying why, where torchrun or mpirun is missing.
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -358,7 +359,7 @@ TEST(ExternalLaunch, ConflictsAreRefusedOnEveryRankWithOneLine) {
       {{"run", "--nproc_per_node", "4"}, "--nproc_per_node"},      // disagrees with the launcher
       {{"run", "--nnodes", "2"}, "--nnodes"},
       {{"run", "--epochs", "-3"}, "--epochs"},                     // plain bad input, on every rank
-      // Only rank 0 checks --out (it alone writes): rank 1 learns of the refusal when it joins.
+      // Only rank 0 checks --out (it alone writes): it exits 2 at once, and mpirun ends rank 1.
       {{"run", "--out", "/proc/nonexistent/x.json"}, "--out"},
   };
   for (const auto& [extra, flag] : cases) {
@@ -371,6 +372,85 @@ TEST(ExternalLaunch, ConflictsAreRefusedOnEveryRankWithOneLine) {
     EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("[1/"), std::string::npos) << "a point was started: " << r.err;
     EXPECT_EQ(r.out, "");
+  }
+}
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// torchrun's variables for rank `rank` of two on this host, the store at a port nobody serves.
+Env torchrunRank(int rank) {
+  return {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(rank)},
+          {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(test::freePort())}};
+}
+
+// Runs tpbench as one rank; stops it should it still run after `guard` s (a hang guard far above
+// any refusal, far below the rendezvous a refusal used to wait for), so a wait fails the test
+// (exit 137) instead of stalling it. Prints how long the rank took.
+CliResult runRank(const std::vector<std::string>& args, const Env& env, int guard = 60) {
+  const CliResult r = runCli(args, env, [guard](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar&) {
+    for (int tenths = 0; tenths < guard * 10 && !done; ++tenths) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done) kill(pid, SIGKILL);
+  });
+  std::printf("    %s ... exit %d after %.2f s\n", args[0].c_str(), r.exitCode, r.seconds);
+  return r;
+}
+
+// A rank whose input is bad exits 2 at once, whatever its rank, without waiting at the rendezvous
+// for ranks that never come: it once waited the 300 s rendezvous, whatever --timeout said.
+TEST(ExternalLaunch, RefusalsComeAtOnceWithoutWaitingForTheOtherRanks) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--epochs", "0", "--timeout", "5"}, "--epochs"},
+      {{"run", "--out", "/proc/nonexistent/x.json"}, "--out"},                 // rank 0 alone checks it
+      {{"sweep", "--n_gpus", "1..3", "--out", test::tempPath("never.json")}, "--n_gpus"},
+      {{"allreduce", "--iters", "0"}, "--iters"},
+  };
+  for (int rank : {0, 1}) {
+    for (const auto& [args, flag] : cases) {
+      // Rank 1 does not check --out: it joins, and the launcher ends it when rank 0 exits 2.
+      if (rank == 1 && flag == "--out") continue;
+      SCOPED_TRACE("rank " + std::to_string(rank) + ": " + args[0] + " " + args[1]);
+      const CliResult r = runRank(args, torchrunRank(rank));
+      EXPECT_EQ(r.exitCode, 2) << r.err;
+      // Rank 0 prints the line; rank 1, not the first of its node, leaves it to rank 0.
+      EXPECT_EQ(r.err.find(flag) != std::string::npos, rank == 0) << r.err;
+      EXPECT_EQ(r.err.find("[1/"), std::string::npos) << r.err;
+    }
+  }
+}
+
+// The master's address is resolved before anything waits on it, and refused naming where it
+// came from: it once went to the rendezvous, which failed later with exit 1.
+TEST(ExternalLaunch, UnresolvableMasterIsRefusedNamingItsSource) {
+  Env torchrun = torchrunRank(0);
+  torchrun[4].second = "tpb-no-such-host.invalid";
+  CliResult r = runRank({"run"}, torchrun);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("MASTER_ADDR tpb-no-such-host.invalid: cannot resolve it"), std::string::npos) << r.err;
+  r = runRank({"allreduce", "--bytes", "4K"}, torchrun);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("MASTER_ADDR"), std::string::npos) << r.err;
+  // --master_addr wins over MASTER_ADDR, and is then what is checked.
+  r = runRank({"run", "--epochs", "0", "--master_addr", "127.0.0.1"}, torchrun);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--epochs"), std::string::npos) << r.err;
+  r = runRank({"run", "--master_addr", "tpb-no-such-host.invalid"}, torchrunRank(0));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("--master_addr tpb-no-such-host.invalid"), std::string::npos) << r.err;
+  // Slurm's master: the first host of the step.
+  r = runRank({"run"}, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"},
+                        {"SLURM_STEP_NODELIST", "tpbnohost[1-2].invalid"}, {"SLURM_NTASKS_PER_NODE", "1"}});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("SLURM_STEP_NODELIST tpbnohost1.invalid"), std::string::npos) << r.err;
+}
+
+// The rendezvous waits --rendezvous_timeout for ranks that never come (it waited --timeout), on
+// rank 0, which hosts the store, and on a rank that cannot reach it.
+TEST(ExternalLaunch, RendezvousHonoursItsTimeout) {
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const CliResult r = runRank({"run", "--rendezvous_timeout", "1", "--timeout", "30"}, torchrunRank(rank));
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_NE(r.err.find("--rendezvous_timeout"), std::string::npos) << r.err;
   }
 }
 

@@ -69,6 +69,26 @@ TEST(InputChecks, IntegerTextIsPlainDecimalWithOptionalMinus) {
     EXPECT_NE(integerTextProblem(bad), "") << bad;
 }
 
+// A number beyond its type is refused, not clamped: CLI11's strtoull turns
+// "99999999999999999999" into 2^64-1 (--seed recorded 18446744073709551615, exit 0).
+TEST(InputChecks, IntegersBeyondSixtyFourBitsAreRefused) {
+  EXPECT_NE(unsignedTextProblem("18446744073709551616").find("out of range"), std::string::npos);
+  EXPECT_NE(unsignedTextProblem("99999999999999999999999").find("out of range"), std::string::npos);
+  EXPECT_NE(integerTextProblem("9223372036854775808").find("out of range"), std::string::npos);
+  EXPECT_NE(integerTextProblem("-9223372036854775809").find("out of range"), std::string::npos);
+}
+
+// Reals are plain decimal: digits, an optional fraction and exponent. strtold (CLI11) takes hex
+// floats, "inf", "nan", a '+' and leading space, and overflows "1e999" to inf.
+TEST(InputChecks, RealTextIsPlainDecimal) {
+  for (const char* ok : {"0", "0.01", "-0.5", "1.", ".5", "1e-3", "2.5E+4", "10"}) EXPECT_EQ(realTextProblem(ok), "") << ok;
+  for (const char* bad : {"", "-", ".", "e5", "1e", "1e+", "0x1p-3", "0x10", "inf", "-inf", "nan", "+0.5", " 0.5",
+                          "0.5 ", "1,5", "1_000", "0.5f", "1e999", "-1e999", "1e-999"})
+    EXPECT_NE(realTextProblem(bad), "") << bad;
+  EXPECT_NE(realTextProblem("0x1p-3").find("not a plain decimal number"), std::string::npos);
+  EXPECT_NE(realTextProblem("1e999").find("out of range"), std::string::npos);
+}
+
 TEST(InputChecks, MaxStepsIsMinusOneOrPositive) {
   EXPECT_NO_THROW(checkMaxSteps("--max_steps", -1));
   EXPECT_NO_THROW(checkMaxSteps("--max_steps", 1));
@@ -147,6 +167,9 @@ TEST(InputChecks, TempDirMustBeAWritableDirectory) {
   test::writeText(file, "x");
   expectRefused([&] { checkTempDir(file.c_str()); }, {"TMPDIR: ", "not a directory"});
   fs::remove(file);
+  // A directory no file can be created in, though access(2) tells root it may write there.
+  expectRefused([] { checkTempDir("/proc"); }, {"TMPDIR: /proc", "not writable"});
+  expectRefused([] { checkSaveDir("--save_dir", "/proc"); }, {"--save_dir /proc", "not a writable directory"});
   if (geteuid() == 0) GTEST_SKIP() << "root writes into any directory: the not-writable case needs another user";
   const fs::path dir = testing::TempDir() + "tpb_checks_readonly";
   fs::create_directories(dir);
@@ -239,6 +262,29 @@ TEST(InputChecks, TrainRunChecksEveryPoint) {
   TrainRunOptions sweep = oneRun(c);
   sweep.points.push_back({big, 0});
   expectRefused([&] { checkTrainRun(sweep); }, {"--train_size 60001"});
+}
+
+// pipeline splits each batch into M micro-batches: M above the batch leaves some empty every
+// step (and was recorded as if it ran M), for every batch size of a sweep.
+TEST(InputChecks, MicrobatchesAtMostTheBatch) {
+  TrainConfig c;
+  c.nGpus = 2;
+  c.strategy = "pipeline";
+  c.batchSize = 4;
+  c.microbatches = 4;
+  EXPECT_NO_THROW(checkTrainRun(oneRun(c)));
+  TrainConfig tooMany = c;
+  tooMany.microbatches = 5;
+  expectRefused([&] { checkTrainRun(oneRun(tooMany)); }, {"--microbatches 5 is above --batch_size 4"});
+  TrainRunOptions sweep = oneRun(c);
+  TrainConfig smallBatch = c;
+  smallBatch.batchSize = 2;
+  sweep.points.push_back({smallBatch, 0});
+  expectRefused([&] { checkTrainRun(sweep); }, {"--microbatches 4 is above --batch_size 2"});
+  // Strategies that take no micro-batches ignore the flag.
+  TrainConfig ring = tooMany;
+  ring.strategy = "ring_all_reduce";
+  EXPECT_NO_THROW(checkTrainRun(oneRun(ring)));
 }
 
 TEST(InputChecks, AllreduceRunChecksSizesAndMemory) {

@@ -200,7 +200,7 @@ TEST(LaunchEnv, MalformedValuesNameTheVariable) {
   expectRefused({{"RANK", "0"}}, {"WORLD_SIZE", "not set"});
   expectRefused({{"RANK", "x"}, {"WORLD_SIZE", "2"}}, {"RANK='x'", "whole number"});
   expectRefused({{"RANK", "2"}, {"WORLD_SIZE", "2"}}, {"RANK=2", "0..1"});
-  expectRefused({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, {"RANK='-1'"});
+  expectRefused({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, {"RANK=-1", "0..1"});
   expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "0"}}, {"WORLD_SIZE=0"});
   expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, {"MASTER_PORT=70000"});
   expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}},
@@ -208,6 +208,69 @@ TEST(LaunchEnv, MalformedValuesNameTheVariable) {
   expectRefused({{"OMPI_COMM_WORLD_RANK", "0"}}, {"OMPI_COMM_WORLD_SIZE"});
   expectRefused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "n[1-"}},
                 {"SLURM_STEP_NODELIST", "n[1-"});
+}
+
+// Every number a launcher sets is plain decimal (common/decimal.h) and fits: "01" is a typo, not
+// rank 1, and a 20-digit WORLD_SIZE is refused naming the variable, not read as something else.
+TEST(LaunchEnv, NumbersArePlainDecimal) {
+  expectRefused({{"RANK", "01"}, {"WORLD_SIZE", "2"}}, {"RANK='01'", "leading zero"});
+  expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "02"}}, {"WORLD_SIZE='02'", "leading zero"});
+  expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "99999999999999999999"}}, {"WORLD_SIZE='99999999999999999999'", "out of range"});
+  expectRefused({{"RANK", "+1"}, {"WORLD_SIZE", "2"}}, {"RANK='+1'"});
+  expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "029500"}}, {"MASTER_PORT='029500'"});
+  expectRefused({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0x2"}}, {"OMPI_COMM_WORLD_SIZE='0x2'"});
+  expectRefused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"}, {"SLURM_LOCALID", "00"}},
+                {"SLURM_LOCALID='00'"});
+}
+
+// A node's index is below the node count, a node holds no more tasks than the step, and a step
+// has no more nodes than tasks.
+TEST(LaunchEnv, VariablesMustAgreeWithEachOther) {
+  expectRefused({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"GROUP_WORLD_SIZE", "2"}, {"GROUP_RANK", "2"}},
+                {"GROUP_RANK=2", "0..1"});
+  const EnvMap slurm{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a,b"}};
+  auto with = [&](const EnvMap& extra) {
+    EnvMap env = slurm;
+    for (const auto& [k, v] : extra) env[k] = v;
+    return env;
+  };
+  expectRefused(with({{"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_NODEID", "2"}}), {"SLURM_NODEID=2", "0..1"});
+  expectRefused(with({{"SLURM_STEP_NUM_NODES", "3"}}), {"SLURM_STEP_NUM_NODES=3", "1..2"});
+  expectRefused(with({{"SLURM_STEP_NODELIST", "n[1-3]"}}), {"SLURM_STEP_NODELIST", "3 hosts", "SLURM_NTASKS=2"});
+  expectRefused(with({{"SLURM_STEP_TASKS_PER_NODE", "5,1"}}), {"SLURM_STEP_TASKS_PER_NODE='5,1'", "5 tasks"});
+}
+
+// Host lists and task repeats are counted before they are expanded: each of these once ran the
+// process out of memory (the product of two brackets, many brackets, many repeats), or would
+// now expand to far more than any job; every one is refused at once, naming the variable.
+TEST(LaunchEnv, HugeSlurmListsAreRefusedBeforeExpanding) {
+  std::string manyRanges = "n[", manyRepeats;
+  for (int i = 0; i < 2000; ++i) {
+    manyRanges += (i ? ",0-99999" : "0-99999");
+    manyRepeats += (i ? ",1(x1048576)" : "1(x1048576)");
+  }
+  manyRanges += "]";
+  for (const std::string& list : {std::string("a[0-99999]b[0-99999]"), std::string("n[0-999999999]"),
+                                  std::string("n[0-99999999999]"), std::string("n[0-70000]"), manyRanges}) {
+    SCOPED_TRACE(list.substr(0, 40));
+    expectRefused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", list}},
+                  {"SLURM_STEP_NODELIST: "});
+  }
+  for (const std::string& tasks : {std::string("1(x99999999999)"), std::string("1(x70000)"), manyRepeats}) {
+    SCOPED_TRACE(tasks.substr(0, 40));
+    expectRefused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a,b"},
+                   {"SLURM_STEP_TASKS_PER_NODE", tasks}},
+                  {"SLURM_STEP_TASKS_PER_NODE: "});
+  }
+}
+
+TEST(SlurmHostList, AtMostTheBoundIsExpanded) {
+  const std::string max = "n[1-" + std::to_string(kMaxSlurmHosts) + "]";
+  EXPECT_EQ(expandSlurmHostList(max).size(), kMaxSlurmHosts);
+  EXPECT_THROW(expandSlurmHostList(max + ",extra"), UsageError);
+  EXPECT_THROW(expandSlurmHostList("n[1-" + std::to_string(kMaxSlurmHosts + 1) + "]"), UsageError);
+  EXPECT_EQ(expandSlurmTasksPerNode("1(x" + std::to_string(kMaxSlurmHosts) + ")").size(), kMaxSlurmHosts);
+  EXPECT_THROW(expandSlurmTasksPerNode("1(x" + std::to_string(kMaxSlurmHosts) + "),1"), UsageError);
 }
 
 TEST(SlurmHostList, CommonForms) {

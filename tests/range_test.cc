@@ -109,11 +109,30 @@ TEST(IntRange, BelowMinimumAndAboveMaximum) {
 }
 
 TEST(IntRange, NotAnInteger) {
-  intError("abc", {"'abc' is not an integer"});
-  intError("1..abc", {"'abc' is not an integer"});
-  intError("4x", {"'4x' is not an integer"});
-  intError("1.5", {"'1.5' is not an integer"});
-  intError("+3", {"'+3' is not an integer"});
+  intError("abc", {"'abc' is not a whole number"});
+  intError("1..abc", {"'abc' is not a whole number"});
+  intError("4x", {"'4x' is not a whole number"});
+  intError("1.5", {"'1.5' is not a whole number"});
+  intError("+3", {"'+3' is not a whole number"});
+}
+
+// Plain decimal only (common/decimal.h): "010" is neither 8 nor 10 but a typo, in values, ends and
+// steps alike; sizes too.
+TEST(IntRange, LeadingZerosAreRefused) {
+  intError("010", {"'010' has a leading zero"});
+  intError("1..08", {"'08' has a leading zero"});
+  intError("1..9:+02", {"'02' has a leading zero"});
+  intError("2..8:x02", {"step 'x02'"});
+  intError("00", {"'00' has a leading zero"}, 0, 8);
+  intError("-01", {"'-01' has a leading zero"}, -8, 8);
+  EXPECT_EQ(ints("0", 0, 8), (Ints{0}));
+}
+
+TEST(ByteRange, LeadingZerosAreRefused) {
+  byteError("04K", {"'04' has a leading zero"});
+  byteError("4K..064M", {"'064' has a leading zero"});
+  byteError("1M..4M:+01M", {"'01' has a leading zero"});
+  byteError("4K..64M:x04", {"step 'x04'"});
 }
 
 TEST(IntRange, EmptyTextAndEmptyItems) {
@@ -139,7 +158,7 @@ TEST(IntRange, BadSteps) {
   intError("1..8:xabc", {"step 'xabc'", ">= 2"});
   intError("1..8:+0", {"step '+0' in '1..8:+0'", "arithmetic step must be >= 1"});
   intError("1..8:+-2", {"step '+-2'", ">= 1"});
-  intError("1..8:+q", {"'q' is not an integer"});
+  intError("1..8:+q", {"'q' is not a whole number"});
   intError("1..8:y2", {"step 'y2' in '1..8:y2'", "not understood"});
   intError("0..8:x2", {"multiplies from 0"}, 0, 8);
 }

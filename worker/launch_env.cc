@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/decimal.h"
 #include "common/error.h"
 
 extern char** environ;
@@ -29,13 +30,13 @@ const std::string* find(const EnvMap& env, const std::string& name) {
   return it == env.end() || it->second.empty() ? nullptr : &it->second;
 }
 
-// A whole decimal number in [lo, hi].
+// A plain decimal number (common/decimal.h: no sign, no leading zero) in [lo, hi].
 long long parseNumber(const std::string& name, const std::string& text, long long lo, long long hi) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-    TPB_THROW(UsageError, name << "='" << text << "' is not a whole number");
-  const long long v = std::stoll(text);
-  if (v < lo || v > hi) TPB_THROW(UsageError, name << "=" << v << " is outside " << lo << ".." << hi);
-  return v;
+  std::string why;
+  const std::optional<long long> v = parseDecimalInteger<long long>(text, why);
+  if (!v) TPB_THROW(UsageError, name << "=" << why);
+  if (*v < lo || *v > hi) TPB_THROW(UsageError, name << "=" << text << " is outside " << lo << ".." << hi);
+  return *v;
 }
 
 int number(const EnvMap& env, const std::string& name, long long lo, long long hi) {
@@ -55,8 +56,16 @@ std::string text(const EnvMap& env, const std::string& name) {
   return v ? *v : std::string();
 }
 
+// `err`'s message under the variable `name`, less the "[file:line] " of the check that threw it.
+[[noreturn]] void refuseAs(const std::string& name, const UsageError& err) {
+  std::string msg = err.what();
+  if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
+  TPB_THROW(UsageError, name << ": " << msg);
+}
+
 void takeMaster(const EnvMap& env, LaunchEnv& e) {
   e.masterAddr = text(env, "MASTER_ADDR");
+  if (!e.masterAddr.empty()) e.masterFrom = "MASTER_ADDR";
   if (auto p = optNumber(env, "MASTER_PORT", 1, 65535)) e.masterPort = *p;
 }
 
@@ -68,7 +77,7 @@ LaunchEnv fromTorchrun(const EnvMap& env) {
   e.localWorldSize = optNumber(env, "LOCAL_WORLD_SIZE", 1, e.worldSize).value_or(e.worldSize);
   e.localRank = optNumber(env, "LOCAL_RANK", 0, e.localWorldSize - 1).value_or(e.rank % e.localWorldSize);
   e.nodes = optNumber(env, "GROUP_WORLD_SIZE", 1, e.worldSize).value_or(0);
-  e.nodeRank = optNumber(env, "GROUP_RANK", 0, kMaxRanks).value_or(-1);
+  e.nodeRank = optNumber(env, "GROUP_RANK", 0, (e.nodes > 0 ? e.nodes : kMaxRanks) - 1).value_or(-1);
   takeMaster(env, e);
   const std::string agent = text(env, "TORCHELASTIC_USE_AGENT_STORE");
   e.agentStore = agent == "True" || agent == "true" || agent == "1";
@@ -105,12 +114,16 @@ LaunchEnv fromSlurm(const EnvMap& env) {
     try {
       e.nodeList = expandSlurmHostList(list);
     } catch (const UsageError& err) {
-      TPB_THROW(UsageError, listVar << ": " << err.what());
+      refuseAs(listVar, err);
     }
   }
-  e.nodes = optNumber(env, "SLURM_STEP_NUM_NODES", 1, kMaxRanks)
+  // Every node of a step runs at least one of its tasks.
+  if (listVar == "SLURM_STEP_NODELIST" && e.nodeList.size() > static_cast<std::size_t>(e.worldSize))
+    TPB_THROW(UsageError, listVar << " names " << e.nodeList.size() << " hosts, more than the SLURM_NTASKS="
+                                  << e.worldSize << " tasks of the step");
+  e.nodes = optNumber(env, "SLURM_STEP_NUM_NODES", 1, e.worldSize)
                 .value_or(optNumber(env, "SLURM_NNODES", 1, kMaxRanks).value_or(static_cast<int>(e.nodeList.size())));
-  e.nodeRank = optNumber(env, "SLURM_NODEID", 0, kMaxRanks).value_or(-1);
+  e.nodeRank = optNumber(env, "SLURM_NODEID", 0, (e.nodes > 0 ? e.nodes : kMaxRanks) - 1).value_or(-1);
   // Tasks on this node: a plain --ntasks-per-node, else this node's entry of the step's layout.
   std::optional<int> local;
   if (const std::string* v = find(env, "SLURM_NTASKS_PER_NODE"); v && v->find_first_not_of("0123456789") == std::string::npos)
@@ -118,9 +131,17 @@ LaunchEnv fromSlurm(const EnvMap& env) {
   for (const char* var : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     const std::string* v = find(env, var);
     if (local || !v) continue;
-    const std::vector<int> perNode = expandSlurmTasksPerNode(*v);
+    std::vector<int> perNode;
+    try {
+      perNode = expandSlurmTasksPerNode(*v);
+    } catch (const UsageError& err) {
+      refuseAs(var, err);
+    }
     const int node = e.nodeRank >= 0 ? e.nodeRank : 0;
     if (node < static_cast<int>(perNode.size())) local = perNode[node];
+    if (local && *local > e.worldSize)
+      TPB_THROW(UsageError, var << "='" << *v << "' gives node " << node << " " << *local
+                                << " tasks, more than the SLURM_NTASKS=" << e.worldSize << " of the step");
   }
   e.localWorldSize = local.value_or(e.nodes == 1 ? e.worldSize : 1);
   e.localRank = optNumber(env, "SLURM_LOCALID", 0, e.localWorldSize - 1).value_or(e.rank % e.localWorldSize);
@@ -129,7 +150,10 @@ LaunchEnv fromSlurm(const EnvMap& env) {
     // One node: loopback, as tpbench's own launcher uses; several: the step's first host, where
     // task 0 runs under Slurm's block distribution.
     if (e.nodes == 1) e.masterAddr = "127.0.0.1";
-    else if (!e.nodeList.empty()) e.masterAddr = e.nodeList.front();
+    else if (!e.nodeList.empty()) {
+      e.masterAddr = e.nodeList.front();
+      e.masterFrom = listVar;
+    }
   }
   if (const std::string job = text(env, "SLURM_JOB_ID"); !job.empty())
     e.jobKey = job + "." + (find(env, "SLURM_STEP_ID") ? text(env, "SLURM_STEP_ID") : text(env, "SLURM_STEPID"));
@@ -157,30 +181,68 @@ std::optional<LaunchEnv> detectLaunchEnv(const EnvMap& env) {
 
 namespace {
 
-// "01-04,07" inside one pair of brackets -> {"01", "02", "03", "04", "07"}.
-std::vector<std::string> expandBracket(const std::string& body, const std::string& whole) {
-  std::vector<std::string> out;
+// One "lo-hi" (or "n") of a bracket: the digits as written, for their zero padding.
+struct HostRange {
+  std::string lo, hi;
+  long long count() const { return std::stoll(hi) - std::stoll(lo) + 1; }
+};
+
+// "01-04,07" inside one pair of brackets, checked but not expanded.
+std::vector<HostRange> parseBracket(const std::string& body, const std::string& whole) {
+  std::vector<HostRange> out;
   std::size_t start = 0;
   while (start <= body.size()) {
     const std::size_t comma = std::min(body.find(',', start), body.size());
     const std::string item = body.substr(start, comma - start);
     const std::size_t dash = item.find('-');
-    const std::string lo = item.substr(0, dash), hi = dash == std::string::npos ? lo : item.substr(dash + 1);
+    HostRange r{item.substr(0, dash), dash == std::string::npos ? item.substr(0, dash) : item.substr(dash + 1)};
+    // At most 9 digits: stoll cannot overflow, and a range holds at most 10^9 hosts (the
+    // caller's bound refuses far fewer before anything is expanded).
     const auto digits = [](const std::string& s) {
       return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
     };
-    if (!digits(lo) || !digits(hi)) TPB_THROW(UsageError, "malformed host range '" << item << "' in '" << whole << "'");
-    const long a = std::stol(lo), b = std::stol(hi);
-    if (b < a || b - a > 100000) TPB_THROW(UsageError, "malformed host range '" << item << "' in '" << whole << "'");
-    const std::size_t width = lo.size();  // "01-04": zero padded to the low bound's width
-    for (long x = a; x <= b; ++x) {
-      std::string s = std::to_string(x);
-      if (s.size() < width) s.insert(0, width - s.size(), '0');
-      out.push_back(s);
-    }
+    if (!digits(r.lo) || !digits(r.hi) || r.count() < 1)
+      TPB_THROW(UsageError, "malformed host range '" << item << "' in '" << whole << "'");
+    out.push_back(r);
     start = comma + 1;
   }
   return out;
+}
+
+// The hosts of one expression ("r[1-2]n[01-03]": the product of its parts, left to right), after
+// checking that there are at most `budget` of them, so that nothing huge is ever built.
+std::vector<std::string> expandExpression(const std::string& expr, const std::string& list, std::size_t budget) {
+  std::vector<std::string> literals;               // literals[i] comes before groups[i]
+  std::vector<std::vector<HostRange>> groups;
+  unsigned long long total = 1;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t open = expr.find('[', pos);
+    literals.push_back(expr.substr(pos, open == std::string::npos ? std::string::npos : open - pos));
+    if (open == std::string::npos) break;
+    const std::size_t close = expr.find(']', open);
+    groups.push_back(parseBracket(expr.substr(open + 1, close - open - 1), list));
+    unsigned long long n = 0;
+    for (const HostRange& r : groups.back()) n += static_cast<unsigned long long>(r.count());
+    if (__builtin_mul_overflow(total, n, &total)) total = budget + 1ULL;
+    if (total > budget) break;
+    pos = close + 1;
+  }
+  if (total > budget) TPB_THROW(UsageError, "'" << list << "' names more than " << kMaxSlurmHosts << " hosts");
+  std::vector<std::string> partial{literals[0]};
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> next;
+    for (const auto& p : partial)
+      for (const HostRange& r : groups[g])
+        for (long long x = std::stoll(r.lo), end = std::stoll(r.hi); x <= end; ++x) {
+          std::string digits = std::to_string(x);
+          // "01-04": zero padded to the low bound's width
+          if (digits.size() < r.lo.size()) digits.insert(0, r.lo.size() - digits.size(), '0');
+          next.push_back(p + digits + literals[g + 1]);
+        }
+    partial = std::move(next);
+  }
+  return partial;
 }
 
 }  // namespace
@@ -201,22 +263,8 @@ std::vector<std::string> expandSlurmHostList(const std::string& list) {
     if (depth != 0) TPB_THROW(UsageError, "unbalanced brackets in '" << list << "'");
     const std::string expr = list.substr(start, end - start);
     if (expr.empty()) TPB_THROW(UsageError, "empty host name in '" << list << "'");
-    // Cartesian product of the literal parts and bracket groups, left to right.
-    std::vector<std::string> partial{""};
-    std::size_t pos = 0;
-    while (pos < expr.size()) {
-      const std::size_t open = expr.find('[', pos);
-      const std::string literal = expr.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
-      for (auto& p : partial) p += literal;
-      if (open == std::string::npos) break;
-      const std::size_t close = expr.find(']', open);
-      std::vector<std::string> next;
-      for (const auto& p : partial)
-        for (const auto& n : expandBracket(expr.substr(open + 1, close - open - 1), list)) next.push_back(p + n);
-      partial = std::move(next);
-      pos = close + 1;
-    }
-    hosts.insert(hosts.end(), partial.begin(), partial.end());
+    const std::vector<std::string> some = expandExpression(expr, list, kMaxSlurmHosts - hosts.size());
+    hosts.insert(hosts.end(), some.begin(), some.end());
     start = end + 1;
   }
   if (hosts.empty()) TPB_THROW(UsageError, "no host in '" << list << "'");
@@ -236,7 +284,10 @@ std::vector<int> expandSlurmTasksPerNode(const std::string& text) {
       TPB_THROW(UsageError, "malformed tasks per node '" << item << "' in '" << text << "'");
     const long long c = parseNumber("tasks per node", count, 1, kMaxRanks);
     const long long t = parseNumber("tasks per node repeat", times, 1, kMaxRanks);
-    for (long long i = 0; i < t; ++i) out.push_back(static_cast<int>(c));
+    // One entry per node: bounded before it is built, however many items repeat.
+    if (out.size() + static_cast<std::size_t>(t) > kMaxSlurmHosts)
+      TPB_THROW(UsageError, "'" << text << "' describes more than " << kMaxSlurmHosts << " nodes");
+    out.insert(out.end(), static_cast<std::size_t>(t), static_cast<int>(c));
     start = comma + 1;
   }
   return out;

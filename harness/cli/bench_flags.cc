@@ -38,8 +38,10 @@ AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, con
   checkGivenNotEmpty(cmd, "--launcher", f.launcher);
   AllreduceBenchOptions o;
   std::string nGpus = f.nGpus;
-  if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
-    nGpus = externalDefaultRanks(cmd->get_name(), ext->worldSize());
+  if (ExternalJob* ext = ExternalJob::current()) {
+    ext->checkMaster();  // now, not once the rendezvous waits on it
+    if (!cmd->count("--n_gpus")) nGpus = externalDefaultRanks(cmd->get_name(), ext->worldSize());
+  }
   o.nGpus = parseIntRange("--n_gpus", nGpus, 1, 64);
   o.bytes = parseByteRange("--bytes", f.bytes, 4, std::size_t(1) << 34);
   o.iters = f.iters;

@@ -20,25 +20,15 @@ namespace {
 // `run`, `sweep`, `allreduce` and `collective` may be one rank of a torchrun, srun or mpirun job.
 bool gRankCommand = false;
 
-// Under torchrun, srun or mpirun every rank refuses the same input: only rank 0 says so.
+// Under torchrun, srun or mpirun every rank refuses the same input at once: the first rank of
+// each node says so (one line on one node; a node whose input alone is bad is heard too).
 bool quietRank() {
   if (!gRankCommand) return false;
   try {
     const tpb::ExternalJob* job = tpb::ExternalJob::current();
-    return job && job->rank() != 0;
+    return job && job->rank() != 0 && job->env().localRank != 0;
   } catch (const std::exception&) {
     return false;  // a malformed environment: every rank says so
-  }
-}
-
-// A rank that refused its input before joining the job tells the others, so that every rank
-// exits 2 instead of waiting for it.
-void refuseToJob(const std::string& msg) {
-  if (!gRankCommand) return;
-  try {
-    if (tpb::ExternalJob* job = tpb::ExternalJob::current(); job && !job->joined()) job->join(msg);
-  } catch (const std::exception&) {
-    // join throws the refusal back (or cannot reach the store): exit 2 either way
   }
 }
 
@@ -61,7 +51,7 @@ int main(int argc, char** argv) {
   tpb::cli::addModel(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
-  tpb::cli::checkIntegerOptions(app);
+  tpb::cli::checkNumberOptions(app);
 
   if (argc > 1) {
     const std::string sub = argv[1];
@@ -84,7 +74,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(e.what()) << " (see --help)" << std::endl;
+    if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(tpb::cli::parseErrorText(e)) << " (see --help)" << std::endl;
     return 2;
   }
   try {
@@ -97,7 +87,6 @@ int main(int argc, char** argv) {
     // Bad input is the user's to fix: the "[file:line] " of the check that caught it is noise.
     std::string msg = e.what();
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
-    refuseToJob(msg);
     tpb::removeCreatedDirectories();  // nothing a refused command created remains
     // Messages quote names from files and flags: printed, they must not drive the terminal.
     if (!quietRank()) std::cerr << "tpbench: " << tpb::printable(msg) << std::endl;

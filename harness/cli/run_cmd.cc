@@ -39,6 +39,7 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resumable = false;  // run has no --resume: an existing --out is replaced with --overwrite only
+      o.everyPointMustRun = true;  // one point: skipping it would run nothing
       if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
         a->nGpus = std::stoi(externalDefaultRanks("run", ext->worldSize()));
       TrainPoint p;

@@ -137,6 +137,7 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
     checkLayoutFlags(ext->env(), given("--nnodes", f.nnodes), given("--node_rank", f.nodeRank),
                      given("--nproc_per_node", f.nprocPerNode));
     ext->overrideMaster(cmd->count("--master_addr") ? f.masterAddr : "", f.masterPort);
+    ext->checkMaster();  // now, not after the checks of every other rank wait on it
     return;
   }
   o.nnodes = f.nnodes;
