@@ -111,29 +111,18 @@ void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::c
 
 void ExternalJob::join() {
   TPB_CHECK(!store_, "joined twice");
-  if (masterAddr_.empty())
-    TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
-                                          << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
+  checkMaster();
   // Over several nodes rank 0's store is reachable from their network: only the secret's
   // holders may join (torchrun's agent store is torchrun's, with its own rules).
   if (!env_.agentStore && env_.localWorldSize < env_.worldSize && jobSecret().empty())
     TPB_THROW(UsageError, kJobSecretVar << ": " << env_.launcher << " over several nodes: set " << kJobSecretVar
                                         << " to the same secret on every node, or give --secret_file FILE (mode 600)");
-  // Rank 0 hosts the store unless torchrun's agent already does at that port.
-  const bool host = env_.rank == 0 && !env_.agentStore;
-  const auto port = static_cast<std::uint16_t>(masterPort_);
-  store_ = host ? Store::serve(masterAddr_, port, timeout_) : connectStore(timeout_);
-
-  store_->set(key("hello/" + std::to_string(env_.rank)), json{{"host", thisHost()}, {"refusal", refusal}}.dump());
-}
-
-  checkMaster();
   // Rank 0 hosts the store unless torchrun's agent already does at that port. The store's
   // timeout is the rendezvous's until every rank has arrived, then --timeout's.
   const bool host = env_.rank == 0 && !env_.agentStore;
   const auto port = static_cast<std::uint16_t>(masterPort_);
   try {
-    store_ = host ? Store::serve(masterAddr_, port, rendezvous_) : Store::connect(masterAddr_, port, rendezvous_);
+    store_ = host ? Store::serve(masterAddr_, port, rendezvous_) : connectStore(rendezvous_);
   } catch (const Error& e) {
     if (host) throw;
     TPB_THROW(Error, "rank 0's store at " << masterAddr_ << ":" << port << " was not reachable within "
