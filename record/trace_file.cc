@@ -13,6 +13,17 @@ using nlohmann::json;
 
 namespace {
 
+// About 31 years of µs: where a resumed trace may end at most (TraceFile::resume).
+constexpr double kMaxResumeUs = 1e15;
+
+// o[key] is the string `want`; false where o is not an object, lacks key or holds another type
+// there (json::value would throw a library error out of a resumed file).
+bool hasString(const json& o, const char* key, const char* want) {
+  if (!o.is_object()) return false;
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+}
+
 json metadataEvent(const char* name, int pid, int tid, const json& args) {
   json e = {{"ph", "M"}, {"name", name}, {"pid", pid}, {"args", args}};
   if (tid >= 0) e["tid"] = tid;
@@ -42,16 +53,21 @@ TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
   json doc = readJsonBounded(path, "trace file");
   const bool ok = doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array() &&
                   doc.contains("tpbench") && doc["tpbench"].is_object() &&
-                  doc["tpbench"].value("schema", "") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&
+                  hasString(doc["tpbench"], "schema", "tpbench.trace/1") && doc["tpbench"].contains("points") &&
                   doc["tpbench"]["points"].is_array();
   if (!ok)
     TPB_THROW(UsageError, "--trace: '" << path << "' is not a tpbench trace (schema tpbench.trace/1) to resume; "
                                        << "name another file");
   double lastUs = 0;
   for (const json& e : doc["traceEvents"])
-    if (e.is_object() && e.value("ph", "") == "X" && e.contains("ts") && e["ts"].is_number() && e.contains("dur") &&
+    if (hasString(e, "ph", "X") && e.contains("ts") && e["ts"].is_number() && e.contains("dur") &&
         e["dur"].is_number())
       lastUs = std::max(lastUs, e["ts"].get<double>() + e["dur"].get<double>());
+  // The next points go on after lastUs on the int64 ns clock: an end past kMaxResumeUs would not
+  // fit it (UB, then garbage times), and no sweep runs that long.
+  if (!(lastUs <= kMaxResumeUs))
+    TPB_THROW(UsageError, "--trace: '" << path << "' has an event ending " << lastUs << " us after its start (more than "
+                                       << kMaxResumeUs << "): not a tpbench trace to resume; name another file");
   TraceFile f(path, nowNs - static_cast<std::int64_t>((lastUs + 1000.0) * 1e3), json::object());
   f.doc_ = std::move(doc);
   return f;
