@@ -47,9 +47,10 @@ test: build
 # command line (exit 0 or 2 naming the file). CI runs `make fuzz`; `make fuzz-long` runs 10 min each.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
+FUZZ_CLI_SAMPLE ?= 5
 fuzz: build
 	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
-	@FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz-cli-check.sh $(TPBENCH)
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_CLI_SAMPLE=$(FUZZ_CLI_SAMPLE) bash scripts/fuzz-cli-check.sh $(TPBENCH)
 
 fuzz-long:
 	@$(MAKE) fuzz FUZZ_SECONDS=600 FUZZ_CLI_SAMPLE=50
