@@ -3,8 +3,8 @@
 # command line: every reader's seeds (tests/fuzz/corpus/<name>/) and a random sample of what the
 # fuzzers kept ($FUZZ_BUILD/corpus/<name>/) are given to `compare`, `report` and `model`, and each
 # run must end with exit 0 (compare: 3, a regression, too) or refuse with exit 2 and exactly one
-# line on stderr that names the file. Exit 1 (an error, not a refusal), a crash or a refusal
-# naming no file is a failure of this check.
+# line on stderr, without control characters, that names the file. Exit 1 (an error, not a
+# refusal), a crash or a refusal naming no file is a failure of this check.
 #
 #   scripts/fuzz-cli-check.sh [TPBENCH]    default build/tpbench; FUZZ_CLI_SAMPLE=5 per reader
 set -uo pipefail
@@ -50,6 +50,7 @@ expect() {
     0|3) return 0 ;;
     2)
       [ "$(wc -l < "$work/err")" -eq 1 ] || why="exit 2 with $(wc -l < "$work/err") lines on stderr, not one"
+      tr -d '\n' < "$work/err" | LC_ALL=C grep -aq '[[:cntrl:]]' && why="exit 2 with a control character on stderr"
       if [ -z "$why" ]; then
         why="exit 2 naming none of ${names[*]}"
         for arg in "${names[@]}"; do grep -qF -- "$arg" "$work/err" && why=""; done

@@ -88,6 +88,7 @@ done
 for t in "${targets[@]}"; do
   grep -q '^Done [0-9]* runs' "$FUZZ_BUILD/$t.log" && continue
   echo "---- $t ($FUZZ_BUILD/$t.log) ----"
-  grep -E 'ERROR|SUMMARY|runtime error|tpb fuzz|terminate|what\(\)|^    #[0-9] ' "$FUZZ_BUILD/$t.log" | head -30
+  grep -a -A1 -E 'ERROR|runtime error|tpb fuzz|terminate|what\(\)' "$FUZZ_BUILD/$t.log" | grep -av '^--$' | head -12
+  grep -a -E '^    #[0-9]+ .* in tpb::' "$FUZZ_BUILD/$t.log" | head -6
 done
 exit $status

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const tpb::CompareResult r = tpb::compareResults(opt);
     for (const char* format : {"text", "markdown", "json"}) (void)tpb::formatComparison(r, opt, format);
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {opt.basePath, opt.newPath});
+    tpb::fuzz::checkRefusal(e.what(), {opt.basePath, opt.newPath});
   }
   return 0;
 }

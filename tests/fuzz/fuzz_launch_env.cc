@@ -11,10 +11,12 @@
 
 namespace {
 
-// The message after its "[file:line] " starts with a variable's name (capitals, digits, '_').
-bool startsWithAVariable(const char* what) {
-  static const std::regex named(R"(^(\[[^\]]*\] )?[A-Z][A-Z0-9_]*[A-Z0-9]( |=|:))");
-  return std::regex_search(what, named);
+// The variable's name a message starts with after its "[file:line] " (capitals, digits, '_'),
+// or "".
+std::string leadingVariable(const char* what) {
+  static const std::regex named(R"(^(\[[^\]]*\] )?([A-Z][A-Z0-9_]*[A-Z0-9])( |=|:))");
+  std::cmatch m;
+  return std::regex_search(what, m, named) ? m[2].str() : std::string();
 }
 
 }  // namespace
@@ -35,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     if (const auto found = tpb::detectLaunchEnv(env)) (void)tpb::defaultMasterPort(*found);
   } catch (const tpb::UsageError& e) {
-    if (!startsWithAVariable(e.what())) tpb::fuzz::requireNames(e.what(), names);
+    names.push_back(leadingVariable(e.what()));
+    tpb::fuzz::checkRefusal(e.what(), names);
   }
   return 0;
 }

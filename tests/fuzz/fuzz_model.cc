@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     (void)tpb::model::runModel(opt, os);
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), opt.files);
+    tpb::fuzz::checkRefusal(e.what(), opt.files);
   }
   return 0;
 }

@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     else
       check(tpb::parseByteRange(flag, text, 4, std::size_t(1) << 34), std::size_t(4), std::size_t(1) << 34, text);
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {flag});
+    tpb::fuzz::checkRefusal(e.what(), {flag});
   }
   return 0;
 }

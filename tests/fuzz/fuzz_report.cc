@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     (void)tpb::writeReport(opt);
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {opt.inputs.front(), parts.size() > 1 ? opt.traces.front() : ""});
+    tpb::fuzz::checkRefusal(e.what(), {opt.inputs.front(), parts.size() > 1 ? opt.traces.front() : ""});
   }
   std::filesystem::remove_all(opt.outDir);  // each input gets an empty directory, as a first report does
   return 0;

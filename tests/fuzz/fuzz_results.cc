@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     doc = tpb::ResultsFile::load(path).doc();
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {path});
+    tpb::fuzz::checkRefusal(e.what(), {path});
     return 0;
   }
   const std::string again = tpb::fuzz::writeInput("again.json", doc.dump(1));

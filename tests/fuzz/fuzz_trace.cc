@@ -35,12 +35,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     readForReport(path);
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {path});
+    tpb::fuzz::checkRefusal(e.what(), {path});
   }
   try {
     resumeAndAdd(tpb::fuzz::writeInput("trace.json", bytes));  // readForReport's file, afresh
   } catch (const tpb::UsageError& e) {
-    tpb::fuzz::requireNames(e.what(), {path});
+    tpb::fuzz::checkRefusal(e.what(), {path});
   }
   return 0;
 }

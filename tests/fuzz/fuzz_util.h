@@ -3,8 +3,9 @@
 // A target feeds one input to a reader the way the command line does (most readers take a path,
 // so the bytes are written to a file first), lets tpb::UsageError pass — the expected refusal of
 // bad input — and lets everything else escape: an uncaught exception, a crash or a sanitizer
-// report is a finding. A refusal must also say what the user has to fix: requireNames() turns a
-// UsageError that does not name the file (or flag, or variable) into a finding too.
+// report is a finding. A refusal must also say what the user has to fix, on one line:
+// checkRefusal() turns a UsageError that does not name the file (or flag, or variable), or that
+// would print more than one clean line, into a finding too.
 #pragma once
 
 #include <unistd.h>
@@ -65,10 +66,17 @@ inline std::vector<std::string_view> splitParts(const std::uint8_t* data, std::s
   return parts;
 }
 
-// A refusal that does not say what to fix is a finding: the message must contain one of `names`
-// (a file's path, a flag, a variable's name).
-inline void requireNames(const char* message, const std::vector<std::string>& names) {
+// A refusal is one line on stderr that says what to fix: a message with a line break or another
+// control character (input echoed raw: a second line, a terminal escape) is a finding, and so is
+// one that contains none of `names` (a file's path, a flag, a variable's name).
+inline void checkRefusal(const char* message, const std::vector<std::string>& names) {
   const std::string_view text(message);
+  for (const unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      std::fprintf(stderr, "tpb fuzz: a refusal holds control character 0x%02x:\n  %s\n", c, message);
+      std::abort();
+    }
+  }
   for (const auto& n : names)
     if (!n.empty() && text.find(n) != std::string_view::npos) return;
   std::fprintf(stderr, "tpb fuzz: a refusal names none of the inputs:\n  %s\n", message);
