@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 TPBENCH := $(BUILD)/tpbench
 
-.PHONY: all deps configure build run test micro baseline gate clean
+.PHONY: all deps configure build run test fuzz fuzz-long micro baseline gate clean
 
 # The regression baseline: a small CPU sweep of the data-parallel strategies the committed
 # baseline holds, N = 1..4, two batch sizes, three repeats. `make baseline` records it (and its
@@ -43,6 +43,19 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS) -E '$(SERIAL_TESTS)' && \
 	  ctest --output-on-failure --timeout 600 -R '$(SERIAL_TESTS)'
 
+# Fuzzing (README, "Fuzzing"): every target of tests/fuzz (clang, libFuzzer, ASan + UBSan, built
+# in $(FUZZ_BUILD)) for FUZZ_SECONDS each, then a sample of their inputs through tpbench's own
+# command line (exit 0 or 2 naming the file). CI runs `make fuzz`; `make fuzz-long` runs 10 min each.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+FUZZ_CLI_SAMPLE ?= 5
+fuzz: build
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_CLI_SAMPLE=$(FUZZ_CLI_SAMPLE) bash scripts/fuzz-cli-check.sh $(TPBENCH)
+
+fuzz-long:
+	@$(MAKE) fuzz FUZZ_SECONDS=600 FUZZ_CLI_SAMPLE=50
+
 # Micro-benchmarks of the sum kernel and the shm transport (Google Benchmark JSON beside).
 micro: build
 	@mkdir -p results
@@ -60,4 +73,4 @@ gate: build
 	$(TPBENCH) compare results/baseline-cpu.json $(BUILD)/gate/sweep.json --threshold $(GATE_THRESHOLD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

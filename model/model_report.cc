@@ -150,8 +150,12 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
     records.insert(records.end(), f.collectives().begin(), f.collectives().end());
   }
   const std::vector<Fit> fits = fitAll(records);
-  if (fits.empty())
-    TPB_THROW(UsageError, "model: nothing to fit: no ok collective point with N >= 2 measured at 2 or more sizes");
+  if (fits.empty()) {
+    std::string names;  // the refusal names the files the user gave, as every refusal of a file does
+    for (const auto& path : opt.files) names += (names.empty() ? "" : ", ") + path;
+    TPB_THROW(UsageError, "model: nothing to fit in " << names
+                                                      << ": no ok collective point with N >= 2 measured at 2 or more sizes");
+  }
   json doc = {{"schema", "tpbench.model/1"}, {"files", opt.files}};
 
   doc["fits"] = fitsSection(fits, os);

@@ -14,6 +14,15 @@
 namespace tpb {
 namespace {
 
+// Input quoted in a refusal keeps it one printable line: control characters (line breaks, a
+// terminal's escape sequences, which nlohmann's "last read: '...'" and a schema string carry
+// raw) become spaces.
+std::string oneLine(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return text;
+}
+
 using nlohmann::json;
 
 std::string errnoText(int err) { return std::strerror(err); }
@@ -96,9 +105,7 @@ json readJsonBounded(const std::string& path, const char* what, std::size_t maxB
     std::string message = e.what();
     if (const auto close = message.find("] "); message.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
       message = message.substr(close + 2);
-    for (char& c : message)
-      if (c == '\n' || c == '\r') c = ' ';
-    TPB_THROW(UsageError, what << " '" << path << "' is not JSON: " << message);
+    TPB_THROW(UsageError, what << " '" << path << "' is not JSON: " << oneLine(message));
   }
 }
 
@@ -121,7 +128,7 @@ ResultsFile ResultsFile::load(const std::string& path) {
                               << kResultsSchema << "')");
   }
   if (schema->get<std::string>() != kResultsSchema) {
-    TPB_THROW(UsageError, "'" << path << "' has schema '" << schema->get<std::string>()
+    TPB_THROW(UsageError, "'" << path << "' has schema '" << oneLine(schema->get<std::string>())
                               << "'; this tpbench reads '" << kResultsSchema << "'");
   }
   ResultsFile f(path);

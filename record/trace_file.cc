@@ -13,6 +13,17 @@ using nlohmann::json;
 
 namespace {
 
+// Where a resumed trace may end at most (TraceFile::resume): the trace reader's bound.
+constexpr double kMaxResumeUs = kMaxTraceUs;
+
+// o[key] is the string `want`; false where o is not an object, lacks key or holds another type
+// there (json::value would throw a library error out of a resumed file).
+bool hasString(const json& o, const char* key, const char* want) {
+  if (!o.is_object()) return false;
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+}
+
 json metadataEvent(const char* name, int pid, int tid, const json& args) {
   json e = {{"ph", "M"}, {"name", name}, {"pid", pid}, {"args", args}};
   if (tid >= 0) e["tid"] = tid;
@@ -22,22 +33,6 @@ json metadataEvent(const char* name, int pid, int tid, const json& args) {
 std::int64_t intAt(const json& a, std::size_t i, const std::string& what) {
   TPB_CHECK(a.size() > i && a[i].is_number_integer(), "trace fragment: " << what << " is not an integer");
   return a[i].get<std::int64_t>();
-}
-
-// o[key] when it is a string, else "" (json::value would throw on another type).
-std::string stringOr(const json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// A span's end in µs, or 0 when the event is not a well-formed span within kMaxTraceUs (the
-// trace being resumed is untrusted: its times feed an integer clock offset).
-double spanEnd(const json& e) {
-  if (!e.is_object() || stringOr(e, "ph") != "X") return 0;
-  const auto ts = e.find("ts"), dur = e.find("dur");
-  if (ts == e.end() || dur == e.end() || !ts->is_number() || !dur->is_number()) return 0;
-  const double end = ts->get<double>() + dur->get<double>();
-  return end >= 0 && end <= kMaxTraceUs ? end : 0;
 }
 
 std::string stringAt(const json& a, std::size_t i, const std::string& what) {
@@ -58,13 +53,21 @@ TraceFile TraceFile::resume(const std::string& path, std::int64_t nowNs) {
   json doc = readJsonBounded(path, "trace file");
   const bool ok = doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array() &&
                   doc.contains("tpbench") && doc["tpbench"].is_object() &&
-                  stringOr(doc["tpbench"], "schema") == "tpbench.trace/1" && doc["tpbench"].contains("points") &&
+                  hasString(doc["tpbench"], "schema", "tpbench.trace/1") && doc["tpbench"].contains("points") &&
                   doc["tpbench"]["points"].is_array();
   if (!ok)
     TPB_THROW(UsageError, "--trace: '" << path << "' is not a tpbench trace (schema tpbench.trace/1) to resume; "
                                        << "name another file");
   double lastUs = 0;
-  for (const json& e : doc["traceEvents"]) lastUs = std::max(lastUs, spanEnd(e));
+  for (const json& e : doc["traceEvents"])
+    if (hasString(e, "ph", "X") && e.contains("ts") && e["ts"].is_number() && e.contains("dur") &&
+        e["dur"].is_number())
+      lastUs = std::max(lastUs, e["ts"].get<double>() + e["dur"].get<double>());
+  // The next points go on after lastUs on the int64 ns clock: an end past kMaxResumeUs would not
+  // fit it (UB, then garbage times), and no sweep runs that long.
+  if (!(lastUs <= kMaxResumeUs))
+    TPB_THROW(UsageError, "--trace: '" << path << "' has an event ending " << lastUs << " us after its start (more than "
+                                       << kMaxResumeUs << "): not a tpbench trace to resume; name another file");
   TraceFile f(path, nowNs - static_cast<std::int64_t>((lastUs + 1000.0) * 1e3), json::object());
   f.doc_ = std::move(doc);
   return f;

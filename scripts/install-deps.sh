@@ -16,6 +16,7 @@ packages=(
   zlib1g-dev                        # gzipped MNIST files
   python3-torch                     # PyTorch (/usr/bin/python3): torch_ddp/torch_dp references, torchrun tests
   libopenmpi-dev openmpi-bin        # the mpi transport and allreduce; mpirun (--launcher mpirun, external launch)
+  clang libclang-rt-dev             # `make fuzz`: libFuzzer, AddressSanitizer and UBSan (tests/fuzz)
 )
 
 missing=()

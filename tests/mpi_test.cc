@@ -244,7 +244,9 @@ TEST(MpiCli, WhatCannotRunIsRefusedUpFront) {
       {{"run", "--strategy", "ring_all_reduce", "--library", "gloo"}, "--library: only the allreduce strategy"},
       {{"run", "--strategy", "allreduce", "--library", "ring"}, "--library: ring is not a library allreduce"},
       {{"run", "--strategy", "allreduce", "--library", "nope"}, "--library: unknown algorithm 'nope'"},
-      {{"run", "--strategy", "ring_all_reduce", "--nnodes", "2", "--master_port", "29777", "--launcher", "mpirun"},
+      // One rank per node, so the point itself is runnable and the launcher is what is refused.
+      {{"run", "--strategy", "ring_all_reduce", "--nnodes", "2", "--nproc_per_node", "1", "--master_port", "29777",
+        "--launcher", "mpirun"},
        "--launcher mpirun: tpbench starts mpirun on one node only"},
   };
   if (mpiCompiled()) {

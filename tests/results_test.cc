@@ -237,6 +237,19 @@ TEST_F(ResultsTest, LoadWrongSchemaSaysWhichSchema) {
   EXPECT_NE(msg.find("tpbench.results/1"), std::string::npos) << msg;
 }
 
+// Found by tests/fuzz: the parser's "last read: '...'" and a wrong schema echoed the file's bytes
+// raw, so a refusal could print a second line or a terminal escape sequence.
+TEST_F(ResultsTest, ARefusalQuotingTheFileIsOnePrintableLine) {
+  const std::string path = file("controls.json");
+  for (const std::string& text : {std::string("{\"schema\": \"x\\n\\u001b[31mred\"}"), std::string("{\x1b[2J\n\r}"),
+                                  std::string("[1, \x01\x7f]")}) {
+    writeText(path, text);
+    const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    for (const unsigned char c : msg) EXPECT_TRUE(c >= 0x20 && c != 0x7f) << "control 0x" << std::hex << int(c) << " in " << msg;
+  }
+}
+
 TEST_F(ResultsTest, LoadWithoutSchemaOrNotAnObject) {
   const std::string noSchema = file("noschema.json");
   writeText(noSchema, R"({"runs": []})");

@@ -163,6 +163,29 @@ TEST(TraceFile, AMalformedFragmentLeavesTheFileAsItWas) {
   EXPECT_EQ(f.points(), 1u);
 }
 
+// Found by tests/fuzz/fuzz_trace: an event ending 1e300 µs in made resume's int64 origin
+// undefined, and a number where a string belongs escaped as a JSON library error (exit 1).
+TEST(TraceFile, AResumedTraceIsCheckedNotTrusted) {
+  const std::string path = test::tempPath("odd.trace.json");
+  auto trace = [](const std::string& schema, const std::string& event) {
+    return R"({"traceEvents": [)" + event + R"(], "tpbench": {"schema": )" + schema + R"(, "meta": {}, "points": []}})";
+  };
+  const std::string step = R"({"ph": "X", "name": "step", "cat": "step", "pid": 1, "tid": 0, "ts": 5, "dur": 1})";
+  for (const std::string& refused : {trace(R"("tpbench.trace/1")", R"({"ph": "X", "ts": 1e300, "dur": 1})"),
+                                     trace("1", step)}) {
+    test::writeText(path, refused);
+    try {
+      (void)TraceFile::resume(path, 0);
+      ADD_FAILURE() << "resumed " << refused;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  // An event that is not a span (ph a number here) is kept, as a viewer keeps it, and not timed.
+  test::writeText(path, trace(R"("tpbench.trace/1")", R"({"ph": 7, "ts": 9}, )" + step));
+  EXPECT_EQ(TraceFile::resume(path, 0).points(), 0u);
+}
+
 TEST(TraceFile, GpuStreamsAreThreadsOfTheirOwnAndUnknownTracksAreRefused) {
   const std::string path = test::tempPath("gpu.trace.json");
   TraceFile f(path, 0, json::object());

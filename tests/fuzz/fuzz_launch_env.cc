@@ -1,37 +1,31 @@
-// libFuzzer target for the launcher environment (worker/launch_env.h): the input is an
-// environment, one NAME=VALUE per line, read as torchrun's, Slurm's or MPI's variables; every
-// value is also read as a Slurm host list and tasks-per-node form. A refusal is a
-// tpb::UsageError; anything else thrown, a crash, a sanitizer finding, a big allocation, or an
-// accepted environment whose numbers disagree (rank >= world size, ...) is a bug.
-//   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_launch_env.cc \
-//     worker/launch_env.cc -o fuzz_launch_env && ./fuzz_launch_env tests/fuzz/corpus/launch_env
-#include <cstddef>
-#include <cstdint>
+// Fuzz target: the launcher environment a rank reads (worker/launch_env.h: torchrun's, Open
+// MPI's, MPICH's and Slurm's variables, host lists and tasks-per-node included). The input is
+// the environment, one NAME=VALUE a line. A refusal must name a variable: one of those given,
+// or the one it starts with ("WORLD_SIZE is not set ..."). An accepted environment must agree
+// with itself (rank below the world size, ...), and every value, read as a Slurm host list or
+// tasks-per-node form, must expand to at most kMaxSlurmHosts entries or be refused.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <regex>
 
 #include "common/error.h"
+#include "tests/fuzz/fuzz_util.h"
 #include "worker/launch_env.h"
 
 namespace {
 
 [[noreturn]] void bug(const char* what) {
-  std::fprintf(stderr, "fuzz_launch_env: %s\n", what);
+  std::fprintf(stderr, "tpb fuzz: launch env: %s\n", what);
   std::abort();
 }
 
-tpb::EnvMap parseEnv(const std::string& text) {
-  tpb::EnvMap env;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = std::min(text.find('\n', start), text.size());
-    const std::string line = text.substr(start, end - start);
-    const std::size_t eq = line.find('=');
-    if (eq != std::string::npos && eq > 0) env[line.substr(0, eq)] = line.substr(eq + 1);
-    start = end + 1;
-  }
-  return env;
+// The variable's name a message starts with after its "[file:line] " (capitals, digits, '_'),
+// or "".
+std::string leadingVariable(const char* what) {
+  static const std::regex named(R"(^(\[[^\]]*\] )?([A-Z][A-Z0-9_]*[A-Z0-9])( |=|:))");
+  std::cmatch m;
+  return std::regex_search(what, m, named) ? m[2].str() : std::string();
 }
 
 void checkJob(const tpb::LaunchEnv& e) {
@@ -45,23 +39,38 @@ void checkJob(const tpb::LaunchEnv& e) {
   if (port < 1 || port > 65535) bug("default port out of range");
 }
 
+template <typename Expand>
+void checkBounded(Expand expand, const std::string& value) {
+  try {
+    if (expand(value).size() > tpb::kMaxSlurmHosts) bug("a Slurm form expanded beyond its bound");
+  } catch (const tpb::UsageError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const tpb::EnvMap env = parseEnv(std::string(reinterpret_cast<const char*>(data), size));
+  tpb::EnvMap env;
+  std::vector<std::string> names;
+  std::string_view rest(reinterpret_cast<const char*>(data), size);
+  while (!rest.empty()) {
+    const auto end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    const auto eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    names.emplace_back(line.substr(0, eq));
+    env[names.back()] = std::string(line.substr(eq + 1));
+  }
   try {
-    if (const auto e = tpb::detectLaunchEnv(env)) checkJob(*e);
-  } catch (const tpb::UsageError&) {
+    if (const auto found = tpb::detectLaunchEnv(env)) checkJob(*found);
+  } catch (const tpb::UsageError& e) {
+    names.push_back(leadingVariable(e.what()));
+    tpb::fuzz::checkRefusal(e.what(), names);
   }
   for (const auto& [name, value] : env) {
-    try {
-      if (tpb::expandSlurmHostList(value).size() > tpb::kMaxSlurmHosts) bug("host list beyond its bound");
-    } catch (const tpb::UsageError&) {
-    }
-    try {
-      if (tpb::expandSlurmTasksPerNode(value).size() > tpb::kMaxSlurmHosts) bug("tasks per node beyond its bound");
-    } catch (const tpb::UsageError&) {
-    }
+    checkBounded(tpb::expandSlurmHostList, value);
+    checkBounded(tpb::expandSlurmTasksPerNode, value);
   }
   return 0;
 }

@@ -1,61 +1,58 @@
-// libFuzzer target for the range syntax (harness/range.h): any text, read as every kind of range
-// tpbench's flags take. A refusal is a tpb::UsageError whose message names the flag; anything
-// else thrown, a crash, a sanitizer finding, or an accepted list that breaks the grammar's
-// promises (every value within bounds, no duplicates, at most 2^20 values) is a bug.
-//   clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_range.cc \
-//     harness/range.cc -o fuzz_range && ./fuzz_range tests/fuzz/corpus/range
+// Fuzz target: the range syntax of the sweep flags (harness/range.h), with the bounds the
+// command line gives them and the widest bounds the types allow: the input's first byte picks
+// the flag, the rest is its text. An accepted list must be non-empty, of at most 2^20 values,
+// each within the bounds and each once; a refusal must name the flag.
 #include <climits>
-#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
-#include <unordered_set>
-#include <vector>
+#include <set>
 
 #include "common/error.h"
 #include "harness/range.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
-[[noreturn]] void bug(const std::string& what, const std::string& text) {
-  std::fprintf(stderr, "fuzz_range: %s for input '%s'\n", what.c_str(), text.c_str());
-  std::abort();
-}
-
-// The message after "[file:line] " starts with the flag.
-void checkRefusal(const tpb::UsageError& e, const std::string& flag, const std::string& text) {
-  std::string msg = e.what();
-  if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
-  if (msg.rfind(flag + ": ", 0) != 0) bug("a refusal that does not start with " + flag + ": " + msg, text);
-}
-
-template <typename T, typename Parse>
-void tryRange(const std::string& flag, const std::string& text, T lo, T hi, Parse parse) {
-  std::vector<T> values;
-  try {
-    values = parse(flag, text, lo, hi);
-  } catch (const tpb::UsageError& e) {
-    checkRefusal(e, flag, text);
-    return;
-  }
-  if (values.empty()) bug("an empty list accepted", text);
-  if (values.size() > (std::size_t{1} << 20)) bug("more than 2^20 values", text);
-  std::unordered_set<T> seen;
-  for (T v : values) {
-    if (v < lo || v > hi) bug("a value out of bounds", text);
-    if (!seen.insert(v).second) bug("a duplicate value", text);
+template <typename T>
+void check(const std::vector<T>& values, T lo, T hi, const std::string& text) {
+  const std::set<T> distinct(values.begin(), values.end());
+  const char* bug = values.empty()                       ? "an empty list accepted"
+                    : values.size() > (std::size_t{1} << 20) ? "more than 2^20 values"
+                    : distinct.size() != values.size()    ? "a value twice"
+                    : (*distinct.begin() < lo || *distinct.rbegin() > hi) ? "a value out of bounds"
+                                                                          : nullptr;
+  if (bug) {
+    std::fprintf(stderr, "tpb fuzz: range '%s': %s\n", text.c_str(), bug);
+    std::abort();
   }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  tryRange<long long>("--n_gpus", text, 1, 64, tpb::parseIntRange);
-  tryRange<long long>("--train_size", text, 0, 1LL << 40, tpb::parseIntRange);
-  tryRange<long long>("--any", text, LLONG_MIN, LLONG_MAX, tpb::parseIntRange);
-  tryRange<std::size_t>("--bytes", text, 4, std::size_t{1} << 34, tpb::parseByteRange);
-  tryRange<std::size_t>("--size", text, 0, SIZE_MAX, tpb::parseByteRange);
+  if (size == 0) return 0;
+  const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  struct IntFlag { const char* name; long long lo, hi; };
+  // harness/cli/bench_flags.cc and sweep_cmd.cc, and a flag as wide as the type
+  static const IntFlag kInts[] = {{"--n_gpus", 1, 64},
+                                  {"--batch_size", 1, 1 << 20},
+                                  {"--train_size", 0, 1LL << 40},
+                                  {"--any", LLONG_MIN, LLONG_MAX}};
+  struct SizeFlag { const char* name; std::size_t lo, hi; };
+  static const SizeFlag kSizes[] = {{"--bytes", 4, std::size_t{1} << 34}, {"--size", 0, SIZE_MAX}};
+  const unsigned pick = data[0] % 6;
+  const std::string flag = pick < 4 ? kInts[pick].name : kSizes[pick - 4].name;
+  try {
+    if (pick < 4) {
+      const IntFlag& f = kInts[pick];
+      check(tpb::parseIntRange(flag, text, f.lo, f.hi), f.lo, f.hi, text);
+    } else {
+      const SizeFlag& f = kSizes[pick - 4];
+      check(tpb::parseByteRange(flag, text, f.lo, f.hi), f.lo, f.hi, text);
+    }
+  } catch (const tpb::UsageError& e) {
+    tpb::fuzz::checkRefusal(e.what(), {flag});
+  }
   return 0;
 }
