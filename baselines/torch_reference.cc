@@ -14,10 +14,14 @@
 // rank that dies takes its child along, PR_SET_PDEATHSIG), worker/train_job.cc records the epochs
 // as for every strategy, and the registry-driven tests run it with threads as ranks.
 //
-// Rendezvous: rank 0's child hosts torch.distributed's TCPStore on a free port and reports the
-// port; rank 0 publishes it in tpbench's store, and ranks 1..N-1 start their children with it.
-// Nobody picks a port in advance (no race for it), and tpbench's store need not speak the wire
-// protocol of whatever torch version $TPB_PYTHON has.
+// Rendezvous: on one host (tpbench's ranks bound to loopback) the children meet in a FileStore
+// in the host's private data directory, and their Gloo pairs listen on lo: nothing listens
+// beyond loopback (PyTorch 1.13's TCPStore binds every address and has no secret). Across
+// hosts rank 0's child hosts torch.distributed's TCPStore on a free port and reports the port;
+// rank 0 publishes it in tpbench's store, and ranks 1..N-1 start their children with it; Gloo
+// listens on the interface of tpbench's own bind address. Nobody picks a port in advance (no
+// race for it), and tpbench's store need not speak the wire protocol of whatever torch version
+// $TPB_PYTHON has.
 //
 // Same arithmetic: one rank per host (elected through the store) writes the dataset, the test
 // split and the initial weights as IDX files (workload/idx_file.h) into a directory in the
@@ -37,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baselines/child_process.h"
+#include "comm/net_iface.h"
 #include "comm/store.h"
 #include "common/error.h"
 #include "workload/idx_file.h"
@@ -262,6 +267,27 @@ std::string torchUnsupported(TorchWrapper wrapper, Device device, int n) {
   return "";
 }
 
+namespace {
+
+// Ranks bound to loopback are all on this host: tpbench's own transport reaches no other.
+bool onOneHost(const CommContext& ctx) {
+  return ctx.host.rfind("127.", 0) == 0 || ctx.host == "::1" || ctx.host == "localhost";
+}
+
+// The interface the script's Gloo pairs listen on (GLOO_SOCKET_IFNAME; left to torch, which
+// binds what the host name resolves to, when none holds this rank's address): the one tpbench's
+// own ranks bind to, so that on one host nothing listens beyond loopback.
+std::string glooInterface(const CommContext& ctx) {
+  if (onOneHost(ctx)) return "lo";
+  try {
+    return routeTo(ctx.host).iface;
+  } catch (const UsageError&) {
+    return "";
+  }
+}
+
+}  // namespace
+
 TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainConfig& cfg,
                            const EpochCallback& onEpoch) {
   const bool ddp = wrapper == TorchWrapper::Ddp;
@@ -270,11 +296,14 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
   const std::string script = torchScript();
   if (script.empty()) TPB_THROW(Error, name << ": scripts/torch_ddp.py was not found (set TPB_TORCH_SCRIPT)");
   const int rank = ctx.rank(), world = ctx.size();
+  // One host: the ranks meet in a file of this host's private directory, as PyTorch 1.13's
+  // TCPStore would listen on every address of the host, with no secret.
+  const bool fileStore = onOneHost(ctx);
   const std::string storeKey = ctx.runId + "/torch_ref/store";
   bool published = false;
   // Ranks 1..N-1 wait for rank 0's port: tell them when rank 0 fails before it has one.
   const auto failStore = [&](const std::string& why) {
-    if (!ddp || rank != 0 || world == 1 || published) return;
+    if (!ddp || rank != 0 || world == 1 || published || fileStore) return;
     try {
       ctx.store.set(storeKey, "!" + why);
     } catch (const std::exception&) {
@@ -288,7 +317,7 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
     writeIdx(order, sampleOrder(cfg, files.trainSize(), world, rank));
 
     std::string storeAddr = ctx.host, storePort = "0";
-    if (ddp && rank != 0) {
+    if (ddp && rank != 0 && !fileStore) {
       const std::string v = ctx.store.get(storeKey);
       if (v.rfind("!", 0) == 0) TPB_THROW(Error, name << ": rank 0 failed before the rendezvous: " << v.substr(1));
       storeAddr = v.substr(0, v.rfind(' '));
@@ -307,11 +336,13 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
                 "--device_index", std::to_string(cfg.deviceIndex), "--n_devices", std::to_string(ddp ? 1 : cfg.nGpus),
                 "--rank", std::to_string(rank), "--world", std::to_string(world),
                 "--store_addr", storeAddr, "--store_port", storePort,
+                "--store_file", fileStore ? files.dir() + "/rendezvous" : "",
                 "--timeout_s", std::to_string(std::chrono::duration<double>(ctx.timeout()).count())};
     // One thread per rank, as every tpbench rank (the launcher pins OpenBLAS the same way); no
     // __pycache__ written into the source tree; stderr lines as they come.
     run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
                "MKL_NUM_THREADS=1"};
+    if (const std::string iface = glooInterface(ctx); !iface.empty()) run.env.push_back("GLOO_SOCKET_IFNAME=" + iface);
     TrainResult result;
     bool done = false;
     run.onReport = [&](const std::string& line) {

@@ -205,7 +205,8 @@ std::string OutLock::lockPath(const std::string& path) {
   return p + ".lock";
 }
 
-OutLock::OutLock(const std::string& flag, const std::string& path) : lockPath_(lockPath(path)) {
+OutLock::OutLock(const std::string& flag, const std::string& path, const std::string& lockFile)
+    : lockPath_(lockFile.empty() ? lockPath(path) : lockFile) {
   auto fail = [&](const std::string& reason) {
     TPB_THROW(UsageError, flag << ": cannot lock '" << path << "': " << reason);
   };

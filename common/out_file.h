@@ -61,13 +61,13 @@ void createDirectories(const std::string& flag, const std::string& dir);
 void removeCreatedDirectories();
 
 // Exclusive right to write one output (a file, or a directory such as --save_dir) for as long as
-// it lives: an flock on the sidecar "<path>.lock" (opened O_NOFOLLOW | O_CLOEXEC, holding the
-// owner's pid), removed on release.
+// it lives: an flock on the sidecar "<path>.lock", or on `lockFile` when given (opened
+// O_NOFOLLOW | O_CLOEXEC, holding the owner's pid), removed on release.
 class OutLock {
  public:
   // Throws tpb::UsageError "<flag>: <path> is being written by another tpbench (pid N)" when
   // another process holds it, or "<flag>: cannot lock '<path>': <reason>".
-  OutLock(const std::string& flag, const std::string& path);
+  OutLock(const std::string& flag, const std::string& path, const std::string& lockFile = "");
   ~OutLock();
   OutLock(const OutLock&) = delete;
   OutLock& operator=(const OutLock&) = delete;

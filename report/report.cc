@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -46,9 +48,10 @@ void moveInto(const fs::path& from, const fs::path& to) {
 // A directory of this process alone inside the report directory (mkdtemp: a name no one can
 // predict, mode 0700, on the same file system so that moveInto is a rename), removed with what
 // is left in it (remove_all removes links, it does not follow them).
+constexpr char kScratchPrefix[] = ".tpbench-chart-";
 class ScratchDir {
  public:
-  explicit ScratchDir(const fs::path& dir) : path_((dir / ".tpbench-chart-XXXXXX").string()) {
+  explicit ScratchDir(const fs::path& dir) : path_((dir / (std::string(kScratchPrefix) + "XXXXXX")).string()) {
     if (!::mkdtemp(path_.data())) {
       const int err = errno;
       TPB_THROW(Error, "report: cannot create a directory in '" << dir.string() << "': " << std::strerror(err));
@@ -83,6 +86,21 @@ void prepareOutDir(const std::string& outDir) {
   }
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+// Removes the scratch directories of a report killed mid-chart (the caller holds the directory's
+// lock, so none is in use): only directories named as mkdtemp names them, never through a link.
+void removeLeftoverScratch(const fs::path& dir) {
+  const std::string prefix = kScratchPrefix;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (!std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+      continue;
+    std::error_code ignored;
+    if (fs::is_directory(e.symlink_status(ignored))) fs::remove_all(e.path(), ignored);
+  }
 }
 
 struct Outcome {
@@ -207,6 +225,9 @@ ReportSummary writeReport(const ReportOptions& opt) {
   in.traces = loadTraces(opt.traces);
   prepareOutDir(opt.outDir);
   const fs::path dir(opt.outDir);
+  // Two reports into one directory would interleave their files: the second is refused.
+  const OutLock lock("-o", opt.outDir, (dir / ".tpbench-report.lock").string());
+  removeLeftoverScratch(dir);
 
   const std::string gnuplot = findGnuplot(opt.gnuplot);
   const std::string noGnuplot = opt.gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found";

@@ -19,8 +19,11 @@ measure that instead), forward, cross-entropy, zero_grad(set_to_none=True), back
 once per epoch. Per epoch, like tpbench: the ranks meet (dist.barrier), the clock runs over the
 steps only, and rank 0 evaluates after the clock stops.
 
-  ddp: torch.distributed over a TCPStore that rank 0 hosts (--store_port 0: a free port, reported
-       to tpbench, which hands it to the other ranks), Gloo on the CPU, NCCL on cuda:--device_index;
+  ddp: torch.distributed over a FileStore at --store_file when every rank is on one host (nothing
+       listens for it), else over a TCPStore that rank 0 hosts (--store_port 0: a free port,
+       reported to tpbench, which hands it to the other ranks; PyTorch 1.13 binds it to every
+       address); Gloo (on the interface tpbench names in GLOO_SOCKET_IFNAME: lo on one host) on
+       the CPU, NCCL on cuda:--device_index;
        DistributedDataParallel(bucket_cap_mb=--bucket_mb). comm_s on the CPU is DDP's exposed
        communication: from the moment the step's last gradient is computed (a tensor hook on every
        parameter notes the time; DDP's own reducer, hooks and buckets are left as they are) to
@@ -31,10 +34,10 @@ steps only, and rank 0 evaluates after the clock stops.
        reduce happen inside forward and backward).
 
 Reports to tpbench, one JSON object per line on file descriptor --report_fd: {"event": "store",
-"port": P} (ddp rank 0, before the rendezvous), {"event": "epoch", ...} per epoch (rank 0, the
-figures of all ranks: wall_s the slowest rank's, compute_s and comm_s the mean, train_loss the
-mean over all steps), {"event": "done"} after --params_out (this rank's final weights, IDX
-float32) is written. --probe reports {"event": "probe", "torch", "cuda", "gpus", "gloo", "nccl"}
+"port": P} (ddp rank 0 over a TCPStore, before the rendezvous), {"event": "epoch", ...} per
+epoch (rank 0, the figures of all ranks: wall_s the slowest rank's, compute_s and comm_s the
+mean, train_loss the mean over all steps), {"event": "done"} after --params_out (this rank's
+final weights, IDX float32) is written. --probe reports {"event": "probe", "torch", "cuda", "gpus", "gloo", "nccl"}
 and exits: how tpbench finds out whether it can run at all.
 
 Exit: 0 done, 1 a failure (traceback on stderr), 2 bad usage or torch missing.
@@ -75,6 +78,7 @@ def parse_args(argv):
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--store_addr", default="127.0.0.1")
     p.add_argument("--store_port", type=int, default=0, help="0 on rank 0: host the store on a free port")
+    p.add_argument("--store_file", default="", help="rendezvous in this file (one host) instead of a TCPStore")
     p.add_argument("--timeout_s", type=float, default=300)
     a = p.parse_args(argv)
     if not a.probe:
@@ -171,7 +175,11 @@ def train(a, rep):
     torch.set_num_threads(1)  # one device per rank, as tpbench's ranks
     ddp = a.mode == "ddp"
     timeout = datetime.timedelta(seconds=a.timeout_s)
-    if ddp:
+    if ddp and a.store_file:
+        # One host: a file in the point's private directory, so the rendezvous listens nowhere.
+        store = dist.FileStore(a.store_file, a.world)
+        store.set_timeout(timeout)
+    elif ddp:
         # First of all, so that the other ranks start while this one loads its data.
         if a.rank == 0:
             store = dist.TCPStore(a.store_addr, a.store_port, a.world, True, timeout=timeout,
@@ -198,8 +206,6 @@ def train(a, rep):
     last_grad = [0.0]
     measure_comm = ddp and a.device == "cpu"
     if ddp:
-        if a.store_addr.startswith("127.") or a.store_addr == "localhost":
-            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one node: Gloo pairs over loopback
         dist.init_process_group("nccl" if a.device == "cuda" else "gloo", store=store, rank=a.rank,
                                 world_size=a.world, timeout=timeout)
         model = nn.parallel.DistributedDataParallel(

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ TEST(OneHostListeners, DdpListensOnLoopbackOnly) { expectLoopbackOnly({"--strate
 
 TEST(OneHostListeners, AllreduceWithTheGlooLibraryListensOnLoopbackOnly) {
   expectLoopbackOnly({"--strategy", "allreduce", "--library", "gloo"});
+}
+
+// torch_ddp's Python children (PyTorch 1.13): their rendezvous and Gloo pairs stay on this host.
+TEST(OneHostListeners, TorchDdpListensOnLoopbackOnly) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed (Debian's python3-torch is not installed)";
+  expectLoopbackOnly({"--strategy", "torch_ddp"});
 }
 
 // --secret_file: the secret must be its owner's alone, and several nodes must have one.

@@ -4,9 +4,11 @@
 // reason.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
@@ -164,6 +166,55 @@ TEST(NetnsTwoHosts, TrainingMatchesOneHost) {
     EXPECT_EQ(nodes[n]["host"], "tpb-node" + std::to_string(n));
     EXPECT_EQ(nodes[n]["address"], NetnsPair::kAddress[n]);
   }
+}
+
+// torch_ddp's Python children across hosts (a c10d TCPStore at node 0's address, Gloo on each
+// node's interface toward the other): they train as tpbench's ddp does on the same two hosts.
+TEST(NetnsTwoHosts, TorchDdpTrainsLikeDdp) {
+  NetnsPair pair;
+  TPB_NETNS_OR_SKIP(pair);
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed (Debian's python3-torch is not installed)";
+  const std::vector<std::string> sweep =
+      concat({"sweep", "--strategies", "ddp,torch_ddp", "--n_gpus", "4"}, tinyTraining());
+  const std::string port = portFor(0), out = tempPath("torch_ddp_two_hosts.json");
+  const auto node1 = pair.start(1, concat(sweep, twoNodes(1, port, "60")));
+  const auto node0 = pair.start(0, concat(concat(sweep, twoNodes(0, port, "60")), {"--out", out}));
+  // Node 0's listeners while it runs: the processes are gone once wait returns.
+  Listeners seen;
+  std::atomic<bool> over{false};
+  std::thread sampler([&] {
+    for (; !over; std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+      try {
+        addListeners(node0.pid, seen);
+      } catch (const std::exception&) {
+        // A process that ends while its /proc files are read: the next sample goes on.
+      }
+    }
+  });
+  const CliResult r0 = pair.wait(node0);
+  over = true;
+  sampler.join();
+  const CliResult r1 = pair.wait(node1);
+  ASSERT_EQ(r0.exitCode, 0) << r0.err;
+  ASSERT_EQ(r1.exitCode, 0) << r1.err;
+  // Gloo's pairs on node 0's address toward node 1; the one wildcard listener PyTorch 1.13's
+  // TCPStore has (it takes no listen address: README, "Who listens where").
+  int wildcard = 0;
+  for (const std::string& a : seen.other) {
+    if (a.rfind("[::]:", 0) == 0 || a.rfind("0.0.0.0:", 0) == 0) {
+      ++wildcard;
+      continue;
+    }
+    EXPECT_EQ(a.rfind(std::string(NetnsPair::kAddress[0]) + ":", 0), 0u) << "node 0 listened on " << a;
+  }
+  EXPECT_LE(wildcard, 1) << "only the TCPStore may listen on the wildcard address";
+  EXPECT_GT(seen.other.size(), static_cast<std::size_t>(wildcard)) << "saw no Gloo pair listening";
+  const json runs = readJson(out).at("runs");
+  ASSERT_EQ(runs.size(), 2u);
+  for (const json& r : runs) ASSERT_EQ(r.at("status"), "ok") << r.dump();
+  EXPECT_NEAR(runs[1]["summary"]["final_train_loss"].get<double>(), runs[0]["summary"]["final_train_loss"].get<double>(),
+              1e-4);
 }
 
 // torchrun on each host (static rendezvous: node 0's agent hosts the store at --master_addr), each

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -171,6 +172,61 @@ TEST_F(OutputsHostile, OverwriteReplacesAResultsFileAndAnEmptyFileIsNew) {
   r = runCli(tinyRun({"--out", empty}));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(test::readJson(empty).at("runs").size(), 1u);
+}
+
+// A stand-in for gnuplot whose first run, of all, touches `dir`/started and waits for
+// `dir`/go: a report holds its directory, mid-chart, for as long as the test likes.
+void writeHeldGnuplot(const fs::path& path, const fs::path& dir) {
+  writeText(path, "#!/bin/sh\nif mkdir '" + (dir / "first").string() + "' 2>/dev/null; then touch '" +
+                      (dir / "started").string() + "'; while [ ! -e '" + (dir / "go").string() +
+                      "' ]; do sleep 0.05; done; fi\nid=$(basename \"$1\" .gp)\necho png > \"$id.png\"\n"
+                      "echo svg > \"$id.svg\"\n");
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+// Runs a report into `out` whose first chart is held in gnuplot, and calls `whileHeld` with its pid.
+test::CliResult heldReport(const fs::path& dir, const fs::path& out, const std::function<void(pid_t)>& whileHeld) {
+  writeHeldGnuplot(dir / "held-gnuplot", dir);
+  return runCli({"report", test::kReportFixture, "-o", out.string(), "--gnuplot", (dir / "held-gnuplot").string()},
+                {}, [&](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar&) {
+                  while (!done && !fs::exists(dir / "started")) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                  if (!done) whileHeld(pid);
+                  writeText(dir / "go", "");
+                });
+}
+
+TEST_F(OutputsHostile, TwoReportsCannotShareOneDirectory) {
+  const fs::path out = dir_ / "report";
+  test::CliResult second;
+  const auto first = heldReport(dir_, out, [&](pid_t) {
+    second = runCli({"report", test::kReportFixture, "-o", out.string(), "--gnuplot", (dir_ / "held-gnuplot").string()});
+  });
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  test::expectRefusedUpFront(second, "-o: " + out.string() + " is being written by another tpbench");
+  EXPECT_NE(readText(out / "index.md").find("tpbench report"), std::string::npos);
+}
+
+// A report killed mid-chart leaves its scratch directory; the next report into the directory
+// removes it, and nothing else: not a link under such a name, not what the link points to.
+TEST_F(OutputsHostile, TheNextReportRemovesTheScratchOfOneKilledMidChart) {
+  const fs::path out = dir_ / "report", victim = dir_ / "victim";
+  fs::create_directories(victim);
+  writeText(victim / "precious", "precious");
+  const auto killed = heldReport(dir_, out, [&](pid_t pid) { ::kill(pid, SIGKILL); });
+  EXPECT_NE(killed.exitCode, 0);
+  std::vector<fs::path> left;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind(".tpbench-chart-", 0) == 0) left.push_back(e.path());
+  ASSERT_EQ(left.size(), 1u) << "the killed report left no scratch directory to clean up";
+  fs::create_directory_symlink(victim, out / ".tpbench-chart-Linked");
+  fs::create_directories(out / ".tpbench-chart-not-mine");
+  writeFakeGnuplot(dir_ / "fake-gnuplot");
+  const auto r = runCli({"report", test::kReportFixture, "-o", out.string(), "--gnuplot", (dir_ / "fake-gnuplot").string()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(fs::exists(left[0])) << "still there: " << left[0];
+  EXPECT_TRUE(fs::is_symlink(out / ".tpbench-chart-Linked"));
+  EXPECT_EQ(readText(victim / "precious"), "precious");
+  EXPECT_TRUE(fs::is_directory(out / ".tpbench-chart-not-mine")) << "not a name mkdtemp gives";
 }
 
 TEST_F(OutputsHostile, TwoSweepsCannotShareOneTrace) {
