@@ -5,13 +5,13 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -19,6 +19,19 @@
 #include <thread>
 
 namespace tpb::test {
+
+// The whole of a /proc file, "" when it cannot be read. Plain read(2): a process that exits while
+// its /proc files are read makes read fail with ESRCH, which std::ifstream turns into a thrown
+// std::ios_base::failure (libstdc++'s filebuf), not an empty stream.
+inline std::string readProc(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return text;
+}
 
 // `root` and its descendants, alive now.
 inline std::set<int> processTree(int root) {
@@ -28,8 +41,7 @@ inline std::set<int> processTree(int root) {
     while (dirent* e = readdir(d)) {
       const int pid = std::atoi(e->d_name);
       if (pid <= 0) continue;
-      std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string stat = readProc("/proc/" + std::string(e->d_name) + "/stat");
       const auto close = stat.rfind(')');  // the name may hold spaces and parentheses
       if (close == std::string::npos) continue;
       std::istringstream rest(stat.substr(close + 2));
@@ -98,7 +110,7 @@ struct Listeners {
 inline void addListeners(int root, Listeners& seen) {
   const std::set<std::string> inodes = socketInodes(processTree(root));
   for (const char* table : {"/net/tcp", "/net/tcp6"}) {
-    std::ifstream in("/proc/" + std::to_string(root) + table);
+    std::istringstream in(readProc("/proc/" + std::to_string(root) + table));
     std::string line;
     std::getline(in, line);  // the header
     while (std::getline(in, line)) {
