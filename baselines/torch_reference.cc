@@ -17,11 +17,12 @@
 // Rendezvous: on one host (tpbench's ranks bound to loopback) the children meet in a FileStore
 // in the host's private data directory, and their Gloo pairs listen on lo: nothing listens
 // beyond loopback (PyTorch 1.13's TCPStore binds every address and has no secret). Across
-// hosts rank 0's child hosts torch.distributed's TCPStore on a free port and reports the port;
-// rank 0 publishes it in tpbench's store, and ranks 1..N-1 start their children with it; Gloo
-// listens on the interface of tpbench's own bind address. Nobody picks a port in advance (no
-// race for it), and tpbench's store need not speak the wire protocol of whatever torch version
-// $TPB_PYTHON has.
+// hosts the children are clients of the store the ranks already use, under a key prefix of the
+// point's own: tpbench's store on --master_addr, behind the job's secret, through the script's
+// own client of its wire (scripts/tpb_store.py, the secret inherited in TPB_JOB_SECRET, never on
+// the command line), or under torchrun its agent's TCPStore. No child listens for the
+// rendezvous, and no port is picked in advance; Gloo listens on the interface of tpbench's own
+// bind address.
 //
 // Same arithmetic: one rank per host (elected through the store) writes the dataset, the test
 // split and the initial weights as IDX files (workload/idx_file.h) into a directory in the
@@ -299,86 +300,64 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
   // One host: the ranks meet in a file of this host's private directory, as PyTorch 1.13's
   // TCPStore would listen on every address of the host, with no secret.
   const bool fileStore = onOneHost(ctx);
-  const std::string storeKey = ctx.runId + "/torch_ref/store";
-  bool published = false;
-  // Ranks 1..N-1 wait for rank 0's port: tell them when rank 0 fails before it has one.
-  const auto failStore = [&](const std::string& why) {
-    if (!ddp || rank != 0 || world == 1 || published || fileStore) return;
+  if (ddp && !fileStore && ctx.store.host().empty())
+    TPB_THROW(Error, name << " across hosts needs a store server the children can reach (this one is in-process)");
+  SharedFiles files(ctx, cfg);
+  const std::string order = files.dir() + "/order-r" + std::to_string(rank) + ".idx";
+  const std::string paramsOut = files.dir() + "/params-r" + std::to_string(rank) + ".idx";
+  writeIdx(order, sampleOrder(cfg, files.trainSize(), world, rank));
+
+  std::string hidden;
+  for (int h : cfg.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  const bool gpu = cfg.device == Device::Cuda;
+  ChildRun run;
+  run.argv = {torchPython(), script, "--mode", ddp ? "ddp" : "dp", "--report_fd", "3",
+              "--data", files.dir(), "--order", order, "--params_out", paramsOut,
+              "--hidden", hidden, "--batch_size", std::to_string(cfg.batchSize),
+              "--epochs", std::to_string(cfg.epochs), "--max_steps", std::to_string(cfg.maxSteps),
+              "--lr", str(cfg.lr), "--momentum", str(cfg.momentum), "--bucket_mb", str(cfg.bucketMb),
+              "--evaluate", cfg.evaluate ? "1" : "0", "--device", gpu ? "cuda" : "cpu",
+              "--device_index", std::to_string(cfg.deviceIndex), "--n_devices", std::to_string(ddp ? 1 : cfg.nGpus),
+              "--rank", std::to_string(rank), "--world", std::to_string(world),
+              "--store_addr", ctx.store.host(), "--store_port", std::to_string(ctx.store.port()),
+              "--store_prefix", ctx.runId + "/torch_ref/c10d/",
+              "--store_protocol", ctx.store.ownProtocol() ? "tpbench" : "c10d",
+              "--store_file", fileStore ? files.dir() + "/rendezvous" : "",
+              "--timeout_s", std::to_string(std::chrono::duration<double>(ctx.timeout()).count())};
+  // One thread per rank, as every tpbench rank (the launcher pins OpenBLAS the same way); no
+  // __pycache__ written into the source tree; stderr lines as they come.
+  run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
+             "MKL_NUM_THREADS=1"};
+  if (const std::string iface = glooInterface(ctx); !iface.empty()) run.env.push_back("GLOO_SOCKET_IFNAME=" + iface);
+  TrainResult result;
+  bool done = false;
+  run.onReport = [&](const std::string& line) {
+    json j;
     try {
-      ctx.store.set(storeKey, "!" + why);
+      j = json::parse(line);
     } catch (const std::exception&) {
-      // The store is gone too: the other ranks' wait times out instead.
+      TPB_THROW(Error, name << ": the script reported '" << line << "', not JSON");
+    }
+    const std::string event = j.value("event", "");
+    if (event == "epoch") {
+      const EpochStats s = epochOf(j);
+      if (onEpoch) onEpoch(s);
+      result.epochs.push_back(s);
+    } else if (event == "done") {
+      done = true;
     }
   };
-  try {
-    SharedFiles files(ctx, cfg);
-    const std::string order = files.dir() + "/order-r" + std::to_string(rank) + ".idx";
-    const std::string paramsOut = files.dir() + "/params-r" + std::to_string(rank) + ".idx";
-    writeIdx(order, sampleOrder(cfg, files.trainSize(), world, rank));
-
-    std::string storeAddr = ctx.host, storePort = "0";
-    if (ddp && rank != 0 && !fileStore) {
-      const std::string v = ctx.store.get(storeKey);
-      if (v.rfind("!", 0) == 0) TPB_THROW(Error, name << ": rank 0 failed before the rendezvous: " << v.substr(1));
-      storeAddr = v.substr(0, v.rfind(' '));
-      storePort = v.substr(v.rfind(' ') + 1);
-    }
-    std::string hidden;
-    for (int h : cfg.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-    const bool gpu = cfg.device == Device::Cuda;
-    ChildRun run;
-    run.argv = {torchPython(), script, "--mode", ddp ? "ddp" : "dp", "--report_fd", "3",
-                "--data", files.dir(), "--order", order, "--params_out", paramsOut,
-                "--hidden", hidden, "--batch_size", std::to_string(cfg.batchSize),
-                "--epochs", std::to_string(cfg.epochs), "--max_steps", std::to_string(cfg.maxSteps),
-                "--lr", str(cfg.lr), "--momentum", str(cfg.momentum), "--bucket_mb", str(cfg.bucketMb),
-                "--evaluate", cfg.evaluate ? "1" : "0", "--device", gpu ? "cuda" : "cpu",
-                "--device_index", std::to_string(cfg.deviceIndex), "--n_devices", std::to_string(ddp ? 1 : cfg.nGpus),
-                "--rank", std::to_string(rank), "--world", std::to_string(world),
-                "--store_addr", storeAddr, "--store_port", storePort,
-                "--store_file", fileStore ? files.dir() + "/rendezvous" : "",
-                "--timeout_s", std::to_string(std::chrono::duration<double>(ctx.timeout()).count())};
-    // One thread per rank, as every tpbench rank (the launcher pins OpenBLAS the same way); no
-    // __pycache__ written into the source tree; stderr lines as they come.
-    run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
-               "MKL_NUM_THREADS=1"};
-    if (const std::string iface = glooInterface(ctx); !iface.empty()) run.env.push_back("GLOO_SOCKET_IFNAME=" + iface);
-    TrainResult result;
-    bool done = false;
-    run.onReport = [&](const std::string& line) {
-      json j;
-      try {
-        j = json::parse(line);
-      } catch (const std::exception&) {
-        TPB_THROW(Error, name << ": the script reported '" << line << "', not JSON");
-      }
-      const std::string event = j.value("event", "");
-      if (event == "store" && ddp && rank == 0) {
-        ctx.store.set(storeKey, storeAddr + " " + std::to_string(j.at("port").get<int>()));
-        published = true;
-      } else if (event == "epoch") {
-        const EpochStats s = epochOf(j);
-        if (onEpoch) onEpoch(s);
-        result.epochs.push_back(s);
-      } else if (event == "done") {
-        done = true;
-      }
-    };
-    const ChildExit exit = runChild(run);
-    if (!exit.ok() || !done)
-      TPB_THROW(Error, name << ": " << script << " (rank " << rank << ") "
-                            << (exit.ok() ? "ended without reporting done" : exit.describe()));
-    const torch::Tensor params = readIdx(paramsOut);
-    TPB_CHECK(params.scalar_type() == torch::kFloat32 && params.dim() == 1,
-              paramsOut << ": expected a float32 vector of weights");
-    result.params.assign(params.data_ptr<float>(), params.data_ptr<float>() + params.numel());
-    // The files go with the writer's SharedFiles: not before every rank has read its weights.
-    ctx.transport.barrier();
-    return result;
-  } catch (const std::exception& e) {
-    failStore(e.what());
-    throw;
-  }
+  const ChildExit exit = runChild(run);
+  if (!exit.ok() || !done)
+    TPB_THROW(Error, name << ": " << script << " (rank " << rank << ") "
+                          << (exit.ok() ? "ended without reporting done" : exit.describe()));
+  const torch::Tensor params = readIdx(paramsOut);
+  TPB_CHECK(params.scalar_type() == torch::kFloat32 && params.dim() == 1,
+            paramsOut << ": expected a float32 vector of weights");
+  result.params.assign(params.data_ptr<float>(), params.data_ptr<float>() + params.numel());
+  // The files go with the writer's SharedFiles: not before every rank has read its weights.
+  ctx.transport.barrier();
+  return result;
 }
 
 }  // namespace tpb

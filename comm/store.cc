@@ -33,6 +33,7 @@ std::unique_ptr<Store::Impl> tcpStoreClient(const std::string& host, std::uint16
   try {
     auto tcp = c10::make_intrusive<c10d::TCPStore>(host, o);
     impl->port = tcp->getPort();
+    impl->host = host;
     impl->store = tcp;
     markDescriptorsCloseOnExec();  // the client's wake-up pipes (c10d opens them inheritable)
   } catch (const std::exception& e) {
@@ -50,6 +51,8 @@ std::unique_ptr<Store::Impl> ownStoreClient(const std::string& host, std::uint16
     TPB_THROW(Error, "rendezvous store at " << host << ":" << port << " (connect) failed: " << e.what());
   }
   impl->port = port;
+  impl->host = host;
+  impl->own = true;
   return impl;
 }
 
@@ -118,5 +121,9 @@ bool Store::check(const std::string& key) { return impl_->store->check({key}); }
 void Store::setTimeout(std::chrono::milliseconds timeout) { impl_->store->setTimeout(timeout); }
 
 std::uint16_t Store::port() const { return impl_->port; }
+
+const std::string& Store::host() const { return impl_->host; }
+
+bool Store::ownProtocol() const { return impl_->own; }
 
 }  // namespace tpb

@@ -39,6 +39,10 @@ class Store {
   // The limit of every later blocking call (get, and the waits inside Gloo's and NCCL's setup).
   void setTimeout(std::chrono::milliseconds timeout);
   std::uint16_t port() const;
+  // The server's address as this client reached it ("" for a local store), and whether it is
+  // tpbench's own (comm/store_server.h, behind the job's secret) rather than torchrun's agent's.
+  const std::string& host() const;
+  bool ownProtocol() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }

@@ -16,6 +16,8 @@ struct Store::Impl {
   std::shared_ptr<StoreServer> server;  // the host's; declared first, so it outlives its client
   c10::intrusive_ptr<c10d::Store> store;
   std::uint16_t port = 0;
+  std::string host;
+  bool own = false;
 };
 
 inline c10::intrusive_ptr<c10d::Store> nativeStore(Store& s) { return s.impl().store; }

@@ -20,9 +20,10 @@ once per epoch. Per epoch, like tpbench: the ranks meet (dist.barrier), the cloc
 steps only, and rank 0 evaluates after the clock stops.
 
   ddp: torch.distributed over a FileStore at --store_file when every rank is on one host (nothing
-       listens for it), else over a TCPStore that rank 0 hosts (--store_port 0: a free port,
-       reported to tpbench, which hands it to the other ranks; PyTorch 1.13 binds it to every
-       address); Gloo (on the interface tpbench names in GLOO_SOCKET_IFNAME: lo on one host) on
+       listens for it), else over the store tpbench's launcher serves at --store_addr:--store_port,
+       its keys under --store_prefix: tpbench's own (scripts/tpb_store.py; the job's secret from
+       TPB_JOB_SECRET in the environment, never the command line), or under torchrun its agent's
+       c10d TCPStore (--store_protocol c10d). No child hosts a store; Gloo (on the interface tpbench names in GLOO_SOCKET_IFNAME: lo on one host) on
        the CPU, NCCL on cuda:--device_index;
        DistributedDataParallel(bucket_cap_mb=--bucket_mb). comm_s on the CPU is DDP's exposed
        communication: from the moment the step's last gradient is computed (a tensor hook on every
@@ -33,8 +34,7 @@ steps only, and rank 0 evaluates after the clock stops.
        --batch_size x --n_devices rows; compute_s and comm_s are null (scatter, replicate and
        reduce happen inside forward and backward).
 
-Reports to tpbench, one JSON object per line on file descriptor --report_fd: {"event": "store",
-"port": P} (ddp rank 0 over a TCPStore, before the rendezvous), {"event": "epoch", ...} per
+Reports to tpbench, one JSON object per line on file descriptor --report_fd: {"event": "epoch", ...} per
 epoch (rank 0, the figures of all ranks: wall_s the slowest rank's, compute_s and comm_s the
 mean, train_loss the mean over all steps), {"event": "done"} after --params_out (this rank's
 final weights, IDX float32) is written. --probe reports {"event": "probe", "torch", "cuda", "gpus", "gloo", "nccl"}
@@ -77,7 +77,9 @@ def parse_args(argv):
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--store_addr", default="127.0.0.1")
-    p.add_argument("--store_port", type=int, default=0, help="0 on rank 0: host the store on a free port")
+    p.add_argument("--store_port", type=int, default=0)
+    p.add_argument("--store_prefix", default="", help="this point's keys in the store")
+    p.add_argument("--store_protocol", choices=["tpbench", "c10d"], default="tpbench")
     p.add_argument("--store_file", default="", help="rendezvous in this file (one host) instead of a TCPStore")
     p.add_argument("--timeout_s", type=float, default=300)
     a = p.parse_args(argv)
@@ -180,13 +182,17 @@ def train(a, rep):
         store = dist.FileStore(a.store_file, a.world)
         store.set_timeout(timeout)
     elif ddp:
-        # First of all, so that the other ranks start while this one loads its data.
-        if a.rank == 0:
-            store = dist.TCPStore(a.store_addr, a.store_port, a.world, True, timeout=timeout,
-                                  wait_for_workers=False)
-            rep.send(event="store", port=store.port)
+        # Several hosts: a client of the store tpbench's launcher serves (nothing listens here).
+        # `base` stays referenced while training: the Python half of a Python store must outlive
+        # the C++ references ProcessGroupGloo keeps to it.
+        if a.store_protocol == "c10d":
+            base = dist.TCPStore(a.store_addr, a.store_port, a.world, False, timeout=timeout)
         else:
-            store = dist.TCPStore(a.store_addr, a.store_port, a.world, False, timeout=timeout)
+            import tpb_store
+            conn = tpb_store.Connection(a.store_addr, a.store_port, os.environ.get("TPB_JOB_SECRET", ""),
+                                        a.timeout_s)
+            base = tpb_store.torch_store(dist, conn, timeout)
+        store = dist.PrefixStore(a.store_prefix, base)
     dev = torch.device("cuda", a.device_index) if a.device == "cuda" else torch.device("cpu")
     if a.device == "cuda":
         torch.cuda.set_device(dev)

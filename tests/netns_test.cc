@@ -192,18 +192,11 @@ TEST(NetnsTwoHosts, TorchDdpTrainsLikeDdp) {
   const CliResult r1 = pair.wait(node1);
   ASSERT_EQ(r0.exitCode, 0) << r0.err;
   ASSERT_EQ(r1.exitCode, 0) << r1.err;
-  // Gloo's pairs on node 0's address toward node 1; the one wildcard listener PyTorch 1.13's
-  // TCPStore has (it takes no listen address: README, "Who listens where").
-  int wildcard = 0;
-  for (const std::string& a : seen.other) {
-    if (a.rfind("[::]:", 0) == 0 || a.rfind("0.0.0.0:", 0) == 0) {
-      ++wildcard;
-      continue;
-    }
+  // Everything on node 0's address toward node 1 (tpbench's store, Gloo's pairs): the children
+  // meet in tpbench's store, none hosts a TCPStore (PyTorch 1.13's binds the wildcard address).
+  for (const std::string& a : seen.other)
     EXPECT_EQ(a.rfind(std::string(NetnsPair::kAddress[0]) + ":", 0), 0u) << "node 0 listened on " << a;
-  }
-  EXPECT_LE(wildcard, 1) << "only the TCPStore may listen on the wildcard address";
-  EXPECT_GT(seen.other.size(), static_cast<std::size_t>(wildcard)) << "saw no Gloo pair listening";
+  EXPECT_GT(seen.other.size(), 1u) << "saw no Gloo pair listening beside the store";
   const json runs = readJson(out).at("runs");
   ASSERT_EQ(runs.size(), 2u);
   for (const json& r : runs) ASSERT_EQ(r.at("status"), "ok") << r.dump();

@@ -147,5 +147,42 @@ TEST(StoreServer, AConnectionThatNeverAnswersTheChallengeIsClosed) {
   close(fd);
 }
 
+// scripts/tpb_store.py, the client torch_ddp's children use across hosts: it passes the C++
+// server's challenge with the job's secret (from its environment, as the children get it), sets
+// and reads keys the C++ client sees, and with another secret is refused before any key is set.
+// Returns what the Python client printed, and its exit status in `status`.
+std::string runPythonClient(const StoreServer& s, const std::string& secret, int& status) {
+  const std::string code =
+      "import os, sys; sys.path.insert(0, '" TPB_SOURCE_DIR "/scripts'); import tpb_store\n"
+      "c = tpb_store.Connection(sys.argv[1], int(sys.argv[2]), os.environ['TPB_JOB_SECRET'], 5)\n"
+      "c.call([b's', b'from-python', b'py'])\n"
+      "print(c.call([b'g', b'from-cpp', b'5000'], 5000)[0].decode(), c.call([b'a', b'n', b'2'])[0].decode())\n";
+  const std::string cmd = "TPB_JOB_SECRET='" + secret + "' timeout -s KILL 60 /usr/bin/python3 -c \"" + code + "\" " +
+                          s.address() + " " + std::to_string(s.port()) + " 2>&1 </dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[256];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  status = p ? pclose(p) : -1;
+  return out;
+}
+
+TEST(StoreServer, ThePythonClientOfTorchDdpsChildrenHoldsTheSecretOrGetsNothing) {
+  StoreServer server("127.0.0.1", 0, "the-job-secret");
+  auto cpp = client(server, "the-job-secret");
+  cpp->set("from-cpp", bytes("cpp"));
+  cpp->add("n", 40);
+  int status = -1;
+  const std::string out = runPythonClient(server, "the-job-secret", status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "cpp 42\n");
+  EXPECT_EQ(str(cpp->get("from-python")), "py");
+  EXPECT_TRUE(cpp->deleteKey("from-python"));
+  const std::string refused = runPythonClient(server, "a-wrong-secret", status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(refused.find("refused this process"), std::string::npos) << refused;
+  EXPECT_FALSE(cpp->check({"from-python"}));
+}
+
 }  // namespace
 }  // namespace tpb
