@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,18 +149,11 @@ TEST(StoreServer, AConnectionThatNeverAnswersTheChallengeIsClosed) {
   close(fd);
 }
 
-// scripts/tpb_store.py, the client torch_ddp's children use across hosts: it passes the C++
-// server's challenge with the job's secret (from its environment, as the children get it), sets
-// and reads keys the C++ client sees, and with another secret is refused before any key is set.
-// Returns what the Python client printed, and its exit status in `status`.
-std::string runPythonClient(const StoreServer& s, const std::string& secret, int& status) {
-  const std::string code =
-      "import os, sys; sys.path.insert(0, '" TPB_SOURCE_DIR "/scripts'); import tpb_store\n"
-      "c = tpb_store.Connection(sys.argv[1], int(sys.argv[2]), os.environ['TPB_JOB_SECRET'], 5)\n"
-      "c.call([b's', b'from-python', b'py'])\n"
-      "print(c.call([b'g', b'from-cpp', b'5000'], 5000)[0].decode(), c.call([b'a', b'n', b'2'])[0].decode())\n";
-  const std::string cmd = "TPB_JOB_SECRET='" + secret + "' timeout -s KILL 60 /usr/bin/python3 -c \"" + code + "\" " +
-                          s.address() + " " + std::to_string(s.port()) + " 2>&1 </dev/null";
+// Runs /usr/bin/python3 ARGS with the job's secret in its environment, as torch_ddp's children get
+// it; returns its output, and its exit status in `status`.
+std::string runPython(const std::string& args, const std::string& secret, int& status) {
+  const std::string cmd = "TPB_JOB_SECRET='" + secret + "' PYTHONDONTWRITEBYTECODE=1 GLOO_SOCKET_IFNAME=lo " +
+                          "timeout -s KILL 120 /usr/bin/python3 " + args + " 2>&1 </dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[256];
@@ -167,21 +162,45 @@ std::string runPythonClient(const StoreServer& s, const std::string& secret, int
   return out;
 }
 
+std::string where(const StoreServer& s) { return s.address() + " " + std::to_string(s.port()); }
+
+// scripts/tpb_store.py, the client torch_ddp's children use across hosts: it passes the C++
+// server's challenge with the job's secret, sets and reads keys the C++ client sees, and with
+// another secret is refused before any key is set.
 TEST(StoreServer, ThePythonClientOfTorchDdpsChildrenHoldsTheSecretOrGetsNothing) {
   StoreServer server("127.0.0.1", 0, "the-job-secret");
   auto cpp = client(server, "the-job-secret");
   cpp->set("from-cpp", bytes("cpp"));
   cpp->add("n", 40);
+  const std::string code =
+      "-c \"import os, sys; sys.path.insert(0, '" TPB_SOURCE_DIR "/scripts'); import tpb_store\n"
+      "c = tpb_store.Connection(sys.argv[1], int(sys.argv[2]), os.environ['TPB_JOB_SECRET'], 5)\n"
+      "c.call([b's', b'from-python', b'py'])\n"
+      "print(c.call([b'g', b'from-cpp', b'5000'], 5000)[0].decode(), c.call([b'a', b'n', b'2'])[0].decode())\" ";
   int status = -1;
-  const std::string out = runPythonClient(server, "the-job-secret", status);
+  const std::string out = runPython(code + where(server), "the-job-secret", status);
   ASSERT_EQ(status, 0) << out;
   EXPECT_EQ(out, "cpp 42\n");
   EXPECT_EQ(str(cpp->get("from-python")), "py");
   EXPECT_TRUE(cpp->deleteKey("from-python"));
-  const std::string refused = runPythonClient(server, "a-wrong-secret", status);
+  const std::string refused = runPython(code + where(server), "a-wrong-secret", status);
   EXPECT_NE(status, 0);
   EXPECT_NE(refused.find("refused this process"), std::string::npos) << refused;
   EXPECT_FALSE(cpp->check({"from-python"}));
+}
+
+// The same client as a torch.distributed.Store under PyTorch's ProcessGroupGloo, as
+// scripts/torch_ddp.py uses it: two processes meet in the C++ server and all-reduce (1 + 2).
+TEST(StoreServer, TwoPythonProcessesMeetThroughItInAGlooProcessGroup) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed";
+  StoreServer server("127.0.0.1", 0, "the-job-secret");
+  int status = -1;
+  const std::string out = runPython(std::string(TPB_SOURCE_DIR "/tests/tpb_store_gloo.py ") + where(server) +
+                                        " " TPB_SOURCE_DIR "/scripts",
+                                    "the-job-secret", status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "3\n");
 }
 
 }  // namespace
