@@ -240,6 +240,28 @@ TEST(LaunchEnv, VariablesMustAgreeWithEachOther) {
   expectRefused(with({{"SLURM_STEP_TASKS_PER_NODE", "5,1"}}), {"SLURM_STEP_TASKS_PER_NODE='5,1'", "5 tasks"});
 }
 
+// A job id prefixes the job's store keys and seeds its default port: a huge one or one with
+// controls or spaces is refused naming its variable; an ordinary one still makes the key.
+TEST(LaunchEnv, JobIdsAreShortPrintableAscii) {
+  const EnvMap torchrun{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RESTART_COUNT", "0"}};
+  auto with = [](EnvMap env, const std::string& k, const std::string& v) {
+    env[k] = v;
+    return env;
+  };
+  expectRefused(with(torchrun, "TORCHELASTIC_RUN_ID", std::string(100000, 'a')),
+                {"TORCHELASTIC_RUN_ID", "100000 characters"});
+  expectRefused(with(torchrun, "TORCHELASTIC_RUN_ID", "my job"), {"TORCHELASTIC_RUN_ID", "printable ASCII"});
+  expectRefused(with(torchrun, "TORCHELASTIC_RUN_ID", "a\x1b[2Jb"), {"TORCHELASTIC_RUN_ID", "printable ASCII"});
+  expectRefused({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "1\n2"}},
+                {"OMPI_MCA_ess_base_jobid"});
+  expectRefused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"},
+                 {"SLURM_JOB_ID", std::string(300, '7')}, {"SLURM_STEP_ID", "0"}},
+                {"SLURM_JOB_ID", "300 characters"});
+  const auto ok = detectLaunchEnv(with(torchrun, "TORCHELASTIC_RUN_ID", "my-job_1"));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->jobKey, "my-job_1.0");
+}
+
 // Host lists and task repeats are counted before they are expanded: each of these once ran the
 // process out of memory (the product of two brackets, many brackets, many repeats), or would
 // now expand to far more than any job; every one is refused at once, naming the variable.

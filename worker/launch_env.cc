@@ -56,6 +56,22 @@ std::string text(const EnvMap& env, const std::string& name) {
   return v ? *v : std::string();
 }
 
+// A launcher's job or step id: it prefixes the job's store keys and seeds its default port, so
+// it is bounded (a key has at most 4 KiB) and printable ASCII without spaces ("none", "4242",
+// "3405643777", a user's torchrun --rdzv_id).
+constexpr std::size_t kMaxJobIdLength = 256;
+std::string idText(const EnvMap& env, const std::string& name) {
+  const std::string v = text(env, name);
+  if (v.size() > kMaxJobIdLength)
+    TPB_THROW(UsageError, name << " is " << v.size() << " characters long, more than the " << kMaxJobIdLength
+                               << " a job id may have");
+  for (const unsigned char c : v)
+    if (c < 0x21 || c > 0x7e)
+      TPB_THROW(UsageError, name << " holds a space, a control character or a byte beyond ASCII; a job id is "
+                                 << "printable ASCII");
+  return v;
+}
+
 // `err`'s message under the variable `name`, less the "[file:line] " of the check that threw it.
 [[noreturn]] void refuseAs(const std::string& name, const UsageError& err) {
   std::string msg = err.what();
@@ -81,8 +97,8 @@ LaunchEnv fromTorchrun(const EnvMap& env) {
   takeMaster(env, e);
   const std::string agent = text(env, "TORCHELASTIC_USE_AGENT_STORE");
   e.agentStore = agent == "True" || agent == "true" || agent == "1";
-  if (const std::string id = text(env, "TORCHELASTIC_RUN_ID"); !id.empty())
-    e.jobKey = id + "." + text(env, "TORCHELASTIC_RESTART_COUNT");
+  if (const std::string id = idText(env, "TORCHELASTIC_RUN_ID"); !id.empty())
+    e.jobKey = id + "." + idText(env, "TORCHELASTIC_RESTART_COUNT");
   return e;
 }
 
@@ -98,7 +114,7 @@ LaunchEnv fromMpi(const EnvMap& env, const std::string& rankVar, const std::stri
   takeMaster(env, e);
   // One node and nobody named the master: the store is on this host.
   if (e.masterAddr.empty() && e.localWorldSize == e.worldSize) e.masterAddr = "127.0.0.1";
-  e.jobKey = text(env, "OMPI_MCA_ess_base_jobid");
+  e.jobKey = idText(env, "OMPI_MCA_ess_base_jobid");
   return e;
 }
 
@@ -155,8 +171,8 @@ LaunchEnv fromSlurm(const EnvMap& env) {
       e.masterFrom = listVar;
     }
   }
-  if (const std::string job = text(env, "SLURM_JOB_ID"); !job.empty())
-    e.jobKey = job + "." + (find(env, "SLURM_STEP_ID") ? text(env, "SLURM_STEP_ID") : text(env, "SLURM_STEPID"));
+  if (const std::string job = idText(env, "SLURM_JOB_ID"); !job.empty())
+    e.jobKey = job + "." + (find(env, "SLURM_STEP_ID") ? idText(env, "SLURM_STEP_ID") : idText(env, "SLURM_STEPID"));
   return e;
 }
 
