@@ -434,6 +434,10 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
     c.timeMedianUs = optNumber(*t, "median", kNonNegativeNumber);
     c.timeMinUs = optNumber(*t, "min", kNonNegativeNumber);
     c.timeMaxUs = optNumber(*t, "max", kNonNegativeNumber);
+    // Each is the slowest rank's min, median or max over the iterations: they keep that order.
+    // (An absent one is NaN, which compares false.)
+    if (c.timeMinUs > c.timeMedianUs) t->at("min").fail("at most time_us.median");
+    if (c.timeMedianUs > c.timeMaxUs) t->at("max").fail("at least time_us.median");
     c.timeExtra = t->extraExcept({"median", "min", "max"});
   }
   for (const char* key : {"algbw_gbps", "busbw_gbps", "wrong"})

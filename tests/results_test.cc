@@ -533,6 +533,10 @@ TEST_F(ResultsTest, NumbersOutsideTheirDocumentedRangeAreRefused) {
       {[](json& d) { d["allreduce"][0]["time_us"]["median"] = -1; },
        "allreduce[0].time_us.median: expected a finite number >= 0, got -1"},
       {[](json& d) { d["allreduce"][0]["busbw_gbps"] = -7; }, "allreduce[0].busbw_gbps: expected a finite number >= 0, got -7"},
+      {[](json& d) { d["allreduce"][0]["time_us"]["min"] = 1e9; },
+       "allreduce[0].time_us.min: expected at most time_us.median, got 1000000000"},
+      {[](json& d) { d["allreduce"][0]["time_us"]["max"] = 0; },
+       "allreduce[0].time_us.max: expected at least time_us.median, got 0"},
       {[](json& d) { d["allreduce"][0]["algbw_gbps"] = -7; }, "allreduce[0].algbw_gbps: expected a finite number >= 0, got -7"},
   };
   for (const auto& c : cases) {
