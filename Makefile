@@ -36,9 +36,10 @@ run: build
 	  --out results/sweep-cpu.json --overwrite
 	$(TPBENCH) allreduce --n_gpus 2..4 --bytes 4K..16M --out results/allreduce-cpu.json --overwrite
 
-# Every test, $(JOBS) at a time, except the one that checks the whole machine for leftover rank
-# processes (a neighbouring test's ranks would count): it runs alone afterwards.
-SERIAL_TESTS := ^Cli\.KilledRankIsReportedAndNothingIsLeftBehind$$
+# Every test, $(JOBS) at a time, except those that run alone afterwards: the one that checks the
+# whole machine for leftover rank processes (a neighbouring test's ranks would count) and the
+# pipeline bubble's, whose idle time a busy neighbour would inflate.
+SERIAL_TESTS := ^(Cli\.KilledRankIsReportedAndNothingIsLeftBehind|Cpu/PipelineBubble\..*|PipelineBubbleSanity\..*)$$
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS) -E '$(SERIAL_TESTS)' && \
 	  ctest --output-on-failure --timeout 600 -R '$(SERIAL_TESTS)'

@@ -106,6 +106,12 @@ class Transport {
   // moves device memory only (nccl) stages it through a device buffer.
   virtual void sendHost(int peer, const void* buf, std::size_t bytes) { send(peer, buf, bytes); }
   virtual void recvHost(int peer, void* buf, std::size_t bytes) { recv(peer, buf, bytes); }
+  // Starts what has been posted and not yet started. A transport that defers posts until a wait
+  // (nccl, grouped: NCCL runs the queued sends and receives as one group) launches them now, so
+  // a send can leave while the caller computes; elsewhere posts start at once and this does
+  // nothing. A schedule calls it after a send it wants to leave before its next wait
+  // (workload/pipeline_step.h says where and why a pipeline does).
+  virtual void flush() {}
   // Every rank waits until all ranks have entered. The default is a dissemination barrier
   // (ceil(log2 N) rounds of one-byte send/recv), so it needs nothing but P2P.
   virtual void barrier();

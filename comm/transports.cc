@@ -1,6 +1,7 @@
 #include "comm/transports.h"
 
 #include "comm/gloo/gloo_transport.h"
+#include "comm/grouped/grouped_transport.h"
 #include "comm/shm/shm_transport.h"
 #include "common/error.h"
 
@@ -26,6 +27,21 @@ const std::vector<TransportInfo>& transports() {
          return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
        },
        [](const std::string& runId, int worldSize) { ShmTransport::removeSegments(runId, worldSize); }},
+      {"grouped",
+       "shm run under NCCL's group semantics (posts deferred to a wait or flush, one group at a time per rank, "
+       "sends wait for their receive): shows on the CPU how a schedule would run over nccl",
+       [](Device device, int size, int localSize) -> std::string {
+         if (device != Device::Cpu) return "grouped moves host memory only";
+         if (localSize != size) return "grouped needs every rank on one node";
+         return {};
+       },
+       [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+         return std::make_unique<GroupedTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
+       },
+       [](const std::string& runId, int worldSize) {
+         ShmTransport::removeSegments(GroupedTransport::dataRunId(runId), worldSize);
+         ShmTransport::removeSegments(GroupedTransport::controlRunId(runId), worldSize);
+       }},
       {"gloo", "Gloo TCP pairs through c10d ProcessGroupGloo send/recv (any number of nodes)",
        [](Device device, int, int) -> std::string {
          return device == Device::Cpu ? std::string() : std::string("gloo moves host memory only");

@@ -86,7 +86,7 @@ TEST_P(CollectiveExact, EveryCountPlacementAndRoot) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const auto& a : collectiveAlgos())
-    for (const std::string transport : {"shm", "gloo"})
+    for (const std::string& transport : test::cpuTransports())
       for (int n : {1, 2, 3, 4, 5, 8}) {
         if (a.origin == Origin::Library && transport != "shm") continue;  // brings its own communication
         // Ranks that mpirun must start (mpi) are checked under mpirun by tests/mpi_test.cc.

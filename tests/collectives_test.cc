@@ -96,7 +96,7 @@ std::vector<Case> casesOver(const std::vector<int>& ns, bool chunkedOnly) {
   for (const auto& algo : allreduceAlgos()) {
     if (chunkedOnly && !algo.makeChunked) continue;
     if (!algo.unsupported(Device::Cpu).empty() || algo.needsMpiLauncher) continue;
-    for (const std::string transport : {"shm", "gloo"})
+    for (const std::string& transport : test::cpuTransports())
       for (int n : ns) {
         if (algo.origin == Origin::Library && transport != "shm") continue;
         cases.push_back({algo.name, transport, n});

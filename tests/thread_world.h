@@ -45,4 +45,14 @@ inline void runThreads(const std::string& transport, int n,
     if (e) std::rethrow_exception(e);
 }
 
+// Every transport of this build that a world of threads on the CPU can run: shm, gloo, grouped
+// (not mpi, whose ranks mpirun must start). Tests that cover "every transport" take this list,
+// so a transport added to the table is tested without naming it here.
+inline std::vector<std::string> cpuTransports() {
+  std::vector<std::string> names;
+  for (const auto& t : transports())
+    if (!t.needsMpiLauncher && t.unsupported(Device::Cpu, 2, 2).empty()) names.push_back(t.name);
+  return names;
+}
+
 }  // namespace tpb::test

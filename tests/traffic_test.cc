@@ -211,7 +211,7 @@ TEST_P(TransportTraffic, CountsPostsNotZeroByteMessages) {
   EXPECT_EQ(seen[1], (Traffic{7, 107, 1, 2})) << str(seen[1]);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, TransportTraffic, testing::Values("shm", "gloo"));
+INSTANTIATE_TEST_SUITE_P(All, TransportTraffic, testing::ValuesIn(test::cpuTransports()));
 
 TEST(ShmTraffic, ForwardingCountsOneReceiveAndOneSend) {
   // 0 -> 1 -> 2: rank 1 forwards with irecvCopySend, then with irecvReduceSend.
@@ -252,7 +252,7 @@ std::vector<Case> fromScratchCases() {
   std::vector<Case> cases;
   for (const auto& a : allreduceAlgos()) {
     if (a.origin != Origin::FromScratch) continue;
-    for (const std::string transport : {"shm", "gloo"})
+    for (const std::string& transport : test::cpuTransports())
       for (int n : {1, 2, 3, 4, 5, 8}) cases.push_back({a.name, transport, n});
   }
   return cases;
@@ -336,7 +336,7 @@ std::vector<Case> fromScratchCollectiveCases() {
   std::vector<Case> cases;
   for (const auto& a : collectiveAlgos()) {
     if (a.origin != Origin::FromScratch || a.op == "allreduce") continue;  // allreduce: above
-    for (const std::string transport : {"shm", "gloo"})
+    for (const std::string& transport : test::cpuTransports())
       for (int n : {1, 2, 3, 4, 5, 8}) cases.push_back({a.op + " " + a.name, transport, n});
   }
   return cases;

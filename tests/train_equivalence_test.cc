@@ -20,17 +20,25 @@ TrainConfig smallConfig(const std::string& strategy, int n, int batch) {
   return test::smallTrainConfig(strategy, n, batch);
 }
 
-class Equivalence : public testing::TestWithParam<std::tuple<std::string, int>> {
+struct Case {
+  std::string strategy;
+  int n;
+  std::string transport;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << " N=" << c.n << " over " << c.transport; }
+
+class Equivalence : public testing::TestWithParam<Case> {
  protected:
   static void SetUpTestSuite() { at::set_num_threads(1); }
 };
 
 TEST_P(Equivalence, MatchesSingleAtTheGlobalBatch) {
-  const auto [strategy, n] = GetParam();
+  const auto [strategy, n, transport] = GetParam();
   if (const std::string why = findStrategy("--strategy", strategy).unsupported(Device::Cpu, n); !why.empty())
     GTEST_SKIP() << strategy << " cannot run here: " << why;
   const int batch = 16;
-  const auto got = trainAll(smallConfig(strategy, n, batch));
+  const auto got = trainAll(smallConfig(strategy, n, batch), transport);
   const auto ref = trainAll(test::referenceConfigFor(strategy, n, batch));
   const auto untrained = [&] {
     TrainConfig c = test::referenceConfigFor(strategy, n, batch);
@@ -43,14 +51,25 @@ TEST_P(Equivalence, MatchesSingleAtTheGlobalBatch) {
   }
 }
 
-std::string name(const testing::TestParamInfo<std::tuple<std::string, int>>& info) {
-  return std::get<0>(info.param) + "_N" + std::to_string(std::get<1>(info.param));
+std::string name(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return c.strategy + (c.transport == "shm" ? "" : "_" + c.transport) + "_N" + std::to_string(c.n);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cpu, Equivalence,
-    testing::Combine(testing::ValuesIn(test::synchronisingStrategies()), testing::Values(2, 3, 4)),
-    name);
+// Every strategy over shm; the from-scratch ones, whose messages go through the transport, also
+// over every other CPU transport, the grouped one (NCCL's semantics) among them: a schedule
+// that deadlocks or goes wrong there fails here.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const std::string& strategy : test::synchronisingStrategies())
+    for (const std::string& transport : test::cpuTransports()) {
+      if (transport != "shm" && findStrategy("--strategy", strategy).origin != Origin::FromScratch) continue;
+      for (int n : {2, 3, 4}) out.push_back({strategy, n, transport});
+    }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, Equivalence, testing::ValuesIn(cases()), name);
 
 // A wrong reference must be told apart: N ranks at batch B do NOT match single at batch B.
 TEST(EquivalenceSanity, DifferentGlobalBatchIsDetected) {

@@ -65,14 +65,16 @@ inline TrainConfig referenceConfigFor(const std::string& strategy, int n, int ba
 }
 
 // Runs cfg.strategy on its own world (as many ranks as the strategy has processes) and returns
-// every rank's final parameters. On CUDA rank r trains on cuda:r, as LOCAL_RANK r would.
-inline std::vector<std::vector<float>> trainAll(const TrainConfig& cfg) {
+// every rank's final parameters, over `transport` (default: shm on the CPU, nccl on CUDA). On
+// CUDA rank r trains on cuda:r, as LOCAL_RANK r would.
+inline std::vector<std::vector<float>> trainAll(const TrainConfig& cfg, std::string transport = "") {
   const TrainStrategy& s = findStrategy("--strategy", cfg.strategy);
   const int procs = s.processes(cfg.nGpus);
   std::vector<std::vector<float>> params(procs);
   const bool gpu = cfg.device == Device::Cuda;
+  if (transport.empty()) transport = gpu ? "nccl" : "shm";
   runThreads(
-      gpu ? "nccl" : "shm", procs,
+      transport, procs,
       [&](CommContext& ctx) {
         TrainConfig mine = cfg;
         mine.deviceIndex = gpu ? ctx.rank() : 0;

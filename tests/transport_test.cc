@@ -107,7 +107,7 @@ TEST_P(TransportTest, WaitingOnAnAbsentPeerTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, TransportTest, testing::Values("shm", "gloo"));
+INSTANTIATE_TEST_SUITE_P(Cpu, TransportTest, testing::ValuesIn(test::cpuTransports()));
 
 TEST(ShmTransport, SizeMismatchIsAnErrorNotCorruption) {
   try {

@@ -104,7 +104,7 @@ struct StageModel {
 
 // What one micro-batch keeps between its forward and its backward.
 struct Micro {
-  torch::Tensor input, output, loss;
+  torch::Tensor input, output, loss, gradOut;
   double activationBytes = 0;
 };
 
@@ -179,8 +179,8 @@ const std::vector<PipelineSchedule>& pipelineSchedules() {
       {"gpipe", "every micro-batch's forward, then every backward (GPipe)",
        [](int, int, int micro) {
          std::vector<PipeOp> ops;
-         for (int m = 0; m < micro; ++m) ops.push_back({true, m});
-         for (int m = micro - 1; m >= 0; --m) ops.push_back({false, m});
+         for (int m = 0; m < micro; ++m) ops.push_back({true, m, true});
+         for (int m = micro - 1; m >= 0; --m) ops.push_back({false, m, true});
          return ops;
        }},
       {"1f1b", "S-s-1 warm-up forwards, then one forward and one backward in turn (PipeDream-Flush)",
@@ -188,12 +188,12 @@ const std::vector<PipelineSchedule>& pipelineSchedules() {
          std::vector<PipeOp> ops;
          const int warm = std::min(stages - stage - 1, micro);
          int f = 0, b = 0;
-         for (; f < warm; ++f) ops.push_back({true, f});
+         for (; f < warm; ++f) ops.push_back({true, f, true});
          while (f < micro) {
-           ops.push_back({true, f++});
-           ops.push_back({false, b++});
+           ops.push_back({true, f++, false});
+           ops.push_back({false, b++, false});
          }
-         while (b < micro) ops.push_back({false, b++});
+         while (b < micro) ops.push_back({false, b++, true});
          return ops;
        }},
   };
@@ -267,7 +267,6 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   auto syncDevice = [&] {
     if (gpu) synchronize(cfg);
   };
-  std::vector<std::unique_ptr<Request>> sends;
   std::vector<torch::Tensor> sendBufs;  // alive until their sends complete
   std::vector<Micro> micros(static_cast<std::size_t>(micro));
   double held = 0, peakHeld = 0;
@@ -335,100 +334,91 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     if (stage.sgd->velocity().defined()) put(stage.sgd->velocity(), st.velocity);
   };
 
-  auto step = [&](Step& st) {
-    const std::size_t rows = st.end - st.begin;
-    double compute = 0, comm = 0;
-    stage.grads->zero();
-    for (const PipeOp& op : ops) {
-      const std::size_t b = st.begin + rows * op.micro / micro, e = st.begin + rows * (op.micro + 1) / micro;
-      if (b == e) continue;  // fewer rows than micro-batches (an epoch's last batch)
-      const auto n = static_cast<std::int64_t>(e - b);
-      Micro& mb = micros[op.micro];
-      if (op.forward) {
-        torch::Tensor in;
-        if (first) {
-          in = gatherBatch(data.train, st.indices, b, e).images;
-        } else {
-          in = torch::empty({n, inWidth}, floatOpts);
-          const auto c = clock_type::now();
-          t.recv(s - 1, in.data_ptr<float>(), static_cast<std::size_t>(in.numel()) * sizeof(float));
-          comm += trace::close("recv", trace::Category::Comm, c, "micro", op.micro);
-          in.requires_grad_(true);
-        }
-        const auto c0 = clock_type::now();
-        torch::Tensor out;
-        {
-          trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
-                               op.micro);
-          out = stage.forward(in);
-          if (last) {
-            const torch::Tensor labels =
-                st.indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
-            torch::Tensor loss = torch::nn::functional::cross_entropy(out, data.train.labels.index_select(0, labels));
-            // Micro-batch means weighted by their share of the batch add up to the batch mean.
-            if (n != static_cast<std::int64_t>(rows)) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
-            st.lossSum.add_(loss.detach());
-            mb.loss = loss;
-          }
-        }
-        syncDevice();
-        compute += trace::close("forward", trace::Category::Compute, c0, "micro", op.micro);
-        if (!last) {
-          const auto c = clock_type::now();
-          sendBufs.push_back(out.detach());
-          sends.push_back(t.isend(s + 1, sendBufs.back().data_ptr<float>(),
-                                  static_cast<std::size_t>(out.numel()) * sizeof(float)));
-          comm += trace::close("send", trace::Category::Comm, c, "micro", op.micro);
-        }
-        mb.input = in;
-        mb.output = out;
-        mb.activationBytes = perRowFloats * static_cast<double>(n) * sizeof(float);
-        held += mb.activationBytes;
-        peakHeld = std::max(peakHeld, held);
-      } else {
-        torch::Tensor gradOut;
-        if (!last) {
-          gradOut = torch::empty({n, outWidth}, floatOpts);
-          const auto c = clock_type::now();
-          t.recv(s + 1, gradOut.data_ptr<float>(), static_cast<std::size_t>(gradOut.numel()) * sizeof(float));
-          comm += trace::close("recv", trace::Category::Comm, c, "micro", op.micro);
-        }
-        const auto c0 = clock_type::now();
-        {
-          trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
-                               op.micro);
-          if (last) {
-            mb.loss.backward();
-          } else {
-            mb.output.backward(gradOut);
-          }
-        }
-        syncDevice();
-        compute += trace::close("backward", trace::Category::Compute, c0, "micro", op.micro);
-        if (!first) {
-          const auto c = clock_type::now();
-          sendBufs.push_back(mb.input.grad());
-          sends.push_back(t.isend(s - 1, sendBufs.back().data_ptr<float>(),
-                                  static_cast<std::size_t>(sendBufs.back().numel()) * sizeof(float)));
-          comm += trace::close("send", trace::Category::Comm, c, "micro", op.micro);
-        }
-        held -= mb.activationBytes;
-        mb = Micro{};
+  // The layers' work for runStageOps, on the step it is running (`now`).
+  Step* now = nullptr;
+  auto rowsOf = [&](int m) {
+    const std::size_t rows = now->end - now->begin;
+    return std::make_pair(now->begin + rows * m / micro, now->begin + rows * (m + 1) / micro);
+  };
+  auto bufferOf = [](const torch::Tensor& x) {
+    return StageBuffer{x.data_ptr<float>(), static_cast<std::size_t>(x.numel()) * sizeof(float)};
+  };
+  StageWork work;
+  work.stage = s;
+  work.stages = stages;
+  work.receiveInto = [&](const PipeOp& op) {
+    const auto [b, e] = rowsOf(op.micro);
+    Micro& mb = micros[op.micro];
+    torch::Tensor& into = op.forward ? mb.input : mb.gradOut;
+    into = torch::empty({static_cast<std::int64_t>(e - b), op.forward ? inWidth : outWidth}, floatOpts);
+    return bufferOf(into);
+  };
+  auto forward = [&](const PipeOp& op) {
+    const auto [b, e] = rowsOf(op.micro);
+    const std::size_t rows = now->end - now->begin, n = e - b;
+    Micro& mb = micros[op.micro];
+    if (first) mb.input = gatherBatch(data.train, now->indices, b, e).images;
+    else mb.input.requires_grad_(true);
+    {
+      trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
+                           op.micro);
+      mb.output = stage.forward(mb.input);
+      if (last) {
+        const torch::Tensor labels =
+            now->indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
+        torch::Tensor loss = torch::nn::functional::cross_entropy(mb.output, data.train.labels.index_select(0, labels));
+        // Micro-batch means weighted by their share of the batch add up to the batch mean.
+        if (n != rows) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
+        now->lossSum.add_(loss.detach());
+        mb.loss = loss;
       }
     }
-    const auto c = clock_type::now();
-    for (auto& r : sends) r->wait();
-    sends.clear();
+    syncDevice();
+    mb.activationBytes = perRowFloats * static_cast<double>(n) * sizeof(float);
+    held += mb.activationBytes;
+    peakHeld = std::max(peakHeld, held);
+    if (last) return StageBuffer{};
+    sendBufs.push_back(mb.output.detach());
+    return bufferOf(sendBufs.back());
+  };
+  auto backward = [&](const PipeOp& op) {
+    Micro& mb = micros[op.micro];
+    {
+      trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
+                           op.micro);
+      if (last) mb.loss.backward();
+      else mb.output.backward(mb.gradOut);
+    }
+    syncDevice();
+    held -= mb.activationBytes;
+    StageBuffer out;
+    if (!first) {
+      sendBufs.push_back(mb.input.grad());
+      out = bufferOf(sendBufs.back());
+    }
+    mb = Micro{};
+    return out;
+  };
+  work.compute = [&](const PipeOp& op) { return op.forward ? forward(op) : backward(op); };
+
+  auto step = [&](Step& st) {
+    now = &st;
+    stage.grads->zero();
+    std::vector<PipeOp> present;  // an epoch's last batch may have fewer rows than micro-batches
+    for (const PipeOp& op : ops) {
+      const auto [b, e] = rowsOf(op.micro);
+      if (b != e) present.push_back(op);
+    }
+    const StageTimes times = runStageOps(t, present, work);
     sendBufs.clear();
-    comm += trace::close("send wait", trace::Category::Wait, c);
     const auto c0 = clock_type::now();
     {
       trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
       stage.step();
     }
     syncDevice();
-    st.stats.computeS += compute + trace::close("optimizer", trace::Category::Optimizer, c0);
-    st.stats.commS += comm;
+    st.stats.computeS += times.computeS + trace::close("optimizer", trace::Category::Optimizer, c0);
+    st.stats.commS += times.commS;
   };
 
   TrainResult result = runEpochs(cfg, loop, sampler, data, whole, step, onEpoch);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "workload/pipeline_step.h"
 #include "workload/train.h"
 
 namespace tpb {
@@ -42,21 +43,18 @@ std::vector<int> stageBounds(const ModelConfig& m, int stages, const std::string
 std::string stagesProblem(const ModelConfig& m, int stages, const std::string& split,
                           const std::string& flag = "--split");
 
-// One forward or backward of one micro-batch in a stage's schedule.
-struct PipeOp {
-  bool forward;
-  int micro;
-};
-
-// A pipeline schedule: for stage `stage` of `stages`, the order of its 2M ops.
+// A pipeline schedule: for stage `stage` of `stages`, the order of its 2M ops and which of their
+// sends start at once (workload/pipeline_step.h says why that is the schedule's to decide).
 struct PipelineSchedule {
   std::string name;
   std::string description;
   std::function<std::vector<PipeOp>(int stage, int stages, int micro)> order;
 };
 
-// "gpipe" (every forward, then every backward) and "1f1b" (after S-s-1 warm-up forwards, one
-// forward then one backward, which holds at most S-s micro-batches' activations instead of M).
+// "gpipe" (every forward, then every backward; every send starts at once) and "1f1b" (after
+// S-s-1 warm-up forwards, one forward then one backward, which holds at most S-s micro-batches'
+// activations instead of M; the sends of that steady state share a group with the receive that
+// follows them, the warm-up's and cool-down's start at once).
 const std::vector<PipelineSchedule>& pipelineSchedules();
 // Throws UsageError naming `flag` and the valid names.
 const PipelineSchedule& findSchedule(const std::string& flag, const std::string& name);

@@ -7,6 +7,7 @@
 #include "comm/cuda/cuda_check.h"
 #include "comm/cuda/gpu_trace.h"
 #include "comm/cuda/reduce_cuda.h"
+#include "comm/group_request.h"
 #include "comm/store.h"
 #include "common/error.h"
 
@@ -25,22 +26,7 @@ struct NcclTransport::Group {
 
 namespace {
 
-class NcclRequest final : public Request {
- public:
-  NcclRequest(NcclTransport& t, std::shared_ptr<NcclTransport::Group> g, const char* what, int peer)
-      : t_(t), g_(std::move(g)), what_(what), peer_(peer) {}
-  void wait() override {
-    if (!g_) return;
-    t_.waitGroup(*g_, what_, peer_);
-    g_.reset();
-  }
-
- private:
-  NcclTransport& t_;
-  std::shared_ptr<NcclTransport::Group> g_;
-  const char* what_;
-  int peer_;
-};
+using NcclRequest = GroupRequest<NcclTransport>;
 
 // Scratch offsets are rounded up so every message in the arena starts 256-byte aligned: the
 // sum kernel then takes its float4 path whenever dst is 16-byte aligned too.

@@ -3,8 +3,8 @@
 // buffer passed to it is device memory on that GPU.
 //
 // Posts are deferred: isend/irecv/irecvReduce only queue the operation, and the queue is launched
-// as one ncclGroupStart/ncclGroupEnd group when a request is waited (or a barrier or collective
-// is issued). NCCL runs a send as a blocking kernel that finishes only when its peer receives,
+// as one ncclGroupStart/ncclGroupEnd group when a request is waited, flush() is called, or a
+// barrier or collective is issued. NCCL runs a send as a blocking kernel that finishes only when its peer receives,
 // so a ring where every rank posts "send to next, then receive from prev" on one stream would
 // deadlock once a message outgrows NCCL's internal buffers; inside one group NCCL progresses all
 // the queued sends and receives together. The algorithms in strategies/ post identical
@@ -59,6 +59,8 @@ class NcclTransport final : public Transport {
   std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
   // A one-element ncclAllReduce: the base class's dissemination barrier would pass host bytes.
   void barrier() override;
+  // Launches the queued operations as one NCCL group and records the group's event.
+  void flush() override;
   // Staged through a device buffer owned by the transport (grown as needed, kept for reuse).
   void sendHost(int peer, const void* buf, std::size_t bytes) override;
   void recvHost(int peer, void* buf, std::size_t bytes) override;
@@ -94,8 +96,6 @@ class NcclTransport final : public Transport {
   };
 
   std::unique_ptr<Request> post(OpKind kind, int peer, void* buf, std::size_t bytes, const char* what);
-  // Launches the queued operations as one NCCL group and records the group's event.
-  void flush();
   void checkUsable() const;
   void abortComm();
   [[noreturn]] void abortAndThrow(bool timedOut, const std::string& msg);
