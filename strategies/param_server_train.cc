@@ -11,9 +11,11 @@
 // the bottleneck as N grows. With N = 1 there are no workers and the server trains alone.
 // On GPUs the same code runs over the nccl transport: the buffers are device memory, the
 // server's sums are the transport's CUDA kernel, and its optimizer step runs on its GPU.
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
+#include "comm/cuda/stream_clock.h"
 #include "common/fault.h"
 #include "common/trace.h"
 #include "core/registry.h"
@@ -70,11 +72,23 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
     for (int dst = 1; dst < n; ++dst) sends.push_back(t.isend(dst, w, bytes));
     for (auto& q : sends) q->wait();
   };
+  // On a GPU a worker's compute is read on the default stream's clock at the epoch's end, as in
+  // trainReplicated: the host queues forward and backward and goes on to the send without
+  // waiting for them (under --trace it waits, so its spans line up with the GPU's).
+  StreamClock clock(gpu && rank != 0 ? gpuOf(device) : -1);
+  if (clock.active()) {
+    loop.beforeClose = [&](EpochStats& e) {  // the epoch's end waited for the stream
+      e.computeS = clock.takeSpansS();
+      e.commS = std::max(0.0, e.wallS - e.computeS);
+    };
+  }
   auto work = [&](Step& st) {
     const auto c0 = clock_type::now();
+    const std::size_t from = clock.mark();
     grads.zero();
     st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
-    if (gpu) synchronize(cfg);  // compute ends here, not when the send finds it done
+    clock.closeSpan(from);
+    if (gpu && trace::enabled()) synchronize(cfg);
     const auto c1 = clock_type::now();
     t.send(0, g, bytes);
     const double push = trace::close("send gradients", trace::Category::Comm, c1, "peer", 0);

@@ -26,8 +26,10 @@ enum class Flush { AsScheduled, Never, Always };
 
 double measuredBubble(const std::string& transport, int stages, int micro, const std::string& schedule,
                       Flush flush = Flush::AsScheduled, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  const auto unit = std::chrono::milliseconds(15);
-  const int steps = 2;
+  // Long enough that a message's latency (tens of microseconds, a few milliseconds when the
+  // machine is busy) stays a small part of the step.
+  const auto unit = std::chrono::milliseconds(25);
+  const int steps = 3;
   std::mutex mu;
   double idleShare = 0;
   test::runThreads(transport, stages, [&](CommContext& ctx) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "comm/cuda/gpu_trace.h"
+#include "comm/cuda/stream_clock.h"
 #include "common/error.h"
 #include "common/trace.h"
 #include "workload/sampler.h"
@@ -267,6 +268,21 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   auto syncDevice = [&] {
     if (gpu) synchronize(cfg);
   };
+  // On a GPU the stage's compute is read on the default stream's clock at the epoch's end
+  // (StreamClock), so the host queues a micro-batch's kernels and moves on to its send without
+  // waiting for them; its idle time is the rest of its wall time. Under --trace the host waits
+  // after each computation too, so that its spans line up with the GPU's.
+  StreamClock clock(gpu ? gpuOf(device) : -1);
+  auto timedOnGpu = [&](const char* name, trace::Category cat, const auto& work, const char* argKey = nullptr,
+                        std::int64_t arg = 0) {
+    const std::size_t from = clock.mark();
+    {
+      trace::GpuSpan onGpu(name, cat, trace::Track::Gpu, gpuOf(device), nullptr, argKey, arg);
+      work();
+    }
+    clock.closeSpan(from);
+    if (trace::enabled()) syncDevice();
+  };
   std::vector<torch::Tensor> sendBufs;  // alive until their sends complete
   std::vector<Micro> micros(static_cast<std::size_t>(micro));
   double held = 0, peakHeld = 0;
@@ -279,6 +295,10 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   loop.countsSamples = last;  // one batch per step, whichever stage counts it; the loss is the last's
   loop.synchronize = syncDevice;
   loop.beforeClose = [&](EpochStats& e) {
+    if (gpu) {  // the epoch's end waited for the stream
+      e.computeS = clock.takeSpansS();
+      e.commS = std::max(0.0, e.wallS - e.computeS);
+    }
     // Stage figures to rank 0: wall, compute, activation peak.
     double mine[3] = {e.wallS, e.computeS, peakHeld};
     peakHeld = 0;
@@ -359,9 +379,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     Micro& mb = micros[op.micro];
     if (first) mb.input = gatherBatch(data.train, now->indices, b, e).images;
     else mb.input.requires_grad_(true);
-    {
-      trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
-                           op.micro);
+    timedOnGpu("forward", trace::Category::Compute, [&] {
       mb.output = stage.forward(mb.input);
       if (last) {
         const torch::Tensor labels =
@@ -372,8 +390,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
         now->lossSum.add_(loss.detach());
         mb.loss = loss;
       }
-    }
-    syncDevice();
+    }, "micro", op.micro);
     mb.activationBytes = perRowFloats * static_cast<double>(n) * sizeof(float);
     held += mb.activationBytes;
     peakHeld = std::max(peakHeld, held);
@@ -383,13 +400,10 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   };
   auto backward = [&](const PipeOp& op) {
     Micro& mb = micros[op.micro];
-    {
-      trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpuOf(device), nullptr, "micro",
-                           op.micro);
+    timedOnGpu("backward", trace::Category::Compute, [&] {
       if (last) mb.loss.backward();
       else mb.output.backward(mb.gradOut);
-    }
-    syncDevice();
+    }, "micro", op.micro);
     held -= mb.activationBytes;
     StageBuffer out;
     if (!first) {
@@ -412,11 +426,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     const StageTimes times = runStageOps(t, present, work);
     sendBufs.clear();
     const auto c0 = clock_type::now();
-    {
-      trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
-      stage.step();
-    }
-    syncDevice();
+    timedOnGpu("optimizer", trace::Category::Optimizer, [&] { stage.step(); });
     st.stats.computeS += times.computeS + trace::close("optimizer", trace::Category::Optimizer, c0);
     st.stats.commS += times.commS;
   };

@@ -7,6 +7,7 @@
 
 #include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
+#include "comm/cuda/stream_clock.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/trace.h"
@@ -308,32 +309,57 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
   Replica rep(cfg, device);
   sync.attach(rep);
   DistributedSampler sampler(data.train.size(), world, rank, /*shuffle=*/true, cfg.seed);
-  // On a GPU with several ranks, each step waits for its kernels before the gradient exchange
-  // starts, so that compute_s and comm_s split the step honestly (the exchange itself ends in a
-  // host wait). One rank exchanges nothing: its steps queue back to back, never waiting.
-  const bool gpu = cfg.device == Device::Cuda, waitBeforeComm = gpu && world > 1;
+  // On a GPU with several ranks, compute and communication are split on the default stream's own
+  // clock, read at the epoch's end (StreamClock): from the forward's start to the backward's end,
+  // and the optimizer, are compute; the stream's wait between them, for the exchange, is
+  // communication. The host does not wait inside the step, so nothing measures launch latency.
+  // Only under --trace does it wait for the backward, so that the host spans on the timeline
+  // line up with the GPU's. One rank exchanges nothing: its steps queue back to back.
+  const bool gpu = cfg.device == Device::Cuda, exchanges = gpu && world > 1;
+  StreamClock clock(exchanges ? gpuOf(device) : -1);
+  struct StepMarks {
+    std::size_t start, backwardDone, optimizerStart, done;
+  };
+  std::vector<StepMarks> marks;
   EpochLoop loop;
   loop.transport = t;
   loop.rank = rank;
   loop.rowsPerStep = static_cast<std::size_t>(cfg.batchSize);
   loop.device = device;
-  loop.computeIsWall = gpu && !waitBeforeComm;
+  loop.computeIsWall = gpu && !exchanges;
   loop.synchronize = [&cfg] { synchronize(cfg); };
   loop.saveState = [&rep] { return rep.state(); };
   loop.loadState = [&rep](const ModelState& s) { rep.load(s); };
+  if (exchanges) {
+    loop.beforeClose = [&](EpochStats& e) {  // the epoch's end waited for the stream
+      e.computeS = e.commS = 0;
+      for (const StepMarks& m : marks) {
+        e.computeS += clock.seconds(m.start, m.backwardDone) + clock.seconds(m.optimizerStart, m.done);
+        e.commS += clock.seconds(m.backwardDone, m.optimizerStart);
+      }
+      marks.clear();
+      clock.restart();
+    };
+  }
   TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model, [&](Step& st) {
+    StepMarks m{};
+    m.start = clock.mark();
     const auto c0 = clock_type::now();
     sync.beforeBackward();
     st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
-    if (waitBeforeComm) synchronize(cfg);
+    m.backwardDone = clock.mark();
+    if (exchanges && trace::enabled()) synchronize(cfg);
     const auto c1 = clock_type::now();
     sync.finish();
     st.stats.commS += trace::close(sync.traceName(), sync.traceCategory(), c1);
+    m.optimizerStart = clock.mark();
     const auto c2 = clock_type::now();
     {
       trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
       rep.step(sync.grads());
     }
+    m.done = clock.mark();
+    if (exchanges) marks.push_back(m);
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() +
                          trace::close("optimizer", trace::Category::Optimizer, c2);
   }, onEpoch);
