@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "tests/thread_world.h"
@@ -100,6 +101,38 @@ void streamOrderCycle(const std::string& transport) {
 TEST(GroupedTransport, EachRankRunsOneGroupAtATime) {
   EXPECT_NO_THROW(streamOrderCycle("shm"));
   EXPECT_THROW(streamOrderCycle("grouped"), TimeoutError);
+}
+
+// A group's operations progress together, as NCCL's do. Rank 1's one group sends X, receives Y
+// and sends Z, where rank 0 sends Y only after receiving X, and receives Z in its second group:
+// Z's receiver starts only once X has arrived, so the group must move X while it waits to hear
+// that Z's receive is running. (The parameter server's chunks at 1 MiB take this shape.) The
+// messages are larger than shm moves in one step, so X needs progress to arrive.
+TEST(GroupedTransport, AGroupMovesEveryOperationWhileItWaits) {
+  const std::size_t n = 1u << 20;
+  test::runThreads(
+      "grouped", 2,
+      [&](CommContext& ctx) {
+        Transport& t = ctx.transport;
+        std::vector<char> x(n, 'x'), y(n, 'y'), z(n, 'z'), in(n);
+        if (ctx.rank() == 1) {
+          auto sx = t.isend(0, x.data(), n);
+          auto ry = t.irecv(0, in.data(), n);
+          auto sz = t.isend(0, z.data(), n);
+          ry->wait();
+          sx->wait();
+          sz->wait();
+          EXPECT_EQ(in, y);
+        } else {
+          t.recv(1, in.data(), n);
+          EXPECT_EQ(in, x);
+          auto sy = t.isend(1, y.data(), n);
+          t.recv(1, in.data(), n);
+          sy->wait();
+          EXPECT_EQ(in, z);
+        }
+      },
+      2000ms);
 }
 
 }  // namespace

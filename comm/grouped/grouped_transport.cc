@@ -144,35 +144,37 @@ void GroupedTransport::streamLoop() {
 }
 
 void GroupedTransport::runGroup(const std::vector<Op>& ops) {
-  // The group is active: every receive is announced to its sender at once, and its data
-  // awaited; every send waits for its receiver's announcement before moving any byte.
-  std::vector<std::unique_ptr<Request>> pending, clearances;
+  // The group is active: every receive is announced to its sender at once. Every operation's
+  // bytes are posted at once too and progress together, as NCCL progresses a group's operations
+  // together (waiting for one send's announcement before posting the next would stall a group
+  // whose later send needs the peer to receive its earlier one first). A send is complete only
+  // once its receiver's announcement has come as well, so the group, and the stream behind it,
+  // wait for the receiving group to be running, as on NCCL.
+  std::vector<std::unique_ptr<Request>> moving, clearances;
   std::vector<std::vector<float>> sums(ops.size());
   std::vector<std::uint8_t> heard(ops.size(), 0);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     if (op.kind == OpKind::Send) {
       clearances.push_back(control_->irecv(op.peer, &heard[i], 1));
+      moving.push_back(data_->isend(op.peer, op.buf, op.bytes));
       continue;
     }
-    pending.push_back(control_->isend(op.peer, &kClearToSend, 1));
+    moving.push_back(control_->isend(op.peer, &kClearToSend, 1));
     void* into = op.buf;
     if (op.kind == OpKind::RecvReduce) {
       sums[i].resize(op.bytes / sizeof(float));
       into = sums[i].data();
     }
-    pending.push_back(data_->irecv(op.peer, into, op.bytes));
+    moving.push_back(data_->irecv(op.peer, into, op.bytes));
   }
-  std::size_t next = 0;
+  for (auto& r : moving) r->wait();
+  for (auto& r : clearances) r->wait();
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].kind != OpKind::Send) continue;
-    clearances[next++]->wait();
-    TPB_CHECK(heard[i] == kClearToSend, "grouped send to rank " << ops[i].peer << ": bad announcement " << int(heard[i]));
-    pending.push_back(data_->isend(ops[i].peer, ops[i].buf, ops[i].bytes));
-  }
-  for (auto& r : pending) r->wait();
-  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::Send)
+      TPB_CHECK(heard[i] == kClearToSend, "grouped send to rank " << ops[i].peer << ": bad announcement " << int(heard[i]));
     if (ops[i].kind == OpKind::RecvReduce) reduceSum(static_cast<float*>(ops[i].buf), sums[i].data(), sums[i].size());
+  }
 }
 
 }  // namespace tpb

@@ -8,10 +8,13 @@
 //    barrier.
 //  * Each rank has one stream: a thread that runs the launched groups one after another, in
 //    launch order. A group completes when all its operations have; the next one starts then.
-//  * No eager buffering: a send moves its bytes only once the group holding the matching
-//    receive is running on the peer's stream. The receiving stream announces each receive as
-//    its group starts ("clear to send", a one-byte message on a second shm transport of its
-//    own), and the sending stream posts the data only after that announcement.
+//  * No completion without the receiver: a send completes, and with it its group and the
+//    stream behind it, only once the group holding the matching receive is running on the
+//    peer's stream. The receiving stream announces each receive as its group starts ("clear to
+//    send", a one-byte message on a second shm transport of its own), and the sending group
+//    waits for those announcements. The bytes themselves may move earlier (shm copies into the
+//    peer's ring when there is room), which changes no order, only how soon an active receive
+//    finds its data.
 // So a schedule that would deadlock on NCCL (a send waiting for a receive that sits behind it
 // on the peer's stream) deadlocks here too and ends in a TimeoutError naming the peer, and one
 // that NCCL would serialise (sends held back until the next wait) is serialised here, which the
