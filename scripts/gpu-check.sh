@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh [RESULTS_DIR] — build and check tpbench's GPU path on a machine with an
-# NVIDIA GPU, the CUDA toolkit and PyTorch installed, and no network.
+# scripts/gpu-check.sh [--preflight] [RESULTS_DIR] — build and check tpbench's GPU path on a
+# machine with an NVIDIA GPU, the CUDA toolkit and PyTorch installed, and no network.
 #
+#   0. checks the machine first: PyTorch's CUDA and nvcc's against the driver's (a newer major
+#      version is refused, a newer minor only warned about: CUDA's minor-version compatibility),
+#      then the GPUs CUDA sees, then the libraries the build needs (cmake/dep_probe), named with
+#      their Debian packages: nlohmann-json3-dev and libcli11-dev are required; without
+#      libgtest-dev tpbench is built without its tests and everything else still runs; without
+#      zlib1g-dev it is built without gzip support (not needed here). --preflight stops here.
+#      One Python throughout: $TPB_PYTHON, else python3 on PATH; it is exported as TPB_PYTHON, so
+#      torch_ddp, torch_dp and torch_single run the torch whose LibTorch tpbench links;
 #   1. configures a separate build (build-gpu/) against PyTorch's own LibTorch (2.x, CUDA, found
-#      by asking python3: torch.utils.cmake_prefix_path), with PyTorch's own NCCL (the nvidia
+#      by asking that Python: torch.utils.cmake_prefix_path), with PyTorch's own NCCL (the nvidia
 #      nccl package's include/ and lib/, the libnccl.so.2 libtorch_cuda is linked against), or
 #      the toolkit's where PyTorch has none; NCCL_HOME overrides. Kernels are compiled for the
 #      GPU's own architecture, and TORCH_CUDA_ARCH_LIST is set to match;
 #   2. builds tpbench and the tests;
-#   3. runs the tests labelled gpu (ctest -L gpu);
-#   4. runs `tpbench allreduce --device cuda` at 1 GPU (every algorithm must run and verify; its
-#      bandwidth means nothing, the summary prints n/a) and at 2..N when CUDA sees more, 4K..256M;
+#   3. runs the tests labelled gpu (ctest -L gpu; finding none fails);
+#   4. runs `tpbench allreduce --device cuda` at 1 GPU (every algorithm must run and verify; no
+#      link is crossed, so busbw is n/a and algbw is one call's cost) and at 2..N when CUDA sees
+#      more, 4K..256M;
 #   5. runs tpbench_cuda_sum: the CUDA sum kernel's bandwidth against a device-to-device copy in
 #      the same run, 1M..1G, and whether it reaches the goal of 85 % of the copy at 1 GiB;
 #   6. trains every strategy on one GPU (`tpbench sweep --device cuda --n_gpus 1`, batch 64 and
@@ -21,8 +30,10 @@
 #      (scripts/torch_single.py) at batch 64 and 512, 5 epochs each;
 #   8. writes and prints a summary: a table of every step and its status, the allreduce table,
 #      sum-kernel table and verdict, training table, tpbench single vs PyTorch (samples/s, median
-#      over epochs 2..5), and which libnccl.so.2 tpbench loaded when the machine has several.
-# Everything it produces goes to RESULTS_DIR (default results/gpu): build.log, environment.txt,
+#      over epochs 2..5), which libnccl.so.2 tpbench loaded when the machine has several, and
+#      last, a Markdown table for the README: the card, the sum kernel against the copy at 1G,
+#      single against PyTorch, ddp against single at N=1 and each algorithm's algbw at N=1.
+# Everything it produces goes to RESULTS_DIR (default results/gpu): deps.log, build.log, environment.txt,
 # gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
 # cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, trace-cuda.json, trace-cuda-results.json,
 # trace-cuda.txt, report/ (charts, index.md, index.html),
@@ -30,13 +41,22 @@
 # torch-single-b64.json, torch-single-b512.json, torch-single-b*.txt and summary.txt.
 # Exit status: 0 when every step passed, 1 when a test, benchmark point or training run failed
 # (a missed performance goal is reported in the summary, not an exit status), 2 when the machine
-# lacks something the check needs.
+# lacks something the check needs (without GoogleTest: after everything else ran and passed).
+# TPB_GPU_BUILD_DIR: the build folder (build-gpu/); TPB_GPU_CMAKE_ARGS: more -D arguments for
+# both configures (e.g. -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PREFLIGHT=0
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+  --preflight) PREFLIGHT=1; shift ;;
+esac
 OUT="${1:-$ROOT/results/gpu}"
 BUILD="${TPB_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 JOBS="$(nproc 2>/dev/null || echo 4)"
+EXTRA_CMAKE_ARGS=()
+read -r -a EXTRA_CMAKE_ARGS <<< "${TPB_GPU_CMAKE_ARGS:-}"
 
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'gpu-check: %s\n' "$*" >&2; exit 2; }
@@ -49,12 +69,42 @@ say "checking the machine"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this script needs an NVIDIA GPU and driver"
 nvidia-smi -L >/dev/null 2>&1 || die "nvidia-smi cannot talk to the driver (is a GPU visible? CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
 command -v cmake >/dev/null || die "cmake not found (scripts/install-deps.sh installs it)"
-command -v python3 >/dev/null || die "python3 not found: LibTorch is taken from PyTorch's installation"
-python3 -c 'import torch' 2>/dev/null || die "python3 cannot import torch: install PyTorch (with CUDA) first"
+# One Python for everything: LibTorch is the one of its torch, and torch_ddp, torch_dp and
+# torch_single run it too (tpbench reads TPB_PYTHON), so no reference runs another torch.
+PY_CMD="${TPB_PYTHON:-python3}"
+command -v "$PY_CMD" >/dev/null || die "$PY_CMD not found: LibTorch is taken from PyTorch's installation (TPB_PYTHON, else python3)"
+"$PY_CMD" -c 'import torch' 2>/dev/null || die "$PY_CMD cannot import torch: install PyTorch (with CUDA) first"
+PYTHON="$("$PY_CMD" -c 'import sys; print(sys.executable)')"
+export TPB_PYTHON="$PYTHON"
+TORCH_PREFIX="$("$PYTHON" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+TORCH_VERSION="$("$PYTHON" -c 'import torch; print(torch.__version__)')"
+TORCH_CUDA="$("$PYTHON" -c 'import torch; print(torch.version.cuda or "")')"
+TORCH_ABI="$("$PYTHON" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')"
+[ -n "$TORCH_CUDA" ] || die "PyTorch $TORCH_VERSION ($PYTHON) is a CPU-only build; the GPU check needs a CUDA one"
+
+# The newest CUDA the driver supports. Checked before CUDA is asked for its GPUs: a driver too old
+# for PyTorch's CUDA shows as no GPU at all.
+DRIVER_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)"
+# driver_supports WHAT VERSION FIX: a CUDA of a newer major version than the driver's fails every
+# call at run time (cudaErrorInsufficientDriver), though it builds: refused, saying FIX. A newer
+# minor of the same major runs under CUDA's minor-version compatibility, which lacks only PTX JIT
+# (tpbench's kernels carry SASS for this GPU's architecture): a warning.
+driver_supports() {
+  local what="$1" need="$2" fix="$3"
+  [ -n "$need" ] && [ -n "$DRIVER_CUDA" ] || return 0
+  [ "${need%%.*}" -le "${DRIVER_CUDA%%.*}" ] \
+    || die "$what is CUDA $need, but the driver supports CUDA $DRIVER_CUDA at most: $fix"
+  if [ "$(printf '%s\n%s\n' "$need" "$DRIVER_CUDA" | sort -V | tail -1)" != "$DRIVER_CUDA" ]; then
+    echo "warning: $what is CUDA $need, the driver's is $DRIVER_CUDA: it runs under CUDA minor-version compatibility (no PTX JIT)" >&2
+  fi
+}
+driver_supports "PyTorch $TORCH_VERSION" "$TORCH_CUDA" \
+  "install a driver for CUDA ${TORCH_CUDA%%.*}, or a PyTorch built for CUDA ${DRIVER_CUDA%%.*}"
+
 # The GPUs CUDA sees (CUDA_VISIBLE_DEVICES applies; nvidia-smi -L lists them all regardless).
-GPUS="$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)"
+GPUS="$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)"
 [[ "$GPUS" =~ ^[0-9]+$ ]] || GPUS=0
-[ "$GPUS" -ge 1 ] || die "CUDA sees no GPU (torch.cuda.device_count() is 0; nvidia-smi lists $(nvidia-smi -L | grep -c '^GPU ' || true); CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
+[ "$GPUS" -ge 1 ] || die "CUDA sees no GPU (torch.cuda.device_count() is 0; nvidia-smi lists $(nvidia-smi -L | grep -c '^GPU ' || true); CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}; torch.cuda.init(): $("$PYTHON" -c 'import torch; torch.cuda.init()' 2>&1 | tail -1))"
 
 # The toolkit in the order the project's configure takes it (cmake/cuda_arch.cmake): CUDACXX,
 # else /usr/local/cuda, else nvcc on PATH (a wrapper script there has no headers beside it).
@@ -62,27 +112,15 @@ NVCC="${CUDACXX:-}"
 [ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 [ -n "$NVCC" ] || NVCC="$(command -v nvcc || true)"
 [ -n "$NVCC" ] && [ -x "$NVCC" ] || die "nvcc not found (looked at \$CUDACXX, /usr/local/cuda/bin and PATH)"
-
-# The CUDA runtime tpbench links comes with that nvcc; the driver must support its version, or
-# every CUDA call fails at run time (cudaErrorInsufficientDriver) although the build succeeds.
+# The CUDA runtime tpbench links comes with that nvcc.
 NVCC_CUDA="$("$NVCC" --version | sed -n 's/.*release \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)"
-DRIVER_CUDA="$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -1)"
-if [ -n "$NVCC_CUDA" ] && [ -n "$DRIVER_CUDA" ] &&
-   [ "$(printf '%s\n%s\n' "$NVCC_CUDA" "$DRIVER_CUDA" | sort -V | tail -1)" != "$DRIVER_CUDA" ]; then
-  die "nvcc $NVCC is CUDA $NVCC_CUDA, but the driver supports CUDA $DRIVER_CUDA at most: point CUDACXX at a toolkit no newer than the driver"
-fi
-
-TORCH_PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-TORCH_VERSION="$(python3 -c 'import torch; print(torch.__version__)')"
-TORCH_CUDA="$(python3 -c 'import torch; print(torch.version.cuda or "")')"
-TORCH_ABI="$(python3 -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')"
-[ -n "$TORCH_CUDA" ] || die "PyTorch $TORCH_VERSION is a CPU-only build; the GPU check needs a CUDA one"
+driver_supports "nvcc $NVCC" "$NVCC_CUDA" "point CUDACXX at a CUDA ${DRIVER_CUDA%%.*} toolkit"
 
 # The GPU's own architecture, so the kernels are compiled for it (CMake's default here is 90).
 ARCH="${CMAKE_CUDA_ARCHITECTURES:-}"
 if [ -z "$ARCH" ]; then
   ARCH="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)"
-  [[ "$ARCH" =~ ^[0-9]+$ ]] || ARCH="$(python3 -c 'import torch; m, n = torch.cuda.get_device_capability(0); print(f"{m}{n}")' 2>/dev/null || true)"
+  [[ "$ARCH" =~ ^[0-9]+$ ]] || ARCH="$("$PYTHON" -c 'import torch; m, n = torch.cuda.get_device_capability(0); print(f"{m}{n}")' 2>/dev/null || true)"
   [[ "$ARCH" =~ ^[0-9]+$ ]] || ARCH=90
 fi
 # A CUDA LibTorch's CMake config adds its own -gencode list (from TORCH_CUDA_ARCH_LIST, else from
@@ -97,7 +135,7 @@ fi
 # NCCL_HOME, when set, wins; cmake/cuda.cmake then takes header and library from there only.
 NCCL_ARGS=()
 CUDA_HOME_GUESS="$(cd "$(dirname "$NVCC")/.." && pwd)"
-TORCH_NCCL_HOME="$(python3 -c '
+TORCH_NCCL_HOME="$("$PYTHON" -c '
 import os
 try:
     import nvidia.nccl as m
@@ -124,27 +162,64 @@ fi
 export NCCL_HOME
 NCCL_ARGS=(-DNCCL_HOME="$NCCL_HOME")
 
+# ---- the libraries the configure needs -----------------------------------------------------------
+# Looked for up front, as the configure looks for them (cmake/dep_probe), so that a missing one
+# is named with its Debian package now rather than at the end of a configure log. JSON and CLI11
+# are needed; without GoogleTest tpbench is built without its tests and the benchmarks still
+# run; without zlib it refuses gzipped MNIST files.
+say "checking the build's dependencies (log: $OUT/deps.log)"
+rm -rf "$BUILD/dep-probe"  # a cached NOTFOUND would outlive an apt-get install
+cmake -S "$ROOT/cmake/dep_probe" -B "$BUILD/dep-probe" -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" \
+  "${EXTRA_CMAKE_ARGS[@]}" > "$OUT/deps.log" 2>&1 \
+  || { tail -5 "$OUT/deps.log" >&2; die "the dependency probe did not configure (no C++ compiler?): see $OUT/deps.log"; }
+has_dep() { grep -q "^-- tpb-dep $1 found$" "$OUT/deps.log"; }
+TESTS_WHY=""  # why the tests cannot be built, where they cannot
+if [ "$TORCH_ABI" = 0 ]; then
+  # Debian's libgtest has the C++11 ABI; PyTorch's old one needs GoogleTest built from its source.
+  [ -d /usr/src/googletest ] || TESTS_WHY="PyTorch uses the pre-C++11 ABI and /usr/src/googletest is missing (Debian: googletest)"
+elif ! has_dep GTest; then
+  TESTS_WHY="GoogleTest not found (Debian: libgtest-dev)"
+fi
+NEEDED=()
+has_dep nlohmann_json || NEEDED+=(nlohmann-json3-dev)
+has_dep CLI11 || NEEDED+=(libcli11-dev)
+[ "${#NEEDED[@]}" -eq 0 ] || die "the build needs ${NEEDED[*]}: sudo apt-get install ${NEEDED[*]}${TESTS_WHY:+ (and for the tests: $TESTS_WHY)}"
+TESTS=ON
+[ -z "$TESTS_WHY" ] || TESTS=OFF
+[ "$TESTS" = ON ] || echo "warning: $TESTS_WHY: building without the tests; the gpu tests will not run" >&2
+ZLIB_NOTE="found"
+has_dep ZLIB || ZLIB_NOTE="not found (Debian: zlib1g-dev): .gz MNIST files are refused; not needed here"
+
 {
   echo "date:       $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host:       $(hostname)"
+  echo "card:       $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 | sed 's/, */, driver /') (CUDA ${DRIVER_CUDA:-?})"
+  echo "tpbench:    $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
   echo "nvcc:       $NVCC ($("$NVCC" --version | tail -1))"
+  echo "python:     $PYTHON (TPB_PYTHON)"
   echo "pytorch:    $TORCH_VERSION (CUDA $TORCH_CUDA, cxx11 ABI $TORCH_ABI) at $TORCH_PREFIX"
   echo "nccl home:  $NCCL_HOME (from $NCCL_FROM)"
   echo "cuda arch:  $ARCH (TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset})"
   echo "gpus:       $GPUS seen by CUDA (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset})"
+  echo "tests:      ${TESTS}${TESTS_WHY:+ ($TESTS_WHY)}"
+  echo "zlib:       $ZLIB_NOTE"
   echo
   nvidia-smi
 } > "$OUT/environment.txt" 2>&1
-sed -n '1,7p' "$OUT/environment.txt"
+sed -n '1,12p' "$OUT/environment.txt"
+if [ "$PREFLIGHT" = 1 ]; then
+  [ "$TESTS" = ON ] || die "preflight: the gpu tests could not be built: $TESTS_WHY"
+  echo "preflight: ok (nothing built; results in $OUT)"
+  exit 0
+fi
 
 # ---- configure and build ---------------------------------------------------------------------
 : > "$OUT/build.log"  # this run's log only: the "compiled" check below must not match an earlier run
 PREFIX_PATH="$TORCH_PREFIX"
-if [ "$TORCH_ABI" = 0 ]; then
+if [ "$TORCH_ABI" = 0 ] && [ "$TESTS" = ON ]; then
   # PyTorch built with the pre-C++11 string ABI: everything linked with it must be too, and
   # Debian's libgtest is not. Build GoogleTest from Debian's sources with the old ABI.
   say "PyTorch uses the pre-C++11 ABI: building GoogleTest to match"
-  [ -d /usr/src/googletest ] || die "PyTorch uses _GLIBCXX_USE_CXX11_ABI=0 and /usr/src/googletest (Debian package googletest) is missing, so the tests cannot be linked"
   cmake -S /usr/src/googletest -B "$BUILD/gtest-abi0" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS=-D_GLIBCXX_USE_CXX11_ABI=0 -DCMAKE_INSTALL_PREFIX="$BUILD/gtest-abi0/install" \
     -DBUILD_GMOCK=OFF >> "$OUT/build.log" 2>&1 || die "GoogleTest configure failed (see $OUT/build.log)"
@@ -164,11 +239,14 @@ fi
 echo "$PREFIX_PATH $NVCC ${NCCL_HOME:-}" > "$BUILD/.tpb-prefix"
 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$PREFIX_PATH" -DCMAKE_CUDA_COMPILER="$NVCC" \
-  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${NCCL_ARGS[@]}" -DTPB_BUILD_BENCH=OFF \
-  >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; die "configure failed (see $OUT/build.log)"; }
-sed -n '/tpbench .* configuration/,/micro-benchmarks/p' "$OUT/build.log" | tail -12
+  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" "${NCCL_ARGS[@]}" -DTPB_BUILD_BENCH=OFF -DTPB_BUILD_TESTS="$TESTS" \
+  "${EXTRA_CMAKE_ARGS[@]}" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log" >&2; die "configure failed (see $OUT/build.log)"; }
+sed -n '/tpbench .* configuration/,/micro-benchmarks/p' "$OUT/build.log" | tail -15
 grep -q "GPU path        : compiled" "$OUT/build.log" \
   || die "the configure step did not enable the GPU path (see the summary above and $OUT/build.log)"
+if [ "$TESTS" = ON ] && ! grep -q '^TPB_BUILD_TESTS:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+  TESTS=OFF TESTS_WHY="TPB_BUILD_TESTS=OFF (TPB_GPU_CMAKE_ARGS)"
+fi
 
 say "building with $JOBS jobs"
 cmake --build "$BUILD" -j "$JOBS" >> "$OUT/build.log" 2>&1 \
@@ -207,7 +285,11 @@ printf 'build\tok (%s)\n' "$BUILD" > "$STEPS"
 record() { printf '%s\t%s\n' "$1" "$2" >> "$STEPS"; }  # record NAME STATUS
 
 say "GPU tests (ctest -L gpu; log: $OUT/gpu-tests.log)"
-if (cd "$BUILD" && ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1; then
+# --no-tests=error: a build whose gpu tests were not discovered must not pass as "ok ()".
+if [ "$TESTS" = OFF ]; then
+  record "gpu tests" "NOT RUN ($TESTS_WHY)"
+  echo "NOT RUN: $TESTS_WHY" | tee "$OUT/gpu-tests.log"
+elif (cd "$BUILD" && ctest -L gpu --no-tests=error --output-on-failure) > "$OUT/gpu-tests.log" 2>&1; then
   grep -E "tests passed|Total Test time" "$OUT/gpu-tests.log" || true
   record "gpu tests" "ok ($(grep -oE '[0-9]+% tests passed.*' "$OUT/gpu-tests.log" | head -1))"
 else
@@ -237,6 +319,8 @@ run_bench() {  # run_bench N_GPUS NAME
     tail -5 "$txt.stderr" || true
   fi
 }
+# An earlier run's files (say, at more GPUs than this one sees) would join this summary.
+rm -f "$OUT"/allreduce-cuda-*.json "$OUT"/allreduce-cuda-*.txt "$OUT"/allreduce-cuda-*.txt.stderr
 run_bench 1 n1
 if [ "$GPUS" -ge 2 ]; then
   MAXN=$(( GPUS < 8 ? GPUS : 8 ))
@@ -309,7 +393,7 @@ for B in 64 512; do
        --batch_size "$B" --epochs 5 --out "$OUT/single-cuda-b$B.json" --overwrite; then
     echo "ok: $OUT/single-cuda-b$B.json"
   fi
-  if step "single b=$B (pytorch)" "$OUT/torch-single-b$B.txt" python3 "$ROOT/scripts/torch_single.py" --batch_size "$B" \
+  if step "single b=$B (pytorch)" "$OUT/torch-single-b$B.txt" "$PYTHON" "$ROOT/scripts/torch_single.py" --batch_size "$B" \
        --epochs 5 --json "$OUT/torch-single-b$B.json"; then
     echo "ok: $OUT/torch-single-b$B.json"
   fi
@@ -317,7 +401,7 @@ done
 
 # ---- summary ---------------------------------------------------------------------------------
 say "summary"
-python3 - "$OUT" > "$OUT/summary.txt" <<'PY'
+"$PYTHON" - "$OUT" > "$OUT/summary.txt" <<'PY'
 import glob, json, os, statistics, sys
 out = sys.argv[1]
 
@@ -336,6 +420,10 @@ def load(name):
 def num(v, fmt):
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
+# The figures the README records (issue 25), by section: rows of (figure, tpbench, reference,
+# ratio, goal), filled in below from the same numbers as the tables, printed last.
+readme = {}
+
 print("== steps")
 try:
     steps = [l.rstrip("\n").split("\t", 1) for l in open(os.path.join(out, "steps.tsv")) if l.strip()]
@@ -347,8 +435,8 @@ for line in open(os.path.join(out, "environment.txt")):
     if line.startswith("libnccl loaded") or line.startswith("this machine has several") or line.startswith("  /"):
         print(line.rstrip())
 
-print("\n== allreduce (busbw GB/s, median of timed iterations; wrong = elements failing the exact check;"
-      "\n   at N = 1 nothing moves: bandwidth n/a, the point only checks that the algorithm runs)")
+print("\n== allreduce (GB/s, median of timed iterations; wrong = elements failing the exact check;"
+      "\n   at N = 1 nothing crosses a link: busbw n/a, algbw is bytes over one call's time on one GPU)")
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "allreduce-cuda-*.json"))):
     try:
@@ -370,7 +458,7 @@ for r in rows:
     t = r.get("time_us") or {}
     med = t.get("median")
     one = r.get("n_gpus") == 1
-    algbw = "n/a" if one else f"{r.get('algbw_gbps', 0) or 0:.2f}"
+    algbw = f"{r.get('algbw_gbps', 0) or 0:.2f}"
     busbw = "n/a" if one else f"{r.get('busbw_gbps', 0) or 0:.2f}"
     print(f"{r.get('algo',''):<13} {r.get('n_gpus',''):>2} {size(r.get('bytes', 0)):>6} "
           f"{(f'{med:.1f}' if med is not None else '-'):>11} "
@@ -378,6 +466,12 @@ for r in rows:
           f"{str(r.get('wrong', '-')):>6}  {r.get('status', '')}{(': ' + r['error']) if r.get('error') else ''}")
 bad = [r for r in rows if r.get("status") != "ok"]
 print(f"\n{len(rows)} points, {len(bad)} not ok")
+# At N = 1 busbw is 0 by definition (nothing crosses a link), so the README records algbw there:
+# bytes over time, what one call of the algorithm costs on one GPU, at the largest size.
+ones = [r for r in rows if r.get("n_gpus") == 1 and r.get("status") == "ok"]
+top = max((r.get("bytes", 0) for r in ones), default=0)
+readme["allreduce"] = [(f"allreduce {r.get('algo')} at N=1, {size(top)}: algbw GB/s (busbw is 0 at N=1)",
+                        num(r.get("algbw_gbps"), ".1f"), "-", "-", "-") for r in ones if r.get("bytes") == top]
 
 # Sum kernel against the D2D copy: the four largest sizes and the misaligned (scalar) row.
 print("\n== sum kernel vs D2D copy (GB/s read + written, medians; cuda-sum.json)")
@@ -399,6 +493,11 @@ if doc is not None:
     g = doc.get("goal", {})
     print(f"goal: sum >= {num(g.get('ratio_min'), '.0%')} of the copy at {size(g.get('bytes', 0))}: "
           f"{'MET' if g.get('met') else 'NOT MET'} (ratio {num(g.get('ratio'), '.3f')})")
+    at = next((r for r in aligned if r.get("bytes") == g.get("bytes")), {})
+    readme["sum"] = [(f"sum kernel vs device-to-device copy, {size(g.get('bytes', 0))} (GB/s read + written)",
+                      num((at.get("sum_gbps") or {}).get("median"), ".1f"),
+                      num((at.get("copy_gbps") or {}).get("median"), ".1f"), num(g.get("ratio"), ".3f"),
+                      f">= {num(g.get('ratio_min'), '.2f')}: {'met' if g.get('met') else 'NOT met'}")]
 
 # One-GPU training sweep.
 print("\n== training on one GPU (sweep-cuda.json; samples/s and accuracy from each run's summary)")
@@ -420,7 +519,10 @@ if doc is not None:
     for b in sorted({k[1] for k in rate if k[1] is not None}):
         d, s1 = rate.get(("ddp", b)), rate.get(("single", b))
         if isinstance(d, (int, float)) and isinstance(s1, (int, float)) and s1 > 0:
-            print(f"ddp/single at batch {b}: {d / s1:.3f} (goal >= 0.95: {'met' if d / s1 >= 0.95 else 'NOT met'})")
+            verdict = "met" if d / s1 >= 0.95 else "NOT met"
+            print(f"ddp/single at batch {b}: {d / s1:.3f} (goal >= 0.95: {verdict})")
+            readme.setdefault("ddp", []).append((f"ddp vs single at N=1, batch {b} (samples/s)", f"{d:.0f}",
+                                                 f"{s1:.0f}", f"{d / s1:.3f}", f">= 0.95: {verdict}"))
 
 # tpbench single against PyTorch's own loop: median samples/s over epochs 2..E (1 if E == 1).
 print("\n== tpbench single vs PyTorch's own loop (samples/s, median over epochs 2..E; not slower: ratio >= 0.97)")
@@ -443,8 +545,32 @@ for b in (64, 512):
     ratio = ours / theirs if ours is not None and theirs else None
     verdict = "-" if ratio is None else ("not slower" if ratio >= 0.97 else "slower")
     print(f"{b:>5} {num(ours, '.0f'):>10} {num(theirs, '.0f'):>10} {num(ratio, '.3f'):>7}  {verdict}")
+    readme.setdefault("single", []).append((f"single on cuda vs PyTorch's own loop, batch {b} (samples/s)",
+                                            num(ours, ".0f"), num(theirs, ".0f"), num(ratio, ".3f"),
+                                            f">= 0.97: {verdict}"))
+
+# For the README: the card, then the figures issue 25 asks it to record, as a Markdown table.
+env = {}
+for line in open(os.path.join(out, "environment.txt")):
+    key, sep, value = line.partition(":")
+    if sep and key in ("date", "card", "tpbench", "pytorch"):
+        env.setdefault(key, value.strip())
+print("\n== for the README (Markdown; paste as it is)")
+print(f"On {env.get('card', 'an unnamed card')}, {env.get('date', '')[:10]}, PyTorch "
+      f"{env.get('pytorch', '?').split(' at ')[0]}, tpbench {env.get('tpbench', '?')} (scripts/gpu-check.sh):\n")
+print("| figure | tpbench | reference | ratio | goal |")
+print("|---|---:|---:|---:|---|")
+for key, what in (("sum", "sum kernel vs device-to-device copy"), ("single", "single on cuda vs PyTorch"),
+                  ("ddp", "ddp at N=1 vs single"), ("allreduce", "allreduce at N=1, algbw")):
+    for row in readme.get(key) or [(what, "-", "-", "-", "missing: its step failed (see the steps above)")]:
+        print("| " + " | ".join(row) + " |")
 PY
 cat "$OUT/summary.txt"
 echo
 echo "results in $OUT"
+# Everything ran and passed, but the gpu tests could not be built: the machine lacks something.
+if [ "$STATUS" = 0 ] && [ "$TESTS" = OFF ]; then
+  echo "gpu-check: the gpu tests did not run: $TESTS_WHY" >&2
+  exit 2
+fi
 exit "$STATUS"

@@ -245,6 +245,20 @@ TEST(CheckpointCheck, TorchWrittenFilesPassAndLoad) {
   EXPECT_NE(rewritten("torch_save_round_trip.pt"), "");
 }
 
+// storedZip's CRC-32 is tpbench's own (writing a checkpoint needs no zlib); it must be zlib's, or
+// LibTorch's zip reader refuses the rewritten file. The check value, every byte value, lengths
+// around the table's 256, and the field storedZip writes (local header, offset 14).
+TEST(CheckpointCheck, ZipCrc32IsZlibs) {
+  EXPECT_EQ(zipCrc32("123456789"), 0xCBF43926u);
+  std::string bytes;
+  for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>((i * 131 + i / 256) & 0xFF));
+  for (const std::size_t n : {0, 1, 7, 255, 256, 257, 4096}) {
+    const std::string s = bytes.substr(0, n);
+    EXPECT_EQ(zipCrc32(s), crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size()))) << n;
+  }
+  EXPECT_EQ(le32(storedZip({{"a/data.pkl", bytes}}), 14), zipCrc32(bytes));
+}
+
 // ---- MNIST ---------------------------------------------------------------------------------------
 
 std::string bigEndian(std::uint32_t v) {

@@ -1,8 +1,8 @@
 #include "workload/checkpoint_check.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
-#include <zlib.h>
 #include <map>
 #include <memory>
 
@@ -637,6 +637,22 @@ Value PickleChecker::tensor(const std::vector<Value>& a) {
 
 }  // namespace
 
+std::uint32_t zipCrc32(const std::string& bytes) {
+  // One table entry per byte value: the remainder of that byte after eight polynomial steps.
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t r = i;
+      for (int bit = 0; bit < 8; ++bit) r = (r >> 1) ^ (r & 1 ? 0xEDB88320u : 0u);
+      t[i] = r;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (const unsigned char c : bytes) crc = table[(crc ^ c) & 0xFFu] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
 std::string storedZip(const std::vector<std::pair<std::string, std::string>>& entries) {
   auto put = [](std::string& out, std::uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -644,7 +660,7 @@ std::string storedZip(const std::vector<std::pair<std::string, std::string>>& en
   std::string out, central;
   for (const auto& [name, data] : entries) {
     TPB_CHECK(out.size() + data.size() + name.size() + 30 < 0xFFFFFFFFu, "storedZip: more than 4 GiB");
-    const auto crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()));
+    const std::uint32_t crc = zipCrc32(data);
     std::string fields;  // version needed; flags, method (stored), time, date; CRC; sizes; name, extra lengths
     put(fields, 20, 2), put(fields, 0, 8), put(fields, crc, 4);
     put(fields, data.size(), 4), put(fields, data.size(), 4), put(fields, name.size(), 2), put(fields, 0, 2);

@@ -49,6 +49,10 @@ struct CheckpointContents {
 CheckpointContents checkCheckpointBytes(const unsigned char* data, std::size_t size, const std::string& label,
                                         const std::string& name);
 
+// The CRC-32 a zip entry carries (ISO-HDLC: reflected polynomial 0xEDB88320, as zlib's crc32), so
+// that writing a checkpoint does not need zlib. "123456789" gives 0xCBF43926.
+std::uint32_t zipCrc32(const std::string& bytes);
+
 // A zip of stored entries (full name, bytes) as miniz reads it, without zip64 (tpb::Error above
 // 4 GiB): the rewritten checkpoint's container, and the tests' hostile ones.
 std::string storedZip(const std::vector<std::pair<std::string, std::string>>& entries);

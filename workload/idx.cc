@@ -1,6 +1,8 @@
 #include "workload/idx.h"
 
+#ifndef TPB_NO_ZLIB
 #include <zlib.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -49,6 +51,7 @@ std::string countText(std::uint32_t count, IdxKind kind) {
   return std::to_string(count) + (kind == IdxKind::Images ? " images" : " labels");
 }
 
+#ifndef TPB_NO_ZLIB
 // A gzip stream inflated on demand: read() gives at most what is asked, so the caller decides how
 // far it goes (a header, then the body that header promises, then one byte to see it ends).
 class GzStream {
@@ -93,6 +96,7 @@ class GzStream {
   unsigned char in_[1 << 16];
   bool ended_ = false;
 };
+#endif  // TPB_NO_ZLIB
 
 // Labels below the class count: a label of 10 would index past the MLP's 10 outputs.
 void checkLabels(const IdxData& d, const std::string& name) {
@@ -117,6 +121,7 @@ IdxData decodePlain(const Source& src, std::uint64_t size, IdxKind kind, const s
   return d;
 }
 
+#ifndef TPB_NO_ZLIB
 // Deflate inflates at most 1032 times (its longest match per bit); a header promising more than
 // that from `size` compressed bytes is a truncated file, refused before its body is allocated.
 constexpr std::uint64_t kMaxDeflateRatio = 1032;
@@ -145,6 +150,13 @@ IdxData decodeGzip(const Source& src, std::uint64_t size, IdxKind kind, const st
   gz.expectNothingAfter();
   return d;
 }
+#else
+// Built without zlib (CMake found none): a gzipped file is refused by name, never read as plain IDX.
+IdxData decodeGzip(const Source&, std::uint64_t, IdxKind, const std::string& name) {
+  refuse(name, "is gzipped, and this tpbench was built without zlib: gunzip it, or install zlib (Debian: "
+               "zlib1g-dev) and rebuild");
+}
+#endif
 
 IdxData decode(const Source& src, std::uint64_t size, bool gzipped, IdxKind kind, const std::string& name) {
   IdxData d = gzipped ? decodeGzip(src, size, kind, name) : decodePlain(src, size, kind, name);
