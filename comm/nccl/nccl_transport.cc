@@ -69,6 +69,7 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
   }
   // The device must be current before the communicator is made: NCCL binds it to the current GPU.
   TPB_CUDA_CHECK(cudaSetDevice(device_));
+  loadReduceSumKernel();  // not at the first irecvReduce, beside a running NCCL kernel
 
   ncclUniqueId id;
   const std::string key = "nccl/" + runId + "/unique_id";
