@@ -113,6 +113,11 @@ class Transport {
   // right for transports whose calls return with their work done on the host; a transport that
   // queues work on a device stream (nccl) times it there with events (nccl-tests' method).
   virtual std::unique_ptr<IntervalTimer> makeTimer();
+  // The job failed, here or on another rank, and this transport is about to be destroyed on the
+  // error path: its destructor must not wait for peers that may be gone. A transport whose
+  // shutdown can block on its peers (nccl: ncclCommDestroy finalizes with them) aborts instead;
+  // the default does nothing.
+  virtual void markFailed() {}
 
   // Everything this rank has posted since the transport was made (barriers and control messages
   // included): take the difference of two readings to count one stretch of work.

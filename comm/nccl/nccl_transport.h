@@ -65,6 +65,9 @@ class NcclTransport final : public Transport {
   // CUDA events recorded on stream(), where every operation is queued: the elapsed time counts
   // the last kernel before stopUs() and nothing after it.
   std::unique_ptr<IntervalTimer> makeTimer() override;
+  // The destructor then aborts the communicator instead of destroying it (ncclCommDestroy
+  // finalizes with the peers, which a failed job may have lost).
+  void markFailed() override { failed_ = true; }
 
   // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
   ncclComm_t comm() const { return comm_; }
