@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/format_bytes.h"
@@ -51,7 +52,7 @@ class BenchBuffer {
   BenchBuffer(Device device, int cudaDevice, std::size_t maxCount) : host_(allocFloats(maxCount)) {
     if (device == Device::Cpu) return;
 #ifdef TPB_HAVE_CUDA
-    // cuda:LOCAL_RANK, the GPU the nccl transport drives (set per thread, so set it here too).
+    // The GPU the nccl transport drives (set per thread, so set it here too).
     TPB_CUDA_CHECK(cudaSetDevice(cudaDevice));
     const std::size_t bytes = std::max<std::size_t>(1, maxCount) * sizeof(float);
     TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
@@ -185,7 +186,8 @@ void collectiveJob(Worker& w, const json& job) {
   const Device device = t.device();
   bool anyOutOfPlace = false;
   for (bool p : placements) anyOutOfPlace = anyOutOfPlace || !p;
-  BenchBuffer bufA(device, w.env.localRank, maxCount), bufB(device, w.env.localRank, anyOutOfPlace ? maxCount : 0);
+  const int gpu = device == Device::Cuda ? rankCudaDevice(w.env.localRank, visibleCudaDevices()) : -1;
+  BenchBuffer bufA(device, gpu, maxCount), bufB(device, gpu, anyOutOfPlace ? maxCount : 0);
   // The transport's timer: the steady clock on CPU; on GPUs, CUDA events on the stream where the
   // nccl transport queues every operation of an iteration (nccl-tests' method).
   const std::unique_ptr<IntervalTimer> timer = t.makeTimer();

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "comm/cuda/cuda_check.h"
+#include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
 #include "comm/cuda/reduce_cuda.h"
 #include "comm/store.h"
@@ -62,7 +63,8 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
                                                                          : "cudaGetDeviceCount found none")
                                              << ")");
   }
-  if (cudaDevice < 0 || cudaDevice >= visible) {
+  device_ = rankCudaDevice(cudaDevice, visible);  // cuda:0 where this rank sees its own GPU only
+  if (device_ < 0) {
     TPB_THROW(Error, "nccl transport, rank " << rank << ": LOCAL_RANK " << cudaDevice
                                              << " has no GPU (" << visible
                                              << " visible); NCCL needs one GPU per rank on a node");

@@ -1,5 +1,6 @@
 // comm/nccl/nccl_transport.h — point-to-point between GPUs over NCCL's ncclSend/ncclRecv. Rank r
-// drives cuda:LOCAL_RANK (NCCL cannot put two ranks of one communicator on one GPU), and every
+// drives cuda:LOCAL_RANK, or cuda:0 when it sees one GPU only (comm/cuda/devices.h: NCCL cannot
+// put two ranks of one communicator on one GPU), and every
 // buffer passed to it is device memory on that GPU.
 //
 // Posts are deferred: isend/irecv/irecvReduce only queue the operation, and the queue is launched
@@ -47,7 +48,7 @@ class Store;
 class NcclTransport final : public Transport {
  public:
   // Collective: every rank of the world constructs it with the same store and runId.
-  // `cudaDevice` is the GPU this rank drives (LOCAL_RANK).
+  // `cudaDevice` is this rank's LOCAL_RANK; it drives rankCudaDevice(LOCAL_RANK, visible GPUs).
   NcclTransport(Store& store, const std::string& runId, int rank, int size, int cudaDevice,
                 std::chrono::milliseconds timeout);
   ~NcclTransport() override;
