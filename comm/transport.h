@@ -34,6 +34,11 @@ class IntervalTimer {
   virtual const char* method() const = 0;  // recorded with the measurement, e.g. "steady_clock"
   virtual void start() = 0;
   virtual double stopUs() = 0;
+  // Marks the end now, behind the work queued so far, without waiting; the next stopUs() then
+  // reads that mark. For a device stream's timer: after the host has waited for the work, a stop
+  // taken then would count the host's waiting too. Does nothing where the work is done when its
+  // calls return (the default: the steady clock).
+  virtual void queueStop() {}
 };
 
 // One posted operation. wait() blocks until it completes (or throws).

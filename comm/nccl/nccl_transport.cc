@@ -139,8 +139,13 @@ class CudaEventTimer final : public IntervalTimer {
   }
   const char* method() const override { return "cuda_events"; }
   void start() override { TPB_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
-  double stopUs() override {
+  void queueStop() override {
     TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    stopQueued_ = true;
+  }
+  double stopUs() override {
+    if (!stopQueued_) TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    stopQueued_ = false;
     TPB_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0;
     TPB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
@@ -150,6 +155,7 @@ class CudaEventTimer final : public IntervalTimer {
  private:
   cudaStream_t stream_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool stopQueued_ = false;
 };
 
 }  // namespace

@@ -64,7 +64,7 @@ class NcclTransport final : public Transport {
   void sendHost(int peer, const void* buf, std::size_t bytes) override;
   void recvHost(int peer, void* buf, std::size_t bytes) override;
   // CUDA events recorded on stream(), where every operation is queued: the elapsed time counts
-  // the last kernel before stopUs() and nothing after it.
+  // the last kernel before stopUs() (or queueStop()) and nothing after it.
   std::unique_ptr<IntervalTimer> makeTimer() override;
   // The destructor then aborts the communicator instead of destroying it (ncclCommDestroy
   // finalizes with the peers, which a failed job may have lost).
