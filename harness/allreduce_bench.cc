@@ -188,6 +188,8 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     std::string how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
     how += placements.size() > 1 ? ", in and out of place" : placements[0] ? ", in place" : ", out of place";
     if (op.rooted) how += ", root " + std::to_string(opt.root);
+    // nccl-tests' sendrecv times one exchange in which every rank sends and receives at once.
+    if (op.name == "sendrecv") how += "; a ping-pong: time is a round trip, busbw about half nccl-tests' sendrecv";
     for (const auto& algo : runs[opName]) {
       for (const auto nLL : opt.nGpus) {
         if (driver.interrupted()) break;
