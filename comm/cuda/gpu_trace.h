@@ -33,7 +33,8 @@ namespace tpb::trace {
 
 class GpuSpan {
  public:
-  // Records the begin event on `stream` of `device` now (when recording and device >= 0).
+  // Records the begin event on `stream` of `device` now (when tracing is on, device >= 0 and
+  // this thread has not opted out).
   GpuSpan(const char* name, Category cat, Track track, int device, void* stream, const char* argKey = nullptr,
           std::int64_t arg = 0);
   // Records the end event; the span waits in a queue until flushGpu().
