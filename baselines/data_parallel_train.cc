@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/cuda/gpu_trace.h"
 #include "comm/reduce.h"
 #include "common/error.h"
 #include "common/fault.h"
@@ -72,9 +73,13 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
       }
     };
     // Replicas 1..N-1 on their own threads, replica 0 on this one (as DataParallel's
-    // parallel_apply keeps the caller busy too).
+    // parallel_apply keeps the caller busy too). The trace's GPU track draws replica 0's work.
     std::vector<std::thread> threads;
-    for (int i = 1; i < n; ++i) threads.emplace_back(replicaStep, i);
+    for (int i = 1; i < n; ++i)
+      threads.emplace_back([&replicaStep, i] {
+        const trace::NoGpuSpansOnThisThread quiet;
+        replicaStep(i);
+      });
     replicaStep(0);
     for (auto& th : threads) th.join();
     for (auto& e : errors)

@@ -13,15 +13,17 @@ namespace tpb {
 namespace {
 
 // run() returns once the sum is in buf (the transport waits for the collective's event under its
-// timeout), like every other Allreduce.
+// timeout), like every other Allreduce; start() only queues it.
 class NcclAllreduce final : public Allreduce {
  public:
   NcclAllreduce(CommContext& ctx, float* buf, std::size_t count)
       : nccl_(ncclTransportOf(ctx.transport, "nccl allreduce")), buf_(buf), count_(count) {}
 
-  void run() override {
-    if (count_ == 0) return;
-    nccl_.runCollective("ncclAllReduce", [this](ncclComm_t comm, cudaStream_t stream) {
+  void run() override { start()->wait(); }
+  bool queuesOnDevice() const override { return true; }
+  std::unique_ptr<Request> start() override {
+    if (count_ == 0) return std::make_unique<DoneRequest>();
+    return nccl_.startCollective("ncclAllReduce", [this](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllReduce(buf_, buf_, count_, ncclFloat, ncclSum, comm, stream);
     });
   }

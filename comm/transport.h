@@ -34,6 +34,11 @@ class IntervalTimer {
   virtual const char* method() const = 0;  // recorded with the measurement, e.g. "steady_clock"
   virtual void start() = 0;
   virtual double stopUs() = 0;
+  // Marks the end now, behind the work queued so far, without waiting; the next stopUs() then
+  // reads that mark. For a device stream's timer: after the host has waited for the work, a stop
+  // taken then would count the host's waiting too. Does nothing where the work is done when its
+  // calls return (the default: the steady clock).
+  virtual void queueStop() {}
 };
 
 // One posted operation. wait() blocks until it completes (or throws).
@@ -119,6 +124,11 @@ class Transport {
   // right for transports whose calls return with their work done on the host; a transport that
   // queues work on a device stream (nccl) times it there with events (nccl-tests' method).
   virtual std::unique_ptr<IntervalTimer> makeTimer();
+  // The job failed, here or on another rank, and this transport is about to be destroyed on the
+  // error path: its destructor must not wait for peers that may be gone. A transport whose
+  // shutdown can block on its peers (nccl: ncclCommDestroy finalizes with them) aborts instead;
+  // the default does nothing.
+  virtual void markFailed() {}
 
   // Everything this rank has posted since the transport was made (barriers and control messages
   // included): take the difference of two readings to count one stretch of work.

@@ -64,7 +64,7 @@ const std::vector<TransportInfo>& transports() {
 #endif
 #ifdef TPB_HAVE_NCCL
       // Registered only where NCCL was compiled in, so `tpbench list` shows what can run.
-      {"nccl", "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK)",
+      {"nccl", "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK; cuda:0 if it sees one)",
        [](Device device, int, int) -> std::string {
          return device == Device::Cuda ? std::string()
                                        : std::string("nccl moves GPU memory only; use --device cuda");

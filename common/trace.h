@@ -12,7 +12,8 @@
 //
 // Only the thread that turned recording on records; spans closed on other threads are dropped.
 // Work that completes on another thread (Gloo's bucket allreduce) hands its end time back, and
-// the main thread records the span (trace::record with an explicit interval).
+// the main thread records the span (trace::record with an explicit interval). GPU spans
+// (comm/cuda/gpu_trace.h) are queued from any thread and recorded here by the main thread.
 #pragma once
 
 #include <chrono>

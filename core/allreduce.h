@@ -20,6 +20,15 @@ class Allreduce {
   virtual ~Allreduce() = default;
   // In place: afterwards buf[i] on every rank holds the sum of buf[i] over all ranks.
   virtual void run() = 0;
+  // run() with the waiting left to the request. Where queuesOnDevice(), start() only queues the
+  // work on a device stream and returns at once (a library collective on a GPU: ncclAllReduce),
+  // and the benchmark times runs launched back to back, as nccl-tests does. The default runs
+  // to the end.
+  virtual std::unique_ptr<Request> start() {
+    run();
+    return std::make_unique<DoneRequest>();
+  }
+  virtual bool queuesOnDevice() const { return false; }
 };
 
 using AllreduceFactory =

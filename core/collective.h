@@ -69,6 +69,13 @@ class Collective {
  public:
   virtual ~Collective() = default;
   virtual void run() = 0;
+  // As Allreduce::start() and queuesOnDevice(): a run queued on a device stream (the library
+  // collectives on GPUs), and a request that waits for it; the default runs it to the end.
+  virtual std::unique_ptr<Request> start() {
+    run();
+    return std::make_unique<DoneRequest>();
+  }
+  virtual bool queuesOnDevice() const { return false; }
 };
 
 using CollectiveFactory = std::function<std::unique_ptr<Collective>(CommContext& ctx, const CollectiveArgs& a)>;

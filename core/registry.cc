@@ -77,6 +77,14 @@ class AllreduceAsCollective final : public Collective {
     copyFloats(device_, recv_, send_, count_);
     inner_->run();
   }
+  std::unique_ptr<Request> start() override {
+    copyFloats(device_, recv_, send_, count_);
+    return inner_->start();
+  }
+  // Out of place, the copy runs on the default stream, which does not wait for the sums still
+  // queued on a library's own stream: a run queued behind another would overwrite the output
+  // under the previous sum. Such runs go one at a time.
+  bool queuesOnDevice() const override { return send_ == recv_ && inner_->queuesOnDevice(); }
 
  private:
   Device device_;

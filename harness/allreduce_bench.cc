@@ -104,13 +104,15 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
   // Every rank of a point runs on this node: on CUDA each needs a GPU of its own. Under
-  // torchrun, srun or mpirun this process is one rank of a job of W, on the GPU of its LOCAL_RANK.
+  // torchrun, srun or mpirun this process is one rank of a job of W, on the GPU of its LOCAL_RANK
+  // (or on the one GPU it sees, where the launcher gives each rank its own).
   ExternalJob* ext = ExternalJob::current();
   const long long most = *std::max_element(opt.nGpus.begin(), opt.nGpus.end());
   if (ext && most > ext->worldSize())
     TPB_THROW(UsageError, "--n_gpus: N=" << most << " needs " << most << " ranks, the job " << ext->env().launcher
                                          << " started has " << ext->worldSize());
-  const Device device = chooseDevice(opt.device, ext ? std::min<long long>(most, ext->env().localWorldSize) : most);
+  const Device device =
+      chooseDevice(opt.device, ext ? std::min<long long>(most, ext->env().localWorldSize) : most, ext != nullptr);
   const std::string devName = deviceName(device);
   for (auto n : opt.nGpus) {
     const int ranks = static_cast<int>(n);
@@ -186,6 +188,8 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
     std::string how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
     how += placements.size() > 1 ? ", in and out of place" : placements[0] ? ", in place" : ", out of place";
     if (op.rooted) how += ", root " + std::to_string(opt.root);
+    // nccl-tests' sendrecv times one exchange in which every rank sends and receives at once.
+    if (op.name == "sendrecv") how += "; a ping-pong: time is a round trip, busbw about half nccl-tests' sendrecv";
     for (const auto& algo : runs[opName]) {
       for (const auto nLL : opt.nGpus) {
         if (driver.interrupted()) break;

@@ -1,11 +1,21 @@
 #include "harness/device_choice.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "comm/cuda/devices.h"
 #include "common/error.h"
 
 namespace tpb {
 
-Device chooseDevice(const std::string& requested, long long ranksPerNode) {
+bool gpusSuffice(long long ranksPerNode, int visibleGpus, bool ownGpuPerRank) {
+  if (ranksPerNode <= visibleGpus) return true;
+  // Is there a GPU for the node's last local rank, placed as that rank places itself?
+  const long long lastLocal = std::min<long long>(ranksPerNode, INT_MAX) - 1;
+  return ownGpuPerRank && rankCudaDevice(static_cast<int>(lastLocal), visibleGpus) >= 0;
+}
+
+Device chooseDevice(const std::string& requested, long long ranksPerNode, bool ownGpuPerRank) {
   if (requested != "cpu" && requested != "cuda" && requested != "auto")
     TPB_THROW(UsageError, "--device: '" << requested << "' is not one of cpu, cuda, auto");
   if (requested == "cpu") return Device::Cpu;
@@ -21,7 +31,7 @@ Device chooseDevice(const std::string& requested, long long ranksPerNode) {
   if (gpus == 0)
     TPB_THROW(UsageError, "--device cuda: no CUDA GPU is visible (" << cudaUnavailableReason()
                                                                     << "); use --device cpu or auto");
-  if (ranksPerNode > gpus)
+  if (!gpusSuffice(ranksPerNode, gpus, ownGpuPerRank))
     TPB_THROW(UsageError, "--n_gpus " << ranksPerNode << " with --device " << requested << ": only " << gpus
                                       << " GPU" << (gpus == 1 ? " is" : "s are")
                                       << " visible, and every rank (every data_parallel replica) needs its "

@@ -311,6 +311,7 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
       connectWorker(w, job, job.value("job_path", std::string("job")), bindAddress(ext.masterAddr()).address);
       jobKindOf(job, "job")(w, job);
     } catch (const std::exception& e) {
+      if (w.transport) w.transport->markFailed();  // destroyed with `w`: no waiting for peers
       failure = "rank " + std::to_string(me) + ": " + e.what();
     }
   }

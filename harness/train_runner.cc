@@ -239,13 +239,15 @@ int runTraining(const TrainRunOptions& opt) {
   if (opt.nnodes > 1 && opt.masterPort == 0)
     TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
   // Under torchrun, srun or mpirun this process is one rank of a job of W: a point needs at
-  // most W ranks, and each rank drives the GPU of its LOCAL_RANK.
+  // most W ranks, and each rank drives the GPU of its LOCAL_RANK (or the one GPU it sees).
   ExternalJob* ext = ExternalJob::current();
   int gpusNeeded = 1;
+  bool severalGpusPerProcess = false;  // data_parallel: one process needs all its GPUs visible
   for (const auto& p : opt.points) {
     const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
     if (!s.unsupported(Device::Cpu, p.cfg.nGpus).empty()) continue;  // skipped with a reason
     gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg, opt.nprocPerNode));
+    severalGpusPerProcess = severalGpusPerProcess || (s.processes(p.cfg.nGpus) == 1 && p.cfg.nGpus > 1);
     if (ext && s.processes(p.cfg.nGpus) > ext->worldSize())
       TPB_THROW(UsageError, "--n_gpus: " << s.name << " N=" << p.cfg.nGpus << " needs " << s.processes(p.cfg.nGpus)
                                          << " ranks, the job " << ext->env().launcher << " started has "
@@ -254,7 +256,7 @@ int runTraining(const TrainRunOptions& opt) {
   if (ext) gpusNeeded = std::min(gpusNeeded, ext->env().localWorldSize);
   // Resolved once, before anything is launched: no GPU, or fewer than a point needs on this
   // node, is one usage error (auto falls back to the CPU only when no GPU is usable at all).
-  const Device device = chooseDevice(opt.device, gpusNeeded);
+  const Device device = chooseDevice(opt.device, gpusNeeded, ext && !severalGpusPerProcess);
   const std::string deviceText = deviceName(device);
   if (!opt.transport.empty()) {
     if (std::string why = findTransport(opt.transport).unsupported(device, 2, 2); !why.empty())

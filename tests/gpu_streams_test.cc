@@ -1,7 +1,7 @@
 // Ordering between the default stream, where LibTorch queues its kernels, and the other streams
 // of a GPU (the nccl transport's): the waits the training loop makes before reading its clocks
 // must cover the one and leave the other alone. GpuStreams.* need a CUDA GPU (ctest label
-// "gpu") and skip without one; DriverVersion.* run everywhere.
+// "gpu") and skip without one; DriverVersion.* and RankGpu.* run everywhere.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/cuda/devices.h"
+#include "harness/device_choice.h"
 #include "tests/gpu_util.h"
 
 #ifdef TPB_HAVE_CUDA
@@ -46,6 +47,37 @@ TEST(DriverVersion, TwoPartVersionAndNoVersion) {
   EXPECT_EQ(parseDriverVersionLine(""), std::nullopt);
   // Not versions: a trailing dot, a leading dot, letters, a time.
   EXPECT_EQ(parseDriverVersionLine("550. .54 x86.64 22:23:56 2024"), std::nullopt);
+}
+
+// ---- which GPU a rank drives -------------------------------------------------------------------
+
+TEST(RankGpu, LocalRankPicksItsGpuAmongSeveral) {
+  EXPECT_EQ(rankCudaDevice(0, 4), 0);
+  EXPECT_EQ(rankCudaDevice(3, 4), 3);
+  EXPECT_EQ(rankCudaDevice(4, 4), -1);
+  EXPECT_EQ(rankCudaDevice(1, 2), 1);
+  EXPECT_EQ(rankCudaDevice(-1, 2), -1);
+  EXPECT_EQ(rankCudaDevice(0, 0), -1);
+}
+
+// srun --gpus-per-task=1 (or a CUDA_VISIBLE_DEVICES per rank): every rank sees its own GPU as
+// device 0, whatever its LOCAL_RANK.
+TEST(RankGpu, AProcessThatSeesOneGpuDrivesIt) {
+  for (int localRank : {0, 1, 3, 7}) EXPECT_EQ(rankCudaDevice(localRank, 1), 0) << localRank;
+}
+
+TEST(RankGpu, OneVisibleGpuIsEnoughOnlyForARankOfAnExternalJob) {
+  // tpbench's own launcher shows all its ranks the same GPUs: one each.
+  EXPECT_TRUE(gpusSuffice(2, 2, false));
+  EXPECT_FALSE(gpusSuffice(2, 1, false));
+  EXPECT_FALSE(gpusSuffice(3, 2, false));
+  // A rank of torchrun/srun/mpirun that sees one GPU drives it, however many share the node.
+  EXPECT_TRUE(gpusSuffice(4, 1, true));
+  EXPECT_TRUE(gpusSuffice(1, 1, true));
+  // Seeing several but fewer than the node's ranks is still too few; none is never enough.
+  EXPECT_FALSE(gpusSuffice(4, 2, true));
+  EXPECT_FALSE(gpusSuffice(2, 0, true));
+  EXPECT_FALSE(gpusSuffice(1LL << 40, 2, true));
 }
 
 // ---- GPU: waitDefaultStream ---------------------------------------------------------------------

@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
 #include "common/error.h"
+#include "record/trace_file.h"
 #include "tests/cli_util.h"
 #include "tests/gpu_util.h"
 #include "tests/train_util.h"
@@ -192,46 +194,110 @@ TEST(GpuTrainCli, EveryStrategyTrainsOnCuda) {
 
 // --trace on CUDA: LibTorch's stream and the nccl transport's stream are tracks of their own,
 // timed with CUDA events and rebased onto the host clock (comm/cuda/gpu_trace.h).
-TEST(GpuTraceCli, KernelsAndBucketsAreTimedOnTheirStreams) {
-  TPB_REQUIRE_GPU(true);
-  const std::string tr = test::tempPath("gpu.trace.json");
-  // 512 samples, batch 64: 8 steps; 0.5 MiB buckets cut the 2.7 MB model into several.
-  const auto r = runCli({"run", "--device", "cuda", "--strategy", "ddp", "--n_gpus", "1", "--batch_size", "64",
-                         "--epochs", "1", "--train_size", "512", "--test_size", "200", "--bucket_mb", "0.5",
-                         "--out", test::tempPath("gpu-trace.json"), "--trace", tr});
-  ASSERT_EQ(r.exitCode, 0) << r.err;
-  struct S {
-    std::string name;
-    double b, e;
-  };
-  std::map<int, std::vector<S>> byTid;
+struct TracedSpan {
+  std::string name;
+  double b, e;  // µs
+};
+using SpansByTid = std::map<int, std::vector<TracedSpan>>;
+
+// A traced ddp run on `n` GPUs: 0.5 MiB buckets cut the 2.7 MB model into several.
+struct TracedDdp {
+  int n = 1, trainSize = 512, batch = 64;
+  int steps() const { return trainSize / (n * batch); }  // per rank: the sizes divide exactly
+};
+
+SpansByTid runTracedDdp(const TracedDdp& run) {
+  const std::string tr = test::tempPath("gpu.trace.json"), out = test::tempPath("gpu-trace.json");
+  const auto r = runCli({"run", "--device", "cuda", "--strategy", "ddp", "--n_gpus", std::to_string(run.n),
+                         "--batch_size", std::to_string(run.batch), "--epochs", "1", "--train_size",
+                         std::to_string(run.trainSize), "--test_size", "200", "--bucket_mb", "0.5", "--out", out,
+                         "--trace", tr});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  SpansByTid byTid;
+  if (r.exitCode != 0) return byTid;
   for (const json& e : test::readJson(tr).at("traceEvents"))
     if (e.at("ph") == "X")
-      byTid[e.at("tid").get<int>()].push_back({e.at("name"), e.at("ts").get<double>(),
-                                               e.at("ts").get<double>() + e.at("dur").get<double>()});
-  auto named = [&](int tid, const std::string& name) {
-    std::vector<S> out;
-    for (const S& s : byTid[tid])
+      byTid[e.at("tid").get<int>()].push_back(
+          {e.at("name"), e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});
+  std::remove(tr.c_str());
+  std::remove(out.c_str());
+  return byTid;
+}
+
+// The spans of one name on one track, by start time.
+std::vector<TracedSpan> named(const SpansByTid& byTid, int tid, const std::string& name) {
+  std::vector<TracedSpan> out;
+  if (const auto it = byTid.find(tid); it != byTid.end())
+    for (const TracedSpan& s : it->second)
       if (s.name == name) out.push_back(s);
-    std::sort(out.begin(), out.end(), [](const S& a, const S& b) { return a.b < b.b; });
-    return out;
-  };
-  const std::vector<S> hostFwd = named(0, "forward"), gpuFwd = named(2, "forward"), gpuBwd = named(2, "backward");
-  ASSERT_EQ(hostFwd.size(), 8u);
-  ASSERT_EQ(gpuFwd.size(), 8u);
-  ASSERT_EQ(gpuBwd.size(), 8u);
-  EXPECT_EQ(named(2, "optimizer").size(), 8u);
-  const std::vector<S> buckets = named(3, "ddp bucket allreduce (ncclAllReduce)");
-  EXPECT_GE(buckets.size(), 8u * 3) << "0.5 MiB buckets of a 2.7 MB model, on the nccl stream";
-  for (std::size_t i = 0; i < 8; ++i) {
+  std::sort(out.begin(), out.end(), [](const TracedSpan& a, const TracedSpan& b) { return a.b < b.b; });
+  return out;
+}
+
+// Every step of `rank` has its forward, backward and optimizer on the GPU track, and a kernel
+// cannot run before the host launched it (50 µs for the anchor's error); a step's backward runs
+// after its forward.
+void expectStepsOnTheGpuTrack(const SpansByTid& byTid, int rank, int steps) {
+  const int host = traceTid(rank, 0), gpu = traceTid(rank, 2);
+  const auto hostFwd = named(byTid, host, "forward"), gpuFwd = named(byTid, gpu, "forward"),
+             gpuBwd = named(byTid, gpu, "backward");
+  const auto want = static_cast<std::size_t>(steps);
+  ASSERT_EQ(hostFwd.size(), want);
+  ASSERT_EQ(gpuFwd.size(), want);
+  ASSERT_EQ(gpuBwd.size(), want);
+  EXPECT_EQ(named(byTid, gpu, "optimizer").size(), want);
+  for (std::size_t i = 0; i < want; ++i) {
     SCOPED_TRACE("step " + std::to_string(i));
-    // A kernel cannot run before the host launched it (50 µs for the anchor's error), and a
-    // step's backward runs after its forward.
     EXPECT_GE(gpuFwd[i].b, hostFwd[i].b - 50.0);
     EXPECT_LE(gpuFwd[i].e, gpuBwd[i].b + 1.0);
     EXPECT_GT(gpuBwd[i].e, gpuBwd[i].b);
   }
-  std::remove(tr.c_str());
+}
+
+// One GPU: ddp exchanges nothing, so neither comm track has a span.
+TEST(GpuTraceCli, KernelsAreTimedOnLibTorchsStreamAndOneGpuLaunchesNoComm) {
+  TPB_REQUIRE_GPU(true);
+  const TracedDdp run;
+  const SpansByTid byTid = runTracedDdp(run);
+  ASSERT_FALSE(byTid.empty());
+  expectStepsOnTheGpuTrack(byTid, 0, run.steps());
+  for (const int track : {1, 3}) EXPECT_EQ(byTid.count(traceTid(0, track)), 0u) << "track " << track;
+}
+
+// Two GPUs: every bucket allreduce, launched from a backward hook on LibTorch's autograd thread,
+// is also drawn on the nccl stream's track, where it runs after the hook launched it and ends
+// before its step's optimizer (which the host queues only after waiting for every bucket).
+TEST(GpuTraceCli, BucketsAreTimedOnTheNcclStream) {
+  TPB_REQUIRE_GPUS(2);
+  TracedDdp run;
+  run.n = 2;
+  const SpansByTid byTid = runTracedDdp(run);
+  ASSERT_FALSE(byTid.empty());
+  const auto steps = static_cast<std::size_t>(run.steps());
+  for (int rank = 0; rank < run.n; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    expectStepsOnTheGpuTrack(byTid, rank, run.steps());
+    const auto launched = named(byTid, traceTid(rank, 1), "bucket allreduce");  // the host's record
+    const auto onGpu = named(byTid, traceTid(rank, 3), "ddp bucket allreduce (ncclAllReduce)");
+    const auto optimizer = named(byTid, traceTid(rank, 2), "optimizer");
+    ASSERT_EQ(launched.size() % steps, 0u);
+    const std::size_t buckets = launched.size() / steps;
+    EXPECT_GE(buckets, 2u) << "0.5 MiB buckets of a 2.7 MB model";
+    ASSERT_EQ(onGpu.size(), launched.size());
+    ASSERT_EQ(optimizer.size(), steps);
+    for (std::size_t k = 0; k < onGpu.size(); ++k) {
+      SCOPED_TRACE("bucket allreduce " + std::to_string(k));
+      EXPECT_GE(onGpu[k].b, launched[k].b - 50.0);
+      EXPECT_LE(onGpu[k].e, optimizer[k / buckets].b + 1.0);
+    }
+  }
+}
+
+// A GPU span named `name` on cuda:0's default stream around a 1024^3 matrix product (which takes
+// time), closed at return.
+void spanAroundAProduct(const char* name, const torch::Tensor& x, trace::Track track = trace::Track::Gpu) {
+  trace::GpuSpan s(name, trace::Category::Compute, track, 0, nullptr);
+  (void)x.mm(x);
 }
 
 // The GPU span queue: what a recording queued is flushed by that recording only.
@@ -239,16 +305,10 @@ TEST(GpuTrace, SpansOfAnEndedRecordingAreDroppedNotRecorded) {
   TPB_REQUIRE_GPU(false);
   const auto x = torch::ones({1024, 1024}, torch::kCUDA);
   trace::enable(true);
-  {
-    trace::GpuSpan s("stale", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
-    (void)x.mm(x);
-  }
+  spanAroundAProduct("stale", x);
   EXPECT_EQ(trace::pendingGpuSpans(), 1u);
   trace::enable(true);  // a new recording: the span above belongs to the last one
-  {
-    trace::GpuSpan s("kept", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
-    (void)x.mm(x);
-  }
+  spanAroundAProduct("kept", x);
   trace::GpuSpan* open = new trace::GpuSpan("open across the flush", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
   trace::flushGpu();
   delete open;  // records nothing: its slot went with the flush
@@ -261,6 +321,44 @@ TEST(GpuTrace, SpansOfAnEndedRecordingAreDroppedNotRecorded) {
   EXPECT_LE(events[0].endNs, trace::nowNs());
   trace::flushGpu();
   EXPECT_EQ(trace::size(), 0u);
+  trace::enable(false);
+}
+
+// A span still open at a flush is dropped even when its events come from the pool: the end
+// event it took holds an earlier span's recording, which cudaEventElapsedTime reads happily.
+TEST(GpuTrace, ASpanOpenAtAFlushIsDroppedEvenOnRecycledEvents) {
+  TPB_REQUIRE_GPU(false);
+  const auto x = torch::ones({1024, 1024}, torch::kCUDA);
+  trace::enable(true);
+  spanAroundAProduct("first", x);
+  trace::flushGpu();  // both of its events go back to the pool, recorded
+  ASSERT_EQ(trace::take().size(), 1u);
+  auto* open = new trace::GpuSpan("open across the flush", trace::Category::Compute, trace::Track::Gpu, 0, nullptr);
+  (void)x.mm(x);
+  trace::flushGpu();
+  delete open;
+  EXPECT_EQ(trace::size(), 0u) << "the open span was read through its recycled end event";
+  trace::enable(false);
+}
+
+// GPU spans are queued from any thread while tracing is on (DDP's hooks run on LibTorch's
+// autograd thread) and read by the recording thread's flush; a thread can opt out.
+TEST(GpuTrace, SpansFromOtherThreadsAreRecordedUnlessTheThreadOptsOut) {
+  TPB_REQUIRE_GPU(false);
+  const auto x = torch::ones({1024, 1024}, torch::kCUDA);
+  trace::enable(true);
+  std::thread([&] { spanAroundAProduct("other thread", x, trace::Track::GpuComm); }).join();
+  std::thread([&] {
+    const trace::NoGpuSpansOnThisThread quiet;
+    spanAroundAProduct("opted out", x);
+  }).join();
+  EXPECT_EQ(trace::pendingGpuSpans(), 1u);
+  trace::flushGpu();
+  const std::vector<trace::Event> events = trace::take();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_STREQ(events[0].name, "other thread");
+  EXPECT_EQ(events[0].track, trace::Track::GpuComm);
+  EXPECT_GT(events[0].endNs, events[0].beginNs);
   trace::enable(false);
 }
 

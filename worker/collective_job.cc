@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/format_bytes.h"
@@ -51,7 +52,7 @@ class BenchBuffer {
   BenchBuffer(Device device, int cudaDevice, std::size_t maxCount) : host_(allocFloats(maxCount)) {
     if (device == Device::Cpu) return;
 #ifdef TPB_HAVE_CUDA
-    // cuda:LOCAL_RANK, the GPU the nccl transport drives (set per thread, so set it here too).
+    // The GPU the nccl transport drives (set per thread, so set it here too).
     TPB_CUDA_CHECK(cudaSetDevice(cudaDevice));
     const std::size_t bytes = std::max<std::size_t>(1, maxCount) * sizeof(float);
     TPB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), bytes));
@@ -142,6 +143,58 @@ PointBuffers pointBuffers(const CollectiveOp& op, bool inPlace, int n, int rank,
   return p;
 }
 
+// A point's timed iterations on this rank: one time per iteration (µs), or one mean over all of
+// them where they ran back to back; and what the timed stretch moved over the transport.
+struct Timing {
+  std::vector<double> us;
+  Traffic moved;
+};
+
+// Each iteration on its own: every rank starts it together (a barrier) and the timer brackets
+// it. On a GPU the events then also count the host's launch of the iteration's work (between
+// the start event on the idle stream and the first kernel) and its polling for the end.
+Timing timeEachIteration(Transport& t, Collective& coll, IntervalTimer& timer, int iters) {
+  Timing out;
+  for (int i = 0; i < iters; ++i) {
+    t.barrier();  // every iteration starts together; its time is the slowest rank's
+    const Traffic before = t.traffic();
+    timer.start();
+    coll.run();
+    out.us.push_back(timer.stopUs());
+    out.moved = t.traffic() - before;  // by the last iteration: one call, barriers not included
+    faultPoint(t.rank());
+  }
+  return out;
+}
+
+// nccl-tests' method, for a collective that queues on the GPU (Collective::queuesOnDevice: the
+// library ones, in place for allreduce): `iters` launches queued back to back
+// on the stream between the timer's two events, the host waiting (under the transport's timeout)
+// for the last one only; the mean per launch. The host's launch work overlaps the GPU's instead
+// of adding to every iteration.
+Timing timeBackToBack(Transport& t, Collective& coll, IntervalTimer& timer, int iters) {
+  Timing out;
+  t.barrier();
+  const Traffic before = t.traffic();
+  timer.start();
+  std::unique_ptr<Request> last;
+  for (int i = 0; i < iters; ++i) {
+    last = coll.start();
+    faultPoint(t.rank());
+  }
+  timer.queueStop();  // right behind the last launch: the host's wait below is not counted
+  last->wait();       // under the transport's timeout, which a wait on the stop event lacks
+  out.us.push_back(timer.stopUs() / iters);
+  out.moved = t.traffic() - before;
+  return out;
+}
+
+// The `timer` a point records: how the transport's timer was used.
+std::string timerLabel(const IntervalTimer& timer, Device device, bool queuedBackToBack) {
+  if (device != Device::Cuda) return timer.method();
+  return std::string(timer.method()) + (queuedBackToBack ? "_back_to_back" : "_with_host");
+}
+
 }  // namespace
 
 double memcpyGBps(std::size_t bytes) {
@@ -185,11 +238,12 @@ void collectiveJob(Worker& w, const json& job) {
   const Device device = t.device();
   bool anyOutOfPlace = false;
   for (bool p : placements) anyOutOfPlace = anyOutOfPlace || !p;
-  BenchBuffer bufA(device, w.env.localRank, maxCount), bufB(device, w.env.localRank, anyOutOfPlace ? maxCount : 0);
+  const int gpu = device == Device::Cuda ? rankCudaDevice(w.env.localRank, visibleCudaDevices()) : -1;
+  BenchBuffer bufA(device, gpu, maxCount), bufB(device, gpu, anyOutOfPlace ? maxCount : 0);
   // The transport's timer: the steady clock on CPU; on GPUs, CUDA events on the stream where the
-  // nccl transport queues every operation of an iteration (nccl-tests' method).
+  // nccl transport queues every operation of an iteration. Library collectives on GPUs are timed
+  // back to back (nccl-tests' method); the others iteration by iteration, host time included.
   const std::unique_ptr<IntervalTimer> timer = t.makeTimer();
-  proto.timer = timer->method();
   const std::function<float(int, std::size_t)> input = checkValue;
 
   json points = json::array();
@@ -207,17 +261,12 @@ void collectiveJob(Worker& w, const json& job) {
         coll->run();
       }
       finishDeviceWork(device);
-      std::vector<double> mine(iters);
-      Traffic moved;  // by the last timed iteration: one call, barriers not included
-      for (int i = 0; i < iters; ++i) {
-        t.barrier();  // every iteration starts together; its time is the slowest rank's
-        const Traffic before = t.traffic();
-        timer->start();
-        coll->run();
-        mine[i] = timer->stopUs();
-        moved = t.traffic() - before;
-        faultPoint(rank);
-      }
+      const bool queued = device == Device::Cuda && coll->queuesOnDevice();
+      const Timing timing = queued ? timeBackToBack(t, *coll, *timer, iters)
+                                   : timeEachIteration(t, *coll, *timer, iters);
+      std::vector<double> mine = timing.us;
+      const Traffic moved = timing.moved;
+      const int samples = static_cast<int>(mine.size());  // alike on every rank: same algorithm
       double wrong = -1;
       if (check) {
         float* h = pb.in->host();
@@ -245,11 +294,11 @@ void collectiveJob(Worker& w, const json& job) {
         t.sendHost(0, mine.data(), mine.size() * sizeof(double));
         continue;
       }
-      std::vector<double> slowest(mine.begin(), mine.begin() + iters);
+      std::vector<double> slowest(mine.begin(), mine.begin() + samples);
       double wrongTotal = wrong;
       TrafficRecord traffic;
       auto addTraffic = [&](const std::vector<double>& v) {
-        const double* c = v.data() + iters + 1;
+        const double* c = v.data() + samples + 1;
         traffic.add(static_cast<std::uint64_t>(c[0]), static_cast<std::uint64_t>(c[1]),
                     static_cast<std::uint64_t>(c[2]), static_cast<std::uint64_t>(c[3]));
       };
@@ -257,8 +306,8 @@ void collectiveJob(Worker& w, const json& job) {
       std::vector<double> theirs(mine.size());
       for (int r = 1; r < n; ++r) {
         t.recvHost(r, theirs.data(), theirs.size() * sizeof(double));
-        for (int i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
-        if (check) wrongTotal += theirs[iters];
+        for (int i = 0; i < samples; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
+        if (check) wrongTotal += theirs[samples];
         addTraffic(theirs);
       }
       const Summary s = summarize(slowest);
@@ -268,6 +317,7 @@ void collectiveJob(Worker& w, const json& job) {
       p.count = count;
       p.inPlace = inPlace;
       p.measured = true;
+      p.timer = timerLabel(*timer, device, queued);
       p.timeMedianUs = s.median;
       p.timeMinUs = s.min;
       p.timeMaxUs = s.max;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/cuda/devices.h"
 #include "comm/net_iface.h"
 #include "common/trace.h"
 #include "core/registry.h"
@@ -86,10 +87,10 @@ void trainJob(Worker& w, const json& job) {
   const std::string jobPath = job.value("job_path", std::string("job"));
   TrainConfig cfg = configFromJob(job.at("config"), jobPath);
   cfg.saveDir = job.value("save_dir", std::string());
-  // The replica lives on this rank's device: cuda:LOCAL_RANK on GPUs (the transport drives the
-  // same one), the CPU otherwise.
+  // The replica lives on this rank's device: on GPUs the one the transport drives (cuda:LOCAL_RANK,
+  // or cuda:0 where the rank sees its own GPU only), the CPU otherwise.
   cfg.device = w.comm->device();
-  cfg.deviceIndex = cfg.device == Device::Cuda ? w.env.localRank : 0;
+  cfg.deviceIndex = cfg.device == Device::Cuda ? rankCudaDevice(w.env.localRank, visibleCudaDevices()) : 0;
   cfg.scratchDir = std::filesystem::path(jobPath).parent_path().string();
   const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
   const std::string resultPath = job.at("result_path");

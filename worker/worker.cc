@@ -141,6 +141,7 @@ int workerMain(const std::string& jobPath) {
     finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
+    if (w.transport) w.transport->markFailed();  // destroyed below with `w`: no waiting for peers
     std::cerr << "error: " << printable(e.what()) << std::endl;  // may quote paths and names
     if (w.store) {
       // The first failure of the point wins; the other nodes' launchers and ranks stop on it.

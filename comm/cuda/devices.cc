@@ -71,6 +71,11 @@ int visibleCudaDevices() {
 #endif
 }
 
+int rankCudaDevice(int localRank, int visibleGpus) {
+  if (visibleGpus == 1 && localRank >= 0) return 0;
+  return localRank >= 0 && localRank < visibleGpus ? localRank : -1;
+}
+
 std::string cudaUnavailableReason() {
 #ifdef TPB_HAVE_CUDA
   return deviceQuery().whyNone;

@@ -17,6 +17,14 @@ bool ncclCompiled();
 // GPUs this process can see (cudaGetDeviceCount, which honours CUDA_VISIBLE_DEVICES). 0 in a
 // build without CUDA, without a driver, or when the query fails for any reason.
 int visibleCudaDevices();
+// The GPU that the rank with `localRank` on its node drives, among the `visibleGpus` this process
+// sees: cuda:localRank, except that a process which sees exactly one GPU drives that one, as
+// cuda:0. Launchers that give each rank a GPU of its own (srun --gpus-per-task=1, or a
+// CUDA_VISIBLE_DEVICES per rank) show every rank its GPU as device 0 whatever its LOCAL_RANK.
+// -1 when that GPU is not visible (no GPU, or localRank >= visibleGpus > 1). The nccl transport,
+// the collective benchmark's buffers and training all place a rank with it.
+int rankCudaDevice(int localRank, int visibleGpus);
+
 // Why visibleCudaDevices() is 0 ("no CUDA driver: ...", "this build has no CUDA"); empty when
 // it is not.
 std::string cudaUnavailableReason();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
 #ifdef TPB_HAVE_CUDA
@@ -11,6 +12,14 @@
 #endif
 
 namespace tpb::trace {
+
+namespace {
+// Set by NoGpuSpansOnThisThread; plain thread_local, so it costs no lock.
+thread_local bool tQuiet = false;
+}  // namespace
+
+NoGpuSpansOnThisThread::NoGpuSpansOnThisThread() : previous_(tQuiet) { tQuiet = true; }
+NoGpuSpansOnThisThread::~NoGpuSpansOnThisThread() { tQuiet = previous_; }
 
 std::int64_t gpuEventHostNs(std::int64_t hostBeforeNs, std::int64_t hostAfterNs, float msBeforeAnchor) {
   const std::int64_t anchorNs = hostBeforeNs + (hostAfterNs - hostBeforeNs) / 2;
@@ -30,11 +39,16 @@ struct Queued {
   int device;
   std::uint64_t generation;  // trace::generation() when it was queued
   cudaEvent_t begin, end;
+  // Its end event was recorded. A span still open at a flush has an end event from the pool
+  // that may hold an old recording, which cudaEventElapsedTime would read without complaint.
+  bool ended = false;
 };
 
-// The recording thread's queue and its pool of events per device (only that thread touches
-// them: GpuSpan and flushGpu do nothing on other threads).
+// The queue and the pool of events per device. Spans are queued from any thread (DDP's bucket
+// hooks run on LibTorch's autograd thread and launch their allreduce there), so `mu` guards
+// both; flushGpu runs on the recording thread only, at points where no other thread queues.
 struct State {
+  std::mutex mu;
   std::vector<Queued> queued;
   std::uint64_t flushes = 0;  // a span still open across a flush has lost its slot
   std::vector<std::vector<cudaEvent_t>> freeEvents;  // per device
@@ -63,6 +77,7 @@ class DeviceScope {
   int previous_ = 0, device_ = 0;
 };
 
+// Called with state().mu held.
 cudaEvent_t takeEvent(int device) {
   State& s = state();
   if (s.freeEvents.size() <= static_cast<std::size_t>(device)) s.freeEvents.resize(device + 1);
@@ -81,27 +96,33 @@ cudaEvent_t takeEvent(int device) {
 
 GpuSpan::GpuSpan(const char* name, Category cat, Track track, int device, void* stream, const char* argKey,
                  std::int64_t arg) {
-  if (device < 0 || !recording()) return;
+  if (device < 0 || !enabled() || tQuiet) return;
+  State& st = state();
+  const std::lock_guard<std::mutex> lock(st.mu);
   DeviceScope scope(device);
-  const auto s = static_cast<cudaStream_t>(stream);
   Queued q{name, argKey, arg, cat, track, device, generation(), takeEvent(device), takeEvent(device)};
-  TPB_CUDA_CHECK(cudaEventRecord(q.begin, s));
-  state().queued.push_back(q);
-  slot_ = static_cast<int>(state().queued.size()) - 1;
-  flush_ = state().flushes;
+  TPB_CUDA_CHECK(cudaEventRecord(q.begin, static_cast<cudaStream_t>(stream)));
+  st.queued.push_back(q);
+  slot_ = static_cast<int>(st.queued.size()) - 1;
+  flush_ = st.flushes;
   stream_ = stream;
 }
 
 GpuSpan::~GpuSpan() {
-  // Flushed while open: its end event was never recorded, so flushGpu() dropped it.
-  if (slot_ < 0 || flush_ != state().flushes) return;
-  const Queued& q = state().queued[static_cast<std::size_t>(slot_)];
+  if (slot_ < 0) return;
+  State& st = state();
+  const std::lock_guard<std::mutex> lock(st.mu);
+  // Flushed while open: flushGpu() dropped it, and its slot may hold another span now.
+  if (flush_ != st.flushes) return;
+  Queued& q = st.queued[static_cast<std::size_t>(slot_)];
   DeviceScope scope(q.device);
-  cudaEventRecord(q.end, static_cast<cudaStream_t>(stream_));  // a destructor does not throw
+  // A destructor does not throw: a failed record leaves the span unended, and it is dropped.
+  q.ended = cudaEventRecord(q.end, static_cast<cudaStream_t>(stream_)) == cudaSuccess;
 }
 
 void flushGpu() {
   State& s = state();
+  const std::lock_guard<std::mutex> lock(s.mu);
   if (s.queued.empty()) return;
   // Spans queued under an earlier trace::enable() belong to a recording that has ended (a
   // failed run whose epoch never flushed): their events go back to the pool, unread.
@@ -120,9 +141,8 @@ void flushGpu() {
     TPB_CUDA_CHECK(cudaEventSynchronize(anchor));
     const std::int64_t after = nowNs();
     for (const Queued& q : s.queued) {
-      if (q.device != device || !wanted(q)) continue;
-      // A span whose end event was never recorded (its destructor's record failed) is dropped,
-      // not made up.
+      // A span still open, or whose end record failed, is dropped, not made up.
+      if (q.device != device || !wanted(q) || !q.ended) continue;
       float beginMs = 0, endMs = 0;
       if (cudaEventElapsedTime(&beginMs, q.begin, anchor) == cudaSuccess &&
           cudaEventElapsedTime(&endMs, q.end, anchor) == cudaSuccess) {
@@ -144,7 +164,10 @@ void flushGpu() {
   ++s.flushes;
 }
 
-std::size_t pendingGpuSpans() { return state().queued.size(); }
+std::size_t pendingGpuSpans() {
+  const std::lock_guard<std::mutex> lock(state().mu);
+  return state().queued.size();
+}
 
 #else  // no CUDA: nothing is ever queued
 

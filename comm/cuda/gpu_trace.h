@@ -15,8 +15,14 @@
 //
 // Streams: `stream` is a cudaStream_t passed as void* (this header is included by code that
 // does not include CUDA's); nullptr is the legacy default stream, where LibTorch queues the
-// model's kernels unless told otherwise. Spans on other threads than the recording one, on a
-// build without CUDA, or with `device` < 0 are not recorded (the span costs one flag test).
+// model's kernels unless told otherwise. Spans on a build without CUDA, with `device` < 0, or
+// while tracing is off are not recorded (the span costs one flag test).
+//
+// Threads: unlike host spans (common/trace.h), a GpuSpan is queued from any thread while
+// tracing is on: DDP's bucket hooks run on LibTorch's autograd thread and launch their allreduce
+// from there, and what the GPU did is the same whichever thread queued it. A thread that runs the
+// rank's work a second time on another GPU (data_parallel's replica threads) opts out with
+// NoGpuSpansOnThisThread. flushGpu() runs on the thread that turned tracing on.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +33,8 @@ namespace tpb::trace {
 
 class GpuSpan {
  public:
-  // Records the begin event on `stream` of `device` now (when recording and device >= 0).
+  // Records the begin event on `stream` of `device` now (when tracing is on, device >= 0 and
+  // this thread has not opted out).
   GpuSpan(const char* name, Category cat, Track track, int device, void* stream, const char* argKey = nullptr,
           std::int64_t arg = 0);
   // Records the end event; the span waits in a queue until flushGpu().
@@ -41,11 +48,24 @@ class GpuSpan {
   void* stream_ = nullptr;
 };
 
+// While it lives, GpuSpans made on this thread are not recorded: data_parallel's replicas 1..N-1
+// run forward and backward on their own GPUs, and the rank's GPU track draws replica 0 only.
+class NoGpuSpansOnThisThread {
+ public:
+  NoGpuSpansOnThisThread();
+  ~NoGpuSpansOnThisThread();
+  NoGpuSpansOnThisThread(const NoGpuSpansOnThisThread&) = delete;
+  NoGpuSpansOnThisThread& operator=(const NoGpuSpansOnThisThread&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Turns every queued GPU span into a span on the host clock (trace::record). Waits for each
 // device that has queued spans to finish its work; returns at once when none are queued (every
 // CPU run). Call only where the host waits for the GPU anyway. Spans queued before the last
 // trace::enable(), or flushed while recording is off, are dropped; a span still open at a flush
-// is dropped too.
+// is dropped too. Call it on the thread that turned tracing on.
 void flushGpu();
 
 // GPU spans queued and not yet flushed (tests).

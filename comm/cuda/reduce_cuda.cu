@@ -70,4 +70,11 @@ void reduceSumCuda(float* dst, const float* src, std::size_t n, cudaStream_t s) 
   TPB_CUDA_CHECK(cudaGetLastError());
 }
 
+void loadReduceSumKernel() {
+  // Asking for a kernel's attributes loads it (the CUDA programming guide's way to preload
+  // under lazy loading).
+  cudaFuncAttributes attributes{};
+  TPB_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reduceSumKernel));
+}
+
 }  // namespace tpb

@@ -14,4 +14,10 @@ namespace tpb {
 // scalar. dst and src must not overlap. Throws tpb::Error if the launch fails.
 void reduceSumCuda(float* dst, const float* src, std::size_t n, cudaStream_t s);
 
+// Loads the sum kernel onto the current device now. Under lazy loading (CUDA's default since
+// 12.2) a kernel is loaded at its first launch, which may wait for the whole device; the nccl
+// transport's first sum is launched right after a group whose NCCL kernel is still waiting for
+// its peer, so it loads the kernel while it sets up instead. Throws tpb::Error on failure.
+void loadReduceSumKernel();
+
 }  // namespace tpb

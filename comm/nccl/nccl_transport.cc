@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "comm/cuda/cuda_check.h"
+#include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
 #include "comm/cuda/reduce_cuda.h"
 #include "comm/group_request.h"
@@ -48,13 +49,15 @@ NcclTransport::NcclTransport(Store& store, const std::string& runId, int rank, i
                                                                          : "cudaGetDeviceCount found none")
                                              << ")");
   }
-  if (cudaDevice < 0 || cudaDevice >= visible) {
+  device_ = rankCudaDevice(cudaDevice, visible);  // cuda:0 where this rank sees its own GPU only
+  if (device_ < 0) {
     TPB_THROW(Error, "nccl transport, rank " << rank << ": LOCAL_RANK " << cudaDevice
                                              << " has no GPU (" << visible
                                              << " visible); NCCL needs one GPU per rank on a node");
   }
   // The device must be current before the communicator is made: NCCL binds it to the current GPU.
   TPB_CUDA_CHECK(cudaSetDevice(device_));
+  loadReduceSumKernel();  // not at the first irecvReduce, beside a running NCCL kernel
 
   ncclUniqueId id;
   const std::string key = "nccl/" + runId + "/unique_id";
@@ -122,8 +125,13 @@ class CudaEventTimer final : public IntervalTimer {
   }
   const char* method() const override { return "cuda_events"; }
   void start() override { TPB_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
-  double stopUs() override {
+  void queueStop() override {
     TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    stopQueued_ = true;
+  }
+  double stopUs() override {
+    if (!stopQueued_) TPB_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    stopQueued_ = false;
     TPB_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0;
     TPB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
@@ -133,6 +141,7 @@ class CudaEventTimer final : public IntervalTimer {
  private:
   cudaStream_t stream_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool stopQueued_ = false;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // comm/nccl/nccl_transport.h — point-to-point between GPUs over NCCL's ncclSend/ncclRecv. Rank r
-// drives cuda:LOCAL_RANK (NCCL cannot put two ranks of one communicator on one GPU), and every
+// drives cuda:LOCAL_RANK, or cuda:0 when it sees one GPU only (comm/cuda/devices.h: NCCL cannot
+// put two ranks of one communicator on one GPU), and every
 // buffer passed to it is device memory on that GPU.
 //
 // Posts are deferred: isend/irecv/irecvReduce only queue the operation, and the queue is launched
@@ -47,7 +48,7 @@ class Store;
 class NcclTransport final : public Transport {
  public:
   // Collective: every rank of the world constructs it with the same store and runId.
-  // `cudaDevice` is the GPU this rank drives (LOCAL_RANK).
+  // `cudaDevice` is this rank's LOCAL_RANK; it drives rankCudaDevice(LOCAL_RANK, visible GPUs).
   NcclTransport(Store& store, const std::string& runId, int rank, int size, int cudaDevice,
                 std::chrono::milliseconds timeout);
   ~NcclTransport() override;
@@ -65,8 +66,11 @@ class NcclTransport final : public Transport {
   void sendHost(int peer, const void* buf, std::size_t bytes) override;
   void recvHost(int peer, void* buf, std::size_t bytes) override;
   // CUDA events recorded on stream(), where every operation is queued: the elapsed time counts
-  // the last kernel before stopUs() and nothing after it.
+  // the last kernel before stopUs() (or queueStop()) and nothing after it.
   std::unique_ptr<IntervalTimer> makeTimer() override;
+  // The destructor then aborts the communicator instead of destroying it (ncclCommDestroy
+  // finalizes with the peers, which a failed job may have lost).
+  void markFailed() override { failed_ = true; }
 
   // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
   ncclComm_t comm() const { return comm_; }

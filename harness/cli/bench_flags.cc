@@ -18,7 +18,8 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
                   "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, mpi (ranks "
                   "started by mpirun), or nccl (the default and only one on cuda)");
   cmd->add_option("--device", f.device,
-                  "cpu, cuda (one GPU per rank, cuda:LOCAL_RANK) or auto (cuda when a GPU is visible "
+                  "cpu, cuda (one GPU per rank, cuda:LOCAL_RANK, or cuda:0 when it sees one) or auto (cuda when "
+                  "a GPU is visible "
                   "in a CUDA+NCCL build, else cpu)")
       ->capture_default_str();
   cmd->add_option("--out", f.out, "Write results JSON here (rewritten after every point)");

@@ -19,7 +19,8 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
       "collective",
       "Benchmark collectives like nccl-tests: per op, algorithm, N and size the time (median/min/max over "
       "iterations, slowest rank), algbw = bytes/time, busbw = algbw x the op's factor (allreduce 2(N-1)/N; "
-      "allgather, reduce_scatter, alltoall (N-1)/N; broadcast, reduce, sendrecv 1), exact traffic per rank "
+      "allgather, reduce_scatter, alltoall (N-1)/N; broadcast, reduce, sendrecv 1; sendrecv is a ping-pong "
+      "whose time is a round trip, so its busbw is about half nccl-tests' sendrecv), exact traffic per rank "
       "and an exact verification pass. Sizes follow nccl-tests: allgather's is the gathered output, "
       "reduce_scatter's the input; blocked ops round the count down to a multiple of N.");
   cmd->add_option("--op", *ops, "Comma list of collectives, or 'all'")->capture_default_str();

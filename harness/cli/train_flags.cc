@@ -20,7 +20,8 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all; at most the test set's size)")
       ->capture_default_str();
   cmd->add_option("--device", f.device,
-                  "cpu, cuda (rank r on cuda:LOCAL_RANK; data_parallel on cuda:0..N-1) or auto (cuda when "
+                  "cpu, cuda (rank r on cuda:LOCAL_RANK, or cuda:0 when it sees one GPU; data_parallel on "
+                  "cuda:0..N-1) or auto (cuda when "
                   "this build has CUDA and NCCL and a GPU is visible)")
       ->capture_default_str();
   cmd->add_option("--transport", f.transport,
