@@ -41,13 +41,13 @@ GroupedTransport::~GroupedTransport() {
   // As the nccl transport's shutdown: what was posted but never waited is launched and run to
   // its end, unless the stream already failed (its peers may be gone) or an exception unwinds.
   try {
-    if (std::uncaught_exceptions() == 0) flush();
+    if (std::uncaught_exceptions() == 0 && !abandoned_) flush();
   } catch (...) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (std::uncaught_exceptions() > 0) launched_.clear();
+    if (std::uncaught_exceptions() > 0 || abandoned_) launched_.clear();
   }
   cv_.notify_all();
   stream_.join();
@@ -86,6 +86,12 @@ void GroupedTransport::flush() {
     launched_.push_back(std::move(g));
   }
   cv_.notify_all();
+}
+
+void GroupedTransport::markFailed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  abandoned_ = true;
+  launched_.clear();
 }
 
 void GroupedTransport::barrier() {

@@ -56,6 +56,9 @@ class GroupedTransport final : public Transport {
   std::unique_ptr<Request> irecvReduce(int peer, float* dst, std::size_t count) override;
   void flush() override;
   void barrier() override;
+  // As the nccl transport's abort: the destructor then drops what is queued instead of running
+  // it to its end with peers that may be gone.
+  void markFailed() override;
 
   // The run ids of the two shm transports under it, for cleanup.
   static std::string dataRunId(const std::string& runId) { return runId + "-gd"; }
@@ -88,6 +91,7 @@ class GroupedTransport final : public Transport {
   std::uint64_t completed_ = 0;                   // groups the stream has finished
   std::exception_ptr failure_;                    // what the stream threw; every later wait rethrows it
   bool stopping_ = false;
+  bool abandoned_ = false;  // markFailed: nothing queued is run any more
   std::thread stream_;
 };
 
