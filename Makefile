@@ -13,7 +13,8 @@ TPBENCH := $(BUILD)/tpbench
 BASELINE_SWEEP := sweep --strategies single,param_server,ring_all_reduce,allreduce,ddp,data_parallel \
   --n_gpus 1..4 --batch_size 32,128 --epochs 2 \
   --train_size 4096 --test_size 1000 --repeat 3
-# Timing changes fail the gate only beyond this slowdown; see README, "Regression gate".
+# Timing changes fail the gate only beyond this slowdown; see docs/reports.md, "Choosing the
+# timing bound".
 GATE_THRESHOLD ?= 3.0
 
 all: build
@@ -44,7 +45,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(JOBS) -E '$(SERIAL_TESTS)' && \
 	  ctest --output-on-failure --timeout 600 -R '$(SERIAL_TESTS)'
 
-# Fuzzing (README, "Fuzzing"): every target of tests/fuzz (clang, libFuzzer, ASan + UBSan, built
+# Fuzzing (docs/fuzzing.md): every target of tests/fuzz (clang, libFuzzer, ASan + UBSan, built
 # in $(FUZZ_BUILD)) for FUZZ_SECONDS each, then a sample of their inputs through tpbench's own
 # command line (exit 0 or 2 naming the file). CI runs `make fuzz`; `make fuzz-long` runs 10 min each.
 FUZZ_BUILD ?= build-fuzz

@@ -8,7 +8,8 @@
 // on rank 0 after the run (worker/trace_gather.h), which aligns the clocks and writes them out.
 //
 // Cost: when off, a span is one load of a global flag. When on, two clock reads and one append
-// to a vector that grows by doubling; the README gives the measured overhead per epoch.
+// to a vector that grows by doubling; docs/timelines.md gives the measured overhead ("Tracing
+// overhead").
 //
 // Only the thread that turned recording on records; spans closed on other threads are dropped.
 // Work that completes on another thread (Gloo's bucket allreduce) hands its end time back, and

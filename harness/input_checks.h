@@ -2,7 +2,7 @@
 // launched. Each refuses with one tpb::UsageError (exit 2) whose message starts with the flag
 // (or environment variable) it is about and quotes the offending value; none prints anything.
 //
-// Rules they enforce (README "Bad input"):
+// Rules they enforce (docs/cli.md, "Bad input"):
 //   - numbers: plain decimal (common/decimal.h) and within their type: integer flags digits,
 //     signed ones with an optional '-', real flags digits with an optional fraction and exponent
 //     (CLI11 reads them with strtoull/strtoll in base 0 and strtold, which turn "-1" into

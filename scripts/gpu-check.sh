@@ -31,7 +31,7 @@
 #   8. writes and prints a summary: a table of every step and its status, the allreduce table,
 #      sum-kernel table and verdict, training table, tpbench single vs PyTorch (samples/s, median
 #      over epochs 2..5), which libnccl.so.2 tpbench loaded when the machine has several, and
-#      last, a Markdown table for the README: the card, the sum kernel against the copy at 1G,
+#      last, a Markdown table for docs/gpu.md: the card, the sum kernel against the copy at 1G,
 #      single against PyTorch, ddp against single at N=1 and each algorithm's algbw at N=1.
 # Everything it produces goes to RESULTS_DIR (default results/gpu): deps.log, build.log, environment.txt,
 # gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
@@ -420,7 +420,7 @@ def load(name):
 def num(v, fmt):
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
-# The figures the README records (issue 25), by section: rows of (figure, tpbench, reference,
+# The figures docs/gpu.md records (issue 25), by section: rows of (figure, tpbench, reference,
 # ratio, goal), filled in below from the same numbers as the tables, printed last.
 readme = {}
 
@@ -466,7 +466,7 @@ for r in rows:
           f"{str(r.get('wrong', '-')):>6}  {r.get('status', '')}{(': ' + r['error']) if r.get('error') else ''}")
 bad = [r for r in rows if r.get("status") != "ok"]
 print(f"\n{len(rows)} points, {len(bad)} not ok")
-# At N = 1 busbw is 0 by definition (nothing crosses a link), so the README records algbw there:
+# At N = 1 busbw is 0 by definition (nothing crosses a link), so docs/gpu.md records algbw there:
 # bytes over time, what one call of the algorithm costs on one GPU, at the largest size.
 ones = [r for r in rows if r.get("n_gpus") == 1 and r.get("status") == "ok"]
 top = max((r.get("bytes", 0) for r in ones), default=0)
@@ -549,7 +549,7 @@ for b in (64, 512):
                                             num(ours, ".0f"), num(theirs, ".0f"), num(ratio, ".3f"),
                                             f">= 0.97: {verdict}"))
 
-# For the README: the card, then the figures issue 25 asks it to record, as a Markdown table.
+# For docs/gpu.md: the card, then the figures issue 25 asks it to record, as a Markdown table.
 env = {}
 for line in open(os.path.join(out, "environment.txt")):
     key, sep, value = line.partition(":")

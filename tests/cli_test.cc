@@ -34,8 +34,8 @@ TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFlag) {
   test::expectAllRefused({}, cases);
 }
 
-// One case per class of bad input the allreduce benchmark, report and compare take (README "Bad
-// input"); each of these used to launch ranks, fail inside them, or be accepted.
+// One case per class of bad input the allreduce benchmark, report and compare take (docs/cli.md,
+// "Bad input"); each of these used to launch ranks, fail inside them, or be accepted.
 TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
   const std::string fixture = std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
   const std::vector<BadInput> cases = {
@@ -68,7 +68,7 @@ TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
   test::expectAllRefused({}, cases);
 }
 
-// Numbers in another spelling or beyond their flag's type (README "Bad input"): each of these
+// Numbers in another spelling or beyond their flag's type (docs/cli.md, "Bad input"): each of these
 // was accepted (a clamped --seed recorded as 2^64-1, "010" read as 10, a hex --lr), and so were
 // more micro-batches than samples, a TMPDIR root "could write", and a run of nothing.
 TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
@@ -97,7 +97,8 @@ TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-// Repeated list entries count once (README): one (algorithm, N, size) is measured once.
+// Repeated list entries count once (docs/cli.md, "Duplicates"): one (algorithm, N, size) is
+// measured once.
 TEST(Cli, DuplicateListEntriesRunOnce) {
   const std::string out = test::tempPath("dup.json");
   const auto r = runCli({"allreduce", "--algos", "ring,ring", "--n_gpus", "2,2", "--bytes", "4K,4K,2K..4K",

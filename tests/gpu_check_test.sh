@@ -3,7 +3,7 @@
 # GPU: fake nvidia-smi, nvcc and python3 (answering from FAKE_* variables) stand first on PATH,
 # and `gpu-check.sh --preflight` stops before it configures tpbench. The dependency probe is the
 # real cmake (about a second a run). Then the summary's Python (taken from the script) is run
-# over made-up result files, to check the README table it prints. CTest runs this
+# over made-up result files, to check the table it prints for docs/gpu.md. CTest runs this
 # (Scripts.GpuCheckPreflight).
 # Exit 0 when every case passes, 1 otherwise.
 set -uo pipefail
@@ -93,7 +93,7 @@ expect no-gtest 2 TPB_GPU_CMAKE_ARGS=-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -- \
 expect no-zlib 0 TPB_GPU_CMAKE_ARGS=-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -- \
   "zlib:       not found (Debian: zlib1g-dev)" "preflight: ok"
 
-# ---- the summary's README figures, over made-up result files -------------------------------------
+# ---- the summary's figures for docs/gpu.md, over made-up result files ---------------------------
 R="$TMP/results"
 mkdir -p "$R"
 printf 'date:       2026-01-02T03:04:05Z\ncard:       NVIDIA H100 80GB HBM3, driver 580.65.06 (CUDA 13.0)\n' > "$R/environment.txt"

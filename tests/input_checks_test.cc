@@ -129,7 +129,7 @@ TEST(InputChecks, MemoryEstimateAndLimit) {
   EXPECT_EQ(memAvailableBytes("MemTotal: 100 kB\nMemFree: 3 kB\nMemAvailable:   2048 kB\n"), 2048u * 1024);
   EXPECT_EQ(memAvailableBytes("MemTotal: 100 kB\n"), std::nullopt);
   EXPECT_TRUE(memAvailableBytes().has_value()) << "this host's /proc/meminfo has MemAvailable";
-  // 784-512-512-10: the README's 0.67 M parameters.
+  // 784-512-512-10: docs/measurements.md's 0.67 M parameters.
   EXPECT_EQ(mlpParameters({512, 512}), 784.0 * 512 + 512 + 512.0 * 512 + 512 + 512.0 * 10 + 10);
   EXPECT_EQ(mlpParameters({}), 7850.0);
   EXPECT_EQ(humanBytes(512), "512 B");

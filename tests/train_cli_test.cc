@@ -142,8 +142,8 @@ std::string fakeMnistDir(std::uint32_t train, std::uint32_t test) {
   return dir;
 }
 
-// One case per class of bad input (README "Bad input"); each of these used to reach the ranks
-// (exit 1), or ran and recorded something else than was asked for.
+// One case per class of bad input (docs/cli.md, "Bad input"); each of these used to reach the
+// ranks (exit 1), or ran and recorded something else than was asked for.
 TEST(TrainCli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
   const BusyPort busy;
   const std::string mnist = fakeMnistDir(100, 50);
@@ -202,8 +202,8 @@ TEST(TrainCli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
   std::remove(out.c_str());
 }
 
-// Repeated list entries count once (README): an alias and its name, n_gpus 1,1 and so on make
-// one point, not several.
+// Repeated list entries count once (docs/cli.md, "Duplicates"): an alias and its name, n_gpus
+// 1,1 and so on make one point, not several.
 TEST(TrainCli, DuplicateListEntriesRunOnce) {
   const std::string out = test::tempPath("dup.json");
   const auto r = runCli({"sweep", "--strategies", "ddp,ring_all_reduce_builtin,ddp", "--n_gpus", "1,1..1",
@@ -214,7 +214,7 @@ TEST(TrainCli, DuplicateListEntriesRunOnce) {
   std::remove(out.c_str());
 }
 
-// Several nodes need the job's secret, the same on each (README: the store).
+// Several nodes need the job's secret, the same on each (docs/launchers.md, "The store").
 const std::vector<std::pair<std::string, std::string>> kTwoNodeSecret = {{"TPB_JOB_SECRET", "train-cli-test"}};
 
 TEST(TrainCli, TwoNodesOnOneMachineTrainLikeOneNode) {
