@@ -194,13 +194,20 @@ class SharedFailures {
     std::lock_guard<std::mutex> lock(state_->m);
     return state_->first;
   }
-  // Waits (at most the heartbeat timeout) until this node's posts have gone out and the store
-  // has been read again, so that first() is the point's first failure wherever it happened.
+  // Waits until this node's posts have gone out and the store has been read again, so that
+  // first() is the point's first failure wherever it happened; or until a request has gone
+  // unanswered for the heartbeat timeout, so that lost() says node 0 is lost. Without that
+  // second wait, a rank that noticed the silent store first (its own heartbeat) and exited would
+  // end the point before this node noticed, and the sweep would go on without node 0.
   void settle() {
     if (!state_) return;
     std::unique_lock<std::mutex> lock(state_->m);
     const std::uint64_t target = state_->rounds + 2;  // the round under way may predate the posts
-    state_->cv.wait_for(lock, silence_, [&] { return state_->rounds >= target || state_->gone || state_->exited; });
+    const auto deadline = std::chrono::steady_clock::now() + 2 * silence_;
+    // stuck() is a clock, not an event: look again every 100 ms.
+    while (!(state_->rounds >= target || state_->gone || state_->exited || stuck()) &&
+           std::chrono::steady_clock::now() < deadline)
+      state_->cv.wait_for(lock, std::chrono::milliseconds(100));
   }
   // Set once a request has gone unanswered for the heartbeat timeout: node 0 is lost.
   std::optional<std::string> lost(const LaunchSpec& spec) const {
@@ -460,7 +467,12 @@ LaunchResult launch(const LaunchSpec& spec) {
   // Every node records the point's first failure, wherever it happened.
   if (!result.ok && !result.interrupted && !result.storeLost) {
     failures.settle();
-    if (auto first = failures.first()) result.error = *first;
+    if (auto lost = failures.lost(spec)) {
+      result.storeLost = true;
+      result.error = *lost;
+    } else if (auto first = failures.first()) {
+      result.error = *first;
+    }
   }
   if (spec.viaMpirun && spec.shareRunId) {
     // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
