@@ -555,7 +555,7 @@ for line in open(os.path.join(out, "environment.txt")):
     key, sep, value = line.partition(":")
     if sep and key in ("date", "card", "tpbench", "pytorch"):
         env.setdefault(key, value.strip())
-print("\n== for the README (Markdown; paste as it is)")
+print("\n== for docs/gpu.md (Markdown; paste as it is)")
 print(f"On {env.get('card', 'an unnamed card')}, {env.get('date', '')[:10]}, PyTorch "
       f"{env.get('pytorch', '?').split(' at ')[0]}, tpbench {env.get('tpbench', '?')} (scripts/gpu-check.sh):\n")
 print("| figure | tpbench | reference | ratio | goal |")
