@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "model/alpha_beta.h"
-#include "model/model_report.h"
+#include "cost_model/alpha_beta.h"
+#include "cost_model/model_report.h"
 #include "record/results.h"
 
 namespace tpb::model {

@@ -3,7 +3,7 @@
 
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
-#include "model/model_report.h"
+#include "cost_model/model_report.h"
 
 namespace tpb::cli {
 

@@ -4,7 +4,7 @@
 #include <streambuf>
 
 #include "common/error.h"
-#include "model/model_report.h"
+#include "cost_model/model_report.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

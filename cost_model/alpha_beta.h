@@ -1,4 +1,4 @@
-// model/alpha_beta.h — the α-β (latency-bandwidth, "Hockney") cost model behind `tpbench model`:
+// cost_model/alpha_beta.h — the α-β (latency-bandwidth, "Hockney") cost model behind `tpbench model`:
 // fitted from collective benchmark records, predicting other sizes and rank counts from each
 // algorithm's step formula, and projecting onto published link figures. No CLI, no I/O.
 //

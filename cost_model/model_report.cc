@@ -1,4 +1,4 @@
-#include "model/model_report.h"
+#include "cost_model/model_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/format_bytes.h"
 #include "common/text_escape.h"
-#include "model/alpha_beta.h"
+#include "cost_model/alpha_beta.h"
 #include "record/results.h"
 
 namespace tpb::model {

@@ -1,4 +1,4 @@
-#include "model/alpha_beta.h"
+#include "cost_model/alpha_beta.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-// model/model_report.h — `tpbench model`: reads results files, fits the α-β model
-// (model/alpha_beta.h) and prints, clearly split, what was MEASURED (fits, their error, the
+// cost_model/model_report.h — `tpbench model`: reads results files, fits the α-β model
+// (cost_model/alpha_beta.h) and prints, clearly split, what was MEASURED (fits, their error, the
 // leave-one-out table, crossovers of the fitted lines) and what is PROJECTED (other sizes and
 // rank counts from each algorithm's formula, and --link presets from published figures);
 // optionally writes it all as JSON (schema "tpbench.model/1").
