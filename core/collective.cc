@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/bus_factor.h"
 #include "common/error.h"
 
 #ifdef TPB_HAVE_CUDA
@@ -14,10 +15,6 @@ namespace tpb {
 namespace {
 
 using Input = std::function<float(int, std::size_t)>;
-
-double allreduceFactor(int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n; }
-double blockFactor(int n) { return n <= 1 ? 0.0 : static_cast<double>(n - 1) / n; }
-double oneFactor(int n) { return n <= 1 ? 0.0 : 1.0; }
 
 std::size_t whole(std::size_t count, int) { return count; }
 std::size_t block(std::size_t count, int n) { return count / static_cast<std::size_t>(n); }
@@ -38,36 +35,36 @@ int partnerOf(int rank, int n) {
 
 const std::vector<CollectiveOp>& collectiveOps() {
   static const std::vector<CollectiveOp> ops = {
-      {"allreduce", "every rank gets the sum of all inputs", false, true, false, allreduceFactor, whole, whole,
+      {"allreduce", "every rank gets the sum of all inputs", false, true, false, busFactorOf("allreduce"), whole, whole,
        [](int, int n, int, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          return sumOver(n, i, in);
        }},
-      {"broadcast", "every rank gets the root's input", true, true, false, oneFactor, whole, whole,
+      {"broadcast", "every rank gets the root's input", true, true, false, busFactorOf("broadcast"), whole, whole,
        [](int, int, int root, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          return in(root, i);
        }},
-      {"reduce", "the root gets the sum of all inputs", true, true, false, oneFactor, whole, whole,
+      {"reduce", "the root gets the sum of all inputs", true, true, false, busFactorOf("reduce"), whole, whole,
        [](int rank, int n, int root, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          if (rank != root) return std::nullopt;
          return sumOver(n, i, in);
        }},
-      {"allgather", "every rank gets every rank's block, in rank order", false, true, true, blockFactor, block, whole,
+      {"allgather", "every rank gets every rank's block, in rank order", false, true, true, busFactorOf("allgather"), block, whole,
        [](int, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
          return in(static_cast<int>(i / m), i % m);
        }},
-      {"reduce_scatter", "rank r gets block r of the sum of all inputs", false, true, true, blockFactor, whole, block,
+      {"reduce_scatter", "rank r gets block r of the sum of all inputs", false, true, true, busFactorOf("reduce_scatter"), whole, block,
        [](int rank, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
          return sumOver(n, static_cast<std::size_t>(rank) * m + i, in);
        }},
-      {"alltoall", "rank r's block b goes to rank b, as block r", false, false, true, blockFactor, whole, whole,
+      {"alltoall", "rank r's block b goes to rank b, as block r", false, false, true, busFactorOf("alltoall"), whole, whole,
        [](int rank, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
          return in(static_cast<int>(i / m), static_cast<std::size_t>(rank) * m + i % m);
        }},
       {"sendrecv", "ping-pong: ranks 2k and 2k+1 swap buffers (one round trip per iteration)", false, false, false,
-       oneFactor, whole, whole,
+       busFactorOf("sendrecv"), whole, whole,
        [](int rank, int n, int, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          const int p = partnerOf(rank, n);
          if (p < 0) return std::nullopt;

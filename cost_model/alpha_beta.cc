@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/bus_factor.h"
 #include "common/error.h"
 
 namespace tpb::model {
@@ -133,18 +134,7 @@ std::optional<Formula> formulaOf(const std::string& op, const std::string& algo)
   return std::nullopt;
 }
 
-double busFactorOf(const std::string& op, int n) {
-  // nccl-tests' factors (as core/collective.cc's op table; this layer reads records only).
-  static const std::map<std::string, double (*)(int)> factors = {
-      {"allreduce", [](int k) { return 2.0 * (k - 1) / k; }},
-      {"allgather", [](int k) { return (k - 1) / static_cast<double>(k); }},
-      {"reduce_scatter", [](int k) { return (k - 1) / static_cast<double>(k); }},
-      {"alltoall", [](int k) { return (k - 1) / static_cast<double>(k); }},
-  };
-  if (n <= 1) return 0;
-  const auto it = factors.find(op);
-  return it == factors.end() ? 1.0 : it->second(n);
-}
+double busFactorOf(const std::string& op, int n) { return tpb::busFactorOf(op)(n); }
 
 TwoFit fitTwo(const std::vector<double>& u, const std::vector<double>& v, const std::vector<double>& t) {
   TPB_CHECK(u.size() == t.size() && v.size() == t.size(), "fitTwo: sizes differ");
