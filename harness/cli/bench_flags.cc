@@ -16,7 +16,8 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_flag("--no-check", f.noCheck, "Skip the untimed verification pass (default: check)");
   cmd->add_option("--transport", f.transport,
                   "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, mpi (ranks "
-                  "started by mpirun), or nccl (the default and only one on cuda)");
+                  "started by mpirun), grouped (shm under NCCL's group semantics), or nccl (the default and "
+                  "only one on cuda)");
   cmd->add_option("--device", f.device,
                   "cpu, cuda (one GPU per rank, cuda:LOCAL_RANK, or cuda:0 when it sees one) or auto (cuda when "
                   "a GPU is visible "

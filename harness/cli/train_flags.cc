@@ -25,8 +25,9 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "this build has CUDA and NCCL and a GPU is visible)")
       ->capture_default_str();
   cmd->add_option("--transport", f.transport,
-                  "P2P transport of the from-scratch strategies: shm (default on one node), gloo or mpi (ranks "
-                  "started by mpirun) on cpu, nccl (the default) on cuda");
+                  "P2P transport of the from-scratch strategies: shm (default on one node), gloo, mpi (ranks "
+                  "started by mpirun) or grouped (shm under NCCL's group semantics) on cpu, nccl (the default) "
+                  "on cuda");
   cmd->add_option("--library", f.library,
                   "allreduce strategy: the library allreduce that averages the gradients: gloo, mpi (ranks started "
                   "by mpirun) or nccl (default: the device's, gloo on cpu and nccl on cuda)");
