@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <thread>
 
 #include "comm/net_iface.h"
 #include "comm/store.h"
@@ -166,6 +167,11 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   if (reporter()) {
     std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, printable(what).c_str());
     if (launched_ > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / launched_ * (opt_.total - index_ + 1));
+    // More ranks than cores here: they take turns, and a turn lost lands in the point's times.
+    const unsigned cores = std::thread::hardware_concurrency();
+    if (!external_ && cores > 0 && static_cast<unsigned>(procsPerNode) > cores)
+      std::fprintf(stderr, "; %d ranks on %u cores: they take turns, so its times include waiting for one",
+                   procsPerNode, cores);
     std::fprintf(stderr, "\n");
   }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_util.h"
@@ -127,6 +128,19 @@ TEST(Cli, HelpAndVersionAndList) {
   for (const char* name : {"single", "ring_all_reduce", "allreduce", "ddp", "data_parallel",
                            "ring_all_reduce_builtin", "param_server_builtin"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
+}
+
+// A point with more ranks than this machine has cores says so on its progress line (its times
+// include waiting for a core); one with as many does not.
+TEST(Cli, MoreRanksThanCoresIsSaidOnTheProgressLine) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 1 || cores > 8) GTEST_SKIP() << cores << " cores: oversubscribing them would take too many ranks";
+  const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", std::to_string(cores) + "," + std::to_string(cores + 1),
+                         "--bytes", "4K", "--iters", "1", "--warmup", "0", "--out", test::tempPath("oversub.json")});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string note = " ranks on " + std::to_string(cores) + " cores: they take turns";
+  EXPECT_NE(r.err.find(std::to_string(cores + 1) + note), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(std::to_string(cores) + note), std::string::npos) << r.err;
 }
 
 TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
