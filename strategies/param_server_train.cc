@@ -11,7 +11,6 @@
 // the bottleneck as N grows. With N = 1 there are no workers and the server trains alone.
 // On GPUs the same code runs over the nccl transport: the buffers are device memory, the
 // server's sums are the transport's CUDA kernel, and its optimizer step runs on its GPU.
-#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -76,12 +75,7 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
   // trainReplicated: the host queues forward and backward and goes on to the send without
   // waiting for them (under --trace it waits, so its spans line up with the GPU's).
   StreamClock clock(gpu && rank != 0 ? gpuOf(device) : -1);
-  if (clock.active()) {
-    loop.beforeClose = [&](EpochStats& e) {  // the epoch's end waited for the stream
-      e.computeS = clock.takeSpansS();
-      e.commS = std::max(0.0, e.wallS - e.computeS);
-    };
-  }
+  loop.gpuCompute = &clock;
   auto work = [&](Step& st) {
     const auto c0 = clock_type::now();
     const std::size_t from = clock.mark();

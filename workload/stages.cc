@@ -294,11 +294,8 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   loop.device = device;
   loop.countsSamples = last;  // one batch per step, whichever stage counts it; the loss is the last's
   loop.synchronize = syncDevice;
+  loop.gpuCompute = &clock;
   loop.beforeClose = [&](EpochStats& e) {
-    if (gpu) {  // the epoch's end waited for the stream
-      e.computeS = clock.takeSpansS();
-      e.commS = std::max(0.0, e.wallS - e.computeS);
-    }
     // Stage figures to rank 0: wall, compute, activation peak.
     double mine[3] = {e.wallS, e.computeS, peakHeld};
     peakHeld = 0;

@@ -286,6 +286,10 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     trace::flushGpu();  // the GPU has finished the epoch's steps (above): read their events
     if (t) s.traffic = t->traffic() - before;
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
+    if (loop.gpuCompute && loop.gpuCompute->active()) {
+      s.computeS = loop.gpuCompute->takeSpansS();
+      s.commS = std::max(0.0, s.wallS - s.computeS);
+    }
     if (loop.beforeClose) loop.beforeClose(s);
     closeEpoch(t, s, evalModel, data, cfg, onEpoch, result);
     if (!cfg.saveDir.empty()) {

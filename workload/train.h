@@ -116,6 +116,7 @@ class FlatGradSync : public GradSync {
 void scaleInPlace(torch::Tensor flat, float factor);
 
 class DistributedSampler;
+class StreamClock;
 
 // What one training step sees: its slice of the epoch's sample order, and where it adds its
 // figures.
@@ -137,6 +138,10 @@ struct EpochLoop {
   // True when steps never wait for the GPU (one rank, nothing to exchange): their compute time
   // is only launch time, so the epoch's compute_s becomes its wall time minus comm_s.
   bool computeIsWall = false;
+  // On a GPU, the clock this loop's steps record their computations on (closeSpan): the epoch's
+  // compute_s is then its spans' time on the GPU and comm_s the rest of wall_s, read once the
+  // epoch's end has waited for the stream. Null or inactive: the steps' own host figures stand.
+  StreamClock* gpuCompute = nullptr;
   std::function<void()> synchronize;  // waits for this rank's devices; called before clocks start
   // Called on every rank after an epoch's steps, before its figures are gathered on rank 0 (which
   // then evaluates): a loop adds its own figures here or brings the weights to rank 0.
