@@ -48,20 +48,25 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PREFLIGHT=0
-case "${1:-}" in
-  -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
-  --preflight) PREFLIGHT=1; shift ;;
-esac
-OUT="${1:-$ROOT/results/gpu}"
+OUT=""
+say() { printf '\n== %s\n' "$*"; }
+die() { printf 'gpu-check: %s\n' "$*" >&2; exit 2; }
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --preflight) PREFLIGHT=1 ;;
+    -*) die "unknown option '$arg' (usage: scripts/gpu-check.sh [--preflight] [RESULTS_DIR])" ;;
+    "") die "RESULTS_DIR is empty" ;;
+    *) [ -z "$OUT" ] || die "one RESULTS_DIR only, got '$OUT' and '$arg'"; OUT="$arg" ;;
+  esac
+done
+OUT="${OUT:-$ROOT/results/gpu}"
 BUILD="${TPB_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 JOBS="$(nproc 2>/dev/null || echo 4)"
 EXTRA_CMAKE_ARGS=()
 read -r -a EXTRA_CMAKE_ARGS <<< "${TPB_GPU_CMAKE_ARGS:-}"
 
-say() { printf '\n== %s\n' "$*"; }
-die() { printf 'gpu-check: %s\n' "$*" >&2; exit 2; }
-
-mkdir -p "$OUT" || die "cannot create results directory '$OUT'"
+mkdir -p -- "$OUT" 2>/dev/null || die "cannot create results directory '$OUT'"
 OUT="$(cd "$OUT" && pwd)"
 
 # ---- what the machine has --------------------------------------------------------------------

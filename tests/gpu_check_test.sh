@@ -93,6 +93,24 @@ expect no-gtest 2 TPB_GPU_CMAKE_ARGS=-DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -- \
 expect no-zlib 0 TPB_GPU_CMAKE_ARGS=-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON -- \
   "zlib:       not found (Debian: zlib1g-dev)" "preflight: ok"
 
+# ---- bad arguments: exit 2 and one line, before anything is checked or created -------------------
+ok=1
+while IFS='|' read -r name args needle; do
+  read -r -a argv <<< "$args"
+  [ "$name" = empty ] && argv=("")
+  rc=0
+  (cd "$TMP" && bash "$SRC/scripts/gpu-check.sh" "${argv[@]}") > "$TMP/arg.out" 2> "$TMP/arg.err" || rc=$?
+  if [ "$rc" != 2 ] || [ "$(wc -l < "$TMP/arg.err")" != 1 ] || [ -s "$TMP/arg.out" ] || ! grep -qF -- "$needle" "$TMP/arg.err"; then
+    echo "FAIL args-$name: exit $rc, stderr: $(cat "$TMP/arg.err")"; ok=0
+  fi
+done <<'CASES'
+unknown|--bogus|unknown option '--bogus'
+two-dirs|one two|one RESULTS_DIR only, got 'one' and 'two'
+empty||RESULTS_DIR is empty
+CASES
+[ ! -e "$TMP/one" ] || { echo "FAIL args: a results directory was created before the arguments were checked"; ok=0; }
+if [ "$ok" = 1 ]; then echo "ok   arguments"; else FAILED=1; fi
+
 # ---- the summary's figures for docs/gpu.md, over made-up result files ---------------------------
 R="$TMP/results"
 mkdir -p "$R"
