@@ -190,7 +190,7 @@ class SharedFiles {
       writeIdx(dir_ + "/test-images.idx", test.images);
       writeIdx(dir_ + "/test-labels.idx", test.labels.to(torch::kUInt8));
     }
-    Mlp model = makeModel(cfg.model, cfg.seed);
+    Mlp model = makeModel(cfg.model(), cfg.seed);
     std::vector<torch::Tensor> flat;
     for (const auto& p : orderedParameters(model)) flat.push_back(p.detach().reshape({-1}));
     writeIdx(dir_ + "/weights.idx", torch::cat(flat));
@@ -307,8 +307,7 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
   const std::string paramsOut = files.dir() + "/params-r" + std::to_string(rank) + ".idx";
   writeIdx(order, sampleOrder(cfg, files.trainSize(), world, rank));
 
-  std::string hidden;
-  for (int h : cfg.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  const std::string hidden = hiddenText(cfg.model().hidden);
   const bool gpu = cfg.device == Device::Cuda;
   ChildRun run;
   run.argv = {torchPython(), script, "--mode", ddp ? "ddp" : "dp", "--report_fd", "3",

@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
 #include "comm/net_iface.h"
 #include "comm/store.h"
@@ -266,6 +268,31 @@ void checkNodesShareASecret(int nnodes) {
                               << kJobSecretVar);
 }
 
+namespace {
+
+// Every setting against what the table says a run accepts (common/train_settings.h).
+void checkSettings(const TrainSettings& c) {
+  forEachSetting(
+      [](const SettingInfo& info, const auto& value) {
+        using Check = SettingInfo::Check;
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_arithmetic_v<T>) {
+          const std::string flag = std::string("--") + info.key;
+          const Bounds& b = info.accepted;
+          if (info.check == Check::Integer)
+            checkInt(flag, static_cast<long long>(value), static_cast<long long>(b.lo),
+                     b.hi == kUnbounded ? std::numeric_limits<long long>::max() : static_cast<long long>(b.hi));
+          else if (info.check == Check::Real)
+            checkReal(flag, static_cast<double>(value), {b.lo, b.hi, b.loOpen, b.hiOpen});
+          else if (info.check == Check::StepLimit)
+            checkMaxSteps(flag, static_cast<long long>(value));
+        }
+      },
+      c);
+}
+
+}  // namespace
+
 void checkTrainRun(const TrainRunOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--nproc_per_node", o.nprocPerNode, 0, 64);
@@ -276,14 +303,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   int largestReplicas = 0;
   for (const TrainPoint& p : o.points) {
     const TrainConfig& c = p.cfg;
-    checkInt("--n_gpus", c.nGpus, 1, 64);
-    checkInt("--batch_size", c.batchSize, 1);
-    checkInt("--epochs", c.epochs, 1);
-    checkReal("--lr", c.lr, kPositive);
-    checkReal("--momentum", c.momentum, {0, 1, false, true});
-    checkReal("--bucket_mb", c.bucketMb, kPositive);
-    checkMaxSteps("--max_steps", c.maxSteps);
-    checkInt("--microbatches", c.microbatches, 1, 1 << 20);
+    checkSettings(c);
     // A batch is split into M micro-batches of rows*m/M..rows*(m+1)/M: above the batch some are
     // empty every step, and the M recorded (and the bubble it predicts) would be false.
     if (findStrategy("--strategy", c.strategy).microbatched && c.microbatches > c.batchSize)
@@ -298,7 +318,7 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkSampleCount("--test_size", c.testSize, d.test, "test samples of " + c.dataset);
     // Every replica on this node holds the model state: one per rank, data_parallel's N in one.
     const int replicas = o.nnodes > 1 && o.nprocPerNode > 0 ? o.nprocPerNode : c.nGpus;
-    const double bytes = replicas * mlpParameters(c.model.hidden) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
+    const double bytes = replicas * mlpParameters(c.model().hidden) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
     if (bytes > need) {
       need = bytes;
       largest = &c;
@@ -309,7 +329,7 @@ void checkTrainRun(const TrainRunOptions& o) {
     std::ostringstream what;
     const bool momentum = largest->momentum > 0;
     what << largestReplicas << " replica" << (largestReplicas == 1 ? "" : "s") << " on this node of a "
-         << std::setprecision(3) << mlpParameters(largest->model.hidden) << "-parameter MLP (float32 weights, gradients"
+         << std::setprecision(3) << mlpParameters(largest->model().hidden) << "-parameter MLP (float32 weights, gradients"
          << (momentum ? ", momentum" : "") << ": " << humanBytes(need / largestReplicas) << " each)";
     checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
   }

@@ -30,12 +30,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string hiddenString(const std::vector<int>& h) {
-  std::string s;
-  for (int x : h) s += (s.empty() ? "" : ",") + std::to_string(x);
-  return s;
-}
-
 // What rank 0 of a point wrote (`got`, read from `path`): its epochs so far and whether it finished.
 std::vector<EpochRecord> readEpochs(const json& got, const std::string& path, bool& complete) {
   complete = false;
@@ -52,33 +46,7 @@ std::vector<EpochRecord> readEpochs(const json& got, const std::string& path, bo
 
 RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std::string& transport,
                       int repeat) {
-  RunConfig r;
-  r.strategy = c.strategy;
-  r.nGpus = c.nGpus;
-  r.batchSize = c.batchSize;
-  r.epochs = c.epochs;
-  r.device = device;
-  r.transport = transport;
-  r.dataset = c.dataset;
-  r.trainSize = c.trainSize;
-  r.testSize = c.testSize;
-  r.hidden = hiddenString(c.model.hidden);
-  r.lr = c.lr;
-  r.momentum = c.momentum;
-  r.bucketMb = c.bucketMb;
-  r.seed = c.seed;
-  r.repeatIndex = repeat;
-  r.maxSteps = c.maxSteps;
-  if (!c.library.empty()) r.library = c.library;
-  // Written only where they shape the work, so other strategies' configs (and the slices reports
-  // make of them) stay as they were.
-  if (findStrategy("--strategy", c.strategy).microbatched) {
-    r.microbatches = c.microbatches;
-    r.schedule = c.schedule;
-  }
-  if (!c.split.empty()) r.split = c.split;
-  if (!c.resumeFrom.empty()) r.resumeFrom = c.resumeFrom;
-  return r;
+  return RunConfig::make(c, findStrategy("--strategy", c.strategy).microbatched, device, transport, repeat);
 }
 
 void updateScalingEfficiency(std::vector<RunRecord>& runs) {

@@ -150,6 +150,10 @@ double JsonIn::number(double lo, double hi) const {
 }
 
 json JsonIn::extraExcept(std::initializer_list<const char*> known) const {
+  return extraExcept(std::vector<std::string>(known.begin(), known.end()));
+}
+
+json JsonIn::extraExcept(const std::vector<std::string>& known) const {
   object();
   const std::set<std::string> names(known.begin(), known.end());
   json extra = json::object();

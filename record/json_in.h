@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,7 @@ class JsonIn {
   // The members of this object whose names are not in `known`: what a newer or other writer
   // added, kept so that a load + save round trip does not drop it.
   nlohmann::json extraExcept(std::initializer_list<const char*> known) const;
+  nlohmann::json extraExcept(const std::vector<std::string>& known) const;
 
   // Throws "file: path: expected <what>, got <value>".
   [[noreturn]] void fail(const std::string& expected) const;

@@ -1,5 +1,6 @@
 #include "record/records.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -106,73 +107,134 @@ Meta Meta::fromJson(const JsonIn& in) {
 
 // ---- runs[].config -------------------------------------------------------------------------
 
+namespace {
+
+using Absent = SettingInfo::Absent;
+using Recorded = SettingInfo::Recorded;
+
+// Keys of runs[].config besides the settings.
+constexpr const char* kPlaceKeys[] = {"device", "transport", "repeat_index"};
+
+json settingJson(const std::string& v) { return json(v); }
+json settingJson(double v) { return num(v); }
+template <class Integer>
+json settingJson(Integer v) {
+  return json(v);
+}
+
+// One setting read from its member, in the range the table gives a file's value.
+void readSetting(const JsonIn& v, const SettingInfo&, std::string& out) { out = v.str(); }
+void readSetting(const JsonIn& v, const SettingInfo& info, double& out) {
+  out = v.number(info.inFile.lo, info.inFile.hi);
+}
+void readSetting(const JsonIn& v, const SettingInfo& info, std::uint64_t& out) {
+  const double hi = info.inFile.hi;
+  out = v.unsignedInteger(hi >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(hi));
+}
+template <class Integer>
+void readSetting(const JsonIn& v, const SettingInfo& info, Integer& out) {
+  const double hi = info.inFile.hi;
+  const long long top = hi >= 9.2e18 ? std::numeric_limits<long long>::max() : static_cast<long long>(hi);
+  out = static_cast<Integer>(v.integer(static_cast<long long>(info.inFile.lo), top));
+}
+
+bool isSet(const std::string& v) { return !v.empty(); }
+template <class Number>
+bool isSet(Number) {
+  return true;
+}
+
+bool sameSetting(double a, double b) { return sameNumber(a, b); }
+template <class T>
+bool sameSetting(const T& a, const T& b) {
+  return a == b;
+}
+
+bool isKept(const std::string& key) {
+  bool kept = false;
+  const TrainSettings defaults;
+  forEachSetting([&](const SettingInfo& info, const auto&) { kept |= key == info.key && info.absent == Absent::Kept; },
+                 defaults);
+  return kept;
+}
+
+}  // namespace
+
+bool RunConfig::has(const std::string& key) const {
+  return !isKept(key) || std::find(held_.begin(), held_.end(), key) != held_.end();
+}
+
+void RunConfig::setHas(const std::string& key, bool held) {
+  TPB_CHECK(isKept(key), "RunConfig: " << key << " is held by every record");
+  const auto it = std::find(held_.begin(), held_.end(), key);
+  if (held && it == held_.end()) held_.push_back(key);
+  if (!held && it != held_.end()) held_.erase(it);
+}
+
+RunConfig RunConfig::make(const TrainSettings& s, bool microbatched, const std::string& device,
+                          const std::string& transport, int repeat) {
+  RunConfig r;
+  static_cast<TrainSettings&>(r) = s;
+  r.device = device;
+  r.transport = transport;
+  r.repeatIndex = repeat;
+  forEachSetting(
+      [&](const SettingInfo& info, const auto& value) {
+        if (info.absent != Absent::Kept) return;
+        r.setHas(info.key, info.recorded == Recorded::Always ||
+                               (info.recorded == Recorded::WhenSet && isSet(value)) ||
+                               (info.recorded == Recorded::WhenMicrobatched && microbatched));
+      },
+      s);
+  return r;
+}
+
 json RunConfig::toJson() const {
   json j = startWith(extra);
-  j["strategy"] = strategy;
-  j["n_gpus"] = nGpus;
-  j["batch_size"] = batchSize;
-  j["epochs"] = epochs;
+  forEachSetting(
+      [&](const SettingInfo& info, const auto& value) {
+        if (has(info.key)) j[info.key] = settingJson(value);
+      },
+      *this);
   j["device"] = device;
   j["transport"] = transport;
-  j["dataset"] = dataset;
-  j["train_size"] = trainSize;
-  putIfSet(j, "test_size", testSize);
-  j["hidden"] = hidden;
-  j["lr"] = num(lr);
-  putIfSet(j, "momentum", momentum);
-  putIfSet(j, "bucket_mb", bucketMb);
-  j["seed"] = seed;
   j["repeat_index"] = repeatIndex;
-  j["max_steps"] = maxSteps;
-  putIfSet(j, "library", library);
-  putIfSet(j, "microbatches", microbatches);
-  putIfSet(j, "schedule", schedule);
-  putIfSet(j, "split", split);
-  putIfSet(j, "resume_from", resumeFrom);
   return j;
 }
 
 RunConfig RunConfig::fromJson(const JsonIn& in) {
   in.object();
   RunConfig c;
-  c.strategy = in.at("strategy").str();
-  c.nGpus = intIn(in, "n_gpus", 1, kMaxRanks);
-  c.batchSize = intIn(in, "batch_size", 1, kMaxInt);
-  c.epochs = intIn(in, "epochs", 1, kMaxInt);
+  std::vector<std::string> known(std::begin(kPlaceKeys), std::end(kPlaceKeys));
+  forEachSetting(
+      [&](const SettingInfo& info, auto& value) {
+        known.push_back(info.key);
+        const auto member = info.absent == Absent::Required ? std::optional<JsonIn>(in.at(info.key))
+                                                            : in.find(info.key);
+        if (info.absent == Absent::Kept) c.setHas(info.key, member.has_value());
+        if (!member) return;
+        if (info.key == std::string("hidden") && member->value().is_number())
+          c.hidden = std::to_string(member->integer(0, kMaxInt));  // older files: one width as a number
+        else
+          readSetting(*member, info, value);
+      },
+      c);
   c.device = in.at("device").str();
   c.transport = in.at("transport").str();
-  c.dataset = in.at("dataset").str();
-  c.trainSize = in.at("train_size").unsignedInteger(kMaxCount);
-  if (const auto t = in.find("test_size")) c.testSize = t->unsignedInteger(kMaxCount);
-  // Widths as text ("512,512"); a single width written as a number reads as its text.
-  const JsonIn hidden = in.at("hidden");
-  c.hidden = hidden.value().is_number() ? std::to_string(hidden.integer(0, kMaxInt)) : hidden.str();
-  c.lr = in.at("lr").number(-std::numeric_limits<double>::max(), std::numeric_limits<double>::max());
-  if (const auto m = in.find("momentum")) c.momentum = m->number(0, 1e6);
-  if (const auto b = in.find("bucket_mb")) c.bucketMb = b->number(0, 1e9);
-  c.seed = in.at("seed").unsignedInteger();
   c.repeatIndex = intIn(in, "repeat_index", 0, kMaxInt);
-  c.maxSteps = optInteger(in, "max_steps", -1, std::numeric_limits<long long>::max()).value_or(-1);
-  c.library = optStr(in, "library");
-  if (const auto m = optInteger(in, "microbatches", 1, kMaxInt)) c.microbatches = static_cast<int>(*m);
-  c.schedule = optStr(in, "schedule");
-  c.split = optStr(in, "split");
-  c.resumeFrom = optStr(in, "resume_from");
-  c.extra = in.extraExcept({"strategy", "n_gpus", "batch_size", "epochs", "device", "transport", "dataset",
-                            "train_size", "test_size", "hidden", "lr", "momentum", "bucket_mb", "seed",
-                            "repeat_index", "max_steps", "library", "microbatches", "schedule", "split",
-                            "resume_from"});
+  c.extra = in.extraExcept(known);
   return c;
 }
 
 bool RunConfig::operator==(const RunConfig& o) const {
-  // json == compares numbers by value (1 == 1.0), as the typed fields do.
-  return strategy == o.strategy && nGpus == o.nGpus && batchSize == o.batchSize && epochs == o.epochs &&
-         device == o.device && transport == o.transport && dataset == o.dataset && trainSize == o.trainSize &&
-         testSize == o.testSize && hidden == o.hidden && sameNumber(lr, o.lr) && momentum == o.momentum &&
-         bucketMb == o.bucketMb && seed == o.seed && repeatIndex == o.repeatIndex && maxSteps == o.maxSteps &&
-         library == o.library && microbatches == o.microbatches && schedule == o.schedule &&
-         split == o.split && resumeFrom == o.resumeFrom && extra == o.extra;
+  bool same = device == o.device && transport == o.transport && repeatIndex == o.repeatIndex && extra == o.extra;
+  forEachSetting(
+      [&](const SettingInfo& info, const auto& mine, const auto& theirs) {
+        const bool held = has(info.key);
+        same = same && held == o.has(info.key) && (!held || sameSetting(mine, theirs));
+      },
+      *this, o);
+  return same;
 }
 
 // ---- traffic -------------------------------------------------------------------------------

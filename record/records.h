@@ -14,16 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/train_settings.h"
 #include "record/json_in.h"
 
 namespace tpb {
 
 constexpr const char* kResultsSchema = "tpbench.results/1";
 
-// Ranges a reader accepts (a file is untrusted input).
-constexpr long long kMaxRanks = 65536;
-constexpr long long kMaxInt = 2147483647;       // batch sizes, epochs, iterations
-constexpr long long kMaxCount = 1LL << 53;      // sample counts, bytes (exact in a double)
 
 // "meta": where and how the file was produced. Every field is optional on read (files made by
 // tools or tests may carry fewer). Absent string fields stay absent when written back; the
@@ -46,38 +43,35 @@ struct Meta {
   static Meta fromJson(const JsonIn& in);
 };
 
-// runs[].config: everything that changes the work of a training point. Two records whose
-// configs are equal (== compares by value: 1 == 1.0) are repeats of one point when their
-// repeatIndex differs.
-struct RunConfig {
-  std::string strategy;
-  int nGpus = 1;
-  int batchSize = 1;
-  int epochs = 1;
-  std::string device, transport, dataset;
-  std::uint64_t trainSize = 0;
-  std::string hidden;                  // "512,512"
-  std::optional<std::uint64_t> testSize;  // absent in files older than the field
-  double lr = 0;
-  std::optional<double> momentum;      // absent in files older than the field
-  std::optional<double> bucketMb;      // absent in files older than the field
-  std::uint64_t seed = 0;
+// runs[].config: everything that changes the work of a training point: the settings (their
+// keys, ranges and when a record carries them: common/train_settings.h) and where it ran. Two
+// records whose configs are equal (== compares by value: 1 == 1.0) are repeats of one point when
+// their repeatIndex differs.
+struct RunConfig : TrainSettings {
+  std::string device, transport;
   int repeatIndex = 0;
-  long long maxSteps = -1;             // -1: no limit; files older than the field read as -1
-  // allreduce: the library allreduce (--library) when it is not the device's default (gloo on
-  // cpu, nccl on cuda); absent means that default, as in every file older than the field.
-  std::optional<std::string> library;
-  // Model parallel strategies only, absent elsewhere: micro-batches per step and their schedule
-  // (pipeline), the first layers of stages 1..N-1 (absent: balanced by parameter count).
-  std::optional<int> microbatches;
-  std::optional<std::string> schedule, split;
-  std::optional<std::string> resumeFrom;  // the checkpoint the run continued from, when it did
   nlohmann::json extra = nlohmann::json::object();
+
+  // Whether the record holds the setting `key`. Settings that a record may lack (SettingInfo::
+  // Absent::Kept: absent in older files, or carried only where they apply) start absent: make()
+  // or fromJson() says which are there. An absent one reads as TrainSettings' default.
+  bool has(const std::string& key) const;
+  void setHas(const std::string& key, bool held);
+
+  // The record of `s` as a point of `device` and `transport`: every setting the table says a
+  // record carries (`microbatched`: the strategy splits its batches, TrainStrategy::microbatched).
+  static RunConfig make(const TrainSettings& s, bool microbatched, const std::string& device,
+                        const std::string& transport, int repeat);
+  // Micro-batches per step: the recorded number, else 1 (a strategy that does not split batches).
+  int microbatchesPerStep() const { return has("microbatches") ? microbatches : 1; }
 
   nlohmann::json toJson() const;
   static RunConfig fromJson(const JsonIn& in);
   bool operator==(const RunConfig& o) const;
   bool operator!=(const RunConfig& o) const { return !(*this == o); }
+
+ private:
+  std::vector<std::string> held_;  // the Kept settings this record holds
 };
 
 // Exact traffic over tpbench's transport, one entry per rank (index = rank): bytes and messages

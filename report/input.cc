@@ -17,6 +17,7 @@ double finiteOr(double v, double fallback = kNaN) { return std::isfinite(v) ? v 
 Run runOf(const RunRecord& r) {
   Run run;
   run.config = r.config.toJson();
+  run.settings = r.config;
   run.strategy = r.config.strategy;
   run.n = r.config.nGpus;
   run.batch = r.config.batchSize;

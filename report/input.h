@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/records.h"
+
 #include "report/style.h"
 #include "report/trace_input.h"
 
@@ -25,6 +27,7 @@ double meanOf(const std::vector<double>& xs);
 
 struct Run {
   nlohmann::json config;  // the run's config object, for slicing by its fields
+  RunConfig settings;     // the same, typed (a setting the record lacks reads as its default)
   std::string strategy;
   int n = 0;
   long long batch = 0;

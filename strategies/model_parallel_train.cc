@@ -22,7 +22,7 @@ TrainStrategy modelParallelStrategy() {
   s.color = "#8c564b";
   s.dataRanks = [](int) { return 1; };
   s.splitsModel = true;
-  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model, c.nGpus, c.split); };
+  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model(), c.nGpus, c.split); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainStages(ctx.transport, cfg, /*micro=*/1, findSchedule("--schedule", "gpipe"), onEpoch);
   };

@@ -24,7 +24,7 @@ TrainStrategy pipelineStrategy() {
   s.dataRanks = [](int) { return 1; };
   s.splitsModel = true;
   s.microbatched = true;
-  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model, c.nGpus, c.split); };
+  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model(), c.nGpus, c.split); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainStages(ctx.transport, cfg, cfg.microbatches, findSchedule("--schedule", cfg.schedule), onEpoch);
   };

@@ -133,7 +133,7 @@ TEST_F(CheckpointFile, TruncatedForeignOrOtherSettingsAreRefused) {
     EXPECT_NE(why.find("--resume_from " + p + ": not a zip archive"), std::string::npos) << why;
   }
   TrainConfig other = cfg_;
-  other.model.hidden = {256};
+  other.hidden = "256";
   const std::string why = usageErrorOf([&] { loadCheckpoint(path_, other); });
   EXPECT_NE(why.find(path_ + ": written with --hidden 512,512, this run has --hidden 256"), std::string::npos) << why;
   other = cfg_;

@@ -256,7 +256,7 @@ TEST(InputChecks, TrainRunChecksEveryPoint) {
   bucket.bucketMb = std::nan("");
   expectRefused([&] { checkTrainRun(oneRun(bucket)); }, {"--bucket_mb: "});
   TrainConfig huge = c;
-  huge.model.hidden = {1 << 20, 1 << 20};  // 1.1e12 parameters: 8 TiB per replica
+  huge.hidden = "1048576,1048576";  // 1.1e12 parameters: 8 TiB per replica
   expectRefused([&] { checkTrainRun(oneRun(huge)); }, {"--hidden: 2 replicas on this node", "available"});
   // A sweep's later point is checked as well as its first.
   TrainRunOptions sweep = oneRun(c);

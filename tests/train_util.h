@@ -35,7 +35,7 @@ inline TrainConfig smallTrainConfig(const std::string& strategy, int n, int batc
   // A strategy that splits the model over the devices needs a layer per device: the MLP gets
   // more 512-wide hidden layers where it has fewer (the reference trains the same model).
   const TrainStrategy& s = findStrategy("--strategy", strategy);
-  while (s.splitsModel && static_cast<int>(c.model.hidden.size()) + 1 < n) c.model.hidden.push_back(512);
+  while (s.splitsModel && static_cast<int>(c.model().hidden.size()) + 1 < n) c.hidden += ",512";
   return c;
 }
 
@@ -60,7 +60,7 @@ inline TrainConfig referenceConfigFor(const std::string& strategy, int n, int ba
                                       Device device = Device::Cpu) {
   const int dataRanks = findStrategy("--strategy", strategy).dataRanks(n);
   TrainConfig c = smallTrainConfig(referenceStrategy().name, 1, batch * dataRanks, device);
-  c.model = smallTrainConfig(strategy, n, batch, device).model;
+  c.hidden = smallTrainConfig(strategy, n, batch, device).hidden;
   return c;
 }
 

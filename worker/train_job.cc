@@ -24,32 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-// The job's config (written by the launcher as a RunConfig) back as the worker's TrainConfig;
-// fields absent from older files keep TrainConfig's own defaults.
-TrainConfig configFromJob(const json& j, const std::string& jobPath) {
-  const RunConfig r = RunConfig::fromJson(JsonIn(j, jobPath, "config"));
-  TrainConfig c;
-  c.strategy = r.strategy;
-  c.nGpus = r.nGpus;
-  c.batchSize = r.batchSize;
-  c.epochs = r.epochs;
-  c.dataset = r.dataset;
-  c.trainSize = r.trainSize;
-  c.testSize = r.testSize.value_or(c.testSize);
-  c.model.hidden = parseHidden("--hidden", r.hidden);
-  c.lr = r.lr;
-  c.momentum = r.momentum.value_or(c.momentum);
-  c.seed = r.seed;
-  c.bucketMb = r.bucketMb.value_or(c.bucketMb);
-  c.maxSteps = r.maxSteps;
-  c.library = r.library.value_or("");
-  c.microbatches = r.microbatches.value_or(c.microbatches);
-  c.schedule = r.schedule.value_or(c.schedule);
-  c.split = r.split.value_or(c.split);
-  c.resumeFrom = r.resumeFrom.value_or(c.resumeFrom);
-  return c;
-}
-
 // countsTraffic: the strategy communicates over the transport only (from scratch), so what the
 // transport counted is all it moved.
 EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
@@ -82,6 +56,12 @@ json epochsJson(const std::vector<EpochRecord>& epochs) {
 }
 
 }  // namespace
+
+TrainConfig configFromJob(const json& config, const std::string& jobPath) {
+  TrainConfig c;
+  static_cast<TrainSettings&>(c) = RunConfig::fromJson(JsonIn(config, jobPath, "config"));
+  return c;
+}
 
 void trainJob(Worker& w, const json& job) {
   const std::string jobPath = job.value("job_path", std::string("job"));

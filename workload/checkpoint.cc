@@ -54,11 +54,6 @@ torch::Tensor tensorOf(const std::vector<float>& flat, std::size_t offset, const
   return torch::from_blob(const_cast<float*>(flat.data() + offset), shape, torch::kFloat32).clone();
 }
 
-std::string text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) {
   TPB_THROW(UsageError, "--resume_from " << path << ": " << why);
@@ -102,20 +97,13 @@ void readTensor(const IValue& v, const std::vector<std::int64_t>& shape, std::ve
 }  // namespace
 
 std::map<std::string, std::string> checkpointConfig(const TrainConfig& cfg) {
-  std::string hidden;
-  for (int w : cfg.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(w);
-  return {{"strategy", cfg.strategy},
-          {"n_gpus", std::to_string(cfg.nGpus)},
-          {"batch_size", std::to_string(cfg.batchSize)},
-          {"dataset", cfg.dataset},
-          {"train_size", std::to_string(cfg.trainSize)},
-          {"hidden", hidden},
-          {"lr", text(cfg.lr)},
-          {"momentum", text(cfg.momentum)},
-          {"seed", std::to_string(cfg.seed)},
-          {"microbatches", std::to_string(cfg.microbatches)},
-          {"schedule", cfg.schedule},
-          {"split", cfg.split}};
+  std::map<std::string, std::string> config;
+  forEachSetting(
+      [&config](const SettingInfo& info, const auto& value) {
+        if (info.checkpointed) config[info.key] = settingText(value);
+      },
+      cfg);
+  return config;
 }
 
 std::string checkpointPath(const std::string& dir, const TrainConfig& cfg, int epoch) {
@@ -124,7 +112,7 @@ std::string checkpointPath(const std::string& dir, const TrainConfig& cfg, int e
 }
 
 void saveCheckpoint(const std::string& path, const TrainConfig& cfg, const Checkpoint& ck) {
-  const auto shapes = shapesOf(cfg.model);
+  const auto shapes = shapesOf(cfg.model());
   GenericDict model = stringDict(), state(c10::IntType::get(), c10::AnyType::get());
   GenericList params(c10::IntType::get());
   std::size_t offset = 0;
@@ -183,7 +171,7 @@ Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg) {
   // (workload/checkpoint_check.h): of a checkpoint for this run's model, weights and momentum
   // buffers make up all but a few kilobytes.
   std::uint64_t params = 0;
-  for (const auto& s : shapesOf(cfg.model)) params += elements(s);
+  for (const auto& s : shapesOf(cfg.model())) params += elements(s);
   const std::vector<char> bytes = readCheckedCheckpoint(
       "--resume_from", path, 2 * params * sizeof(float) + (16u << 20),
       "bytes a checkpoint of this run's model (--hidden) can take");
@@ -219,7 +207,7 @@ Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg) {
   ck.steps = static_cast<long>(intEntry(doc, "steps", path));
   ck.samplerSeed = static_cast<std::uint64_t>(intEntry(dictEntry(doc, "sampler", path), "seed", path, "sampler."));
   if (ck.epoch < 0 || ck.steps < 0) bad(path, "negative epoch or step count");
-  const auto shapes = shapesOf(cfg.model);
+  const auto shapes = shapesOf(cfg.model());
   std::size_t total = 0;
   for (const auto& s : shapes) total += elements(s);
   const GenericDict model = dictEntry(doc, "model", path);

@@ -13,9 +13,10 @@
 //   "epoch"     epochs completed;  "steps": optimizer steps taken in all
 //   "sampler"   {"seed", "epoch": the next epoch's index, "position": 0}: where the sample order
 //               resumes (checkpoints are taken between epochs)
-//   "config"    {field: text} of every setting that shapes the training (strategy, n_gpus,
-//               batch_size, dataset, train_size, hidden, lr, momentum, seed, microbatches,
-//               schedule, split); a run may resume only a checkpoint whose settings equal its own
+//   "config"    {field: text} of every setting that shapes the training (those marked
+//               checkpointed in common/train_settings.h: strategy, n_gpus, batch_size, dataset,
+//               train_size, hidden, lr, momentum, seed, microbatches, schedule, split); a run may
+//               resume only a checkpoint whose settings equal its own
 //
 // Tensors are float32 on the CPU. Files are written to a temporary name in the same directory
 // and renamed, so a crash never leaves a half-written checkpoint under the final name.

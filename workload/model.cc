@@ -42,6 +42,12 @@ std::vector<int> parseHidden(const std::string& flag, const std::string& text) {
   return widths;
 }
 
+std::string hiddenText(const std::vector<int>& widths) {
+  std::string text;
+  for (int w : widths) text += (text.empty() ? "" : ",") + std::to_string(w);
+  return text;
+}
+
 MlpImpl::MlpImpl(const ModelConfig& config) : config_(config) {
   if (config.inputs <= 0 || config.classes <= 0) {
     TPB_THROW(UsageError, "model: inputs (" << config.inputs << ") and classes (" << config.classes

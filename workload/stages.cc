@@ -67,7 +67,7 @@ std::vector<int> balancedBounds(const std::vector<double>& cost, int parts) {
 // the ones `single` starts from), its flat parameters, gradients and optimizer.
 struct StageModel {
   StageModel(const TrainConfig& cfg, int first, int end, torch::Device device) {
-    Mlp whole = makeModel(cfg.model, cfg.seed);
+    Mlp whole = makeModel(cfg.model(), cfg.seed);
     const auto children = whole->children();
     lastOfModel = end == static_cast<int>(children.size());
     for (int l = first; l < end; ++l) {
@@ -219,8 +219,8 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   const int stages = t.size(), s = t.rank();
   const bool first = s == 0, last = s == stages - 1;
   TPB_CHECK(micro >= 1, "micro-batches must be at least 1, got " << micro);
-  const std::vector<int> bounds = stageBounds(cfg.model, stages, cfg.split);
-  const std::vector<int> widths = widthsOf(cfg.model);
+  const std::vector<int> bounds = stageBounds(cfg.model(), stages, cfg.split);
+  const std::vector<int> widths = widthsOf(cfg.model());
   const torch::Device device = torchDevice(cfg);
   const bool gpu = cfg.device == Device::Cuda;
   const DataSplit data = loadTrainData(cfg, device);
@@ -246,7 +246,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   Mlp whole{nullptr};
   std::unique_ptr<FlatParams> wholeFlat;
   if (first) {
-    whole = makeModel(cfg.model, cfg.seed);
+    whole = makeModel(cfg.model(), cfg.seed);
     if (!device.is_cpu()) whole->to(device);
     auto p = orderedParameters(whole);
     wholeFlat = std::make_unique<FlatParams>(p);

@@ -76,7 +76,7 @@ void FlatSgd::step(torch::Tensor& params, const torch::Tensor& grads) {
 
 namespace {
 Mlp modelOn(const TrainConfig& cfg, torch::Device device) {
-  Mlp m = makeModel(cfg.model, cfg.seed);
+  Mlp m = makeModel(cfg.model(), cfg.seed);
   if (!device.is_cpu()) m->to(device);
   return m;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/transport.h"
+#include "common/train_settings.h"
 
 namespace tpb {
 
@@ -25,27 +26,13 @@ struct ModelConfig {
 // Parses a --hidden value such as "512,512" or "1024,1024,1024" (positive widths, comma
 // separated, at least one). Throws tpb::UsageError naming `flag` and `text` on bad input.
 std::vector<int> parseHidden(const std::string& flag, const std::string& text);
+// The canonical text of widths: "512,512".
+std::string hiddenText(const std::vector<int>& widths);
 
-struct TrainConfig {
-  std::string strategy = "single";
-  int nGpus = 1;                 // ranks (CPU: processes; data_parallel: replicas)
-  int batchSize = 64;            // per device (DDP's meaning)
-  int epochs = 3;
-  std::string dataset = "synthetic";
-  std::size_t trainSize = 0;     // 0: the whole training set
-  std::size_t testSize = 0;      // 0: the whole test set
-  ModelConfig model;
-  double lr = 0.01;
-  double momentum = 0.0;
-  std::uint64_t seed = 1;
-  double bucketMb = 25.0;        // ddp
-  std::string library;           // allreduce: the library allreduce (gloo, mpi, nccl); "": the device's
-  long maxSteps = -1;            // stop after this many optimizer steps (tests); -1: all
-  int microbatches = 4;          // pipeline: micro-batches per step
-  std::string schedule = "gpipe";  // pipeline: gpipe or 1f1b (workload/stages.h)
-  std::string split;             // model_parallel, pipeline: first layers of stages 1..N-1 ("" balanced)
+// The settings (common/train_settings.h: declared once, recorded, sent to every rank) and what
+// only this process needs to run them.
+struct TrainConfig : TrainSettings {
   std::string saveDir;           // write a checkpoint after every epoch here ("": none)
-  std::string resumeFrom;        // continue from this checkpoint ("": from the seed's weights)
   bool evaluate = true;          // test accuracy after every epoch
   // Where this rank's replica lives: the CPU, or cuda:deviceIndex (the worker sets LOCAL_RANK;
   // data_parallel puts replica i on cuda:deviceIndex+i).
@@ -54,9 +41,11 @@ struct TrainConfig {
   // A directory this rank may write files into for the point (the launcher removes it after the
   // sweep; the worker sets the job file's directory); empty: $TMPDIR, else /tmp.
   std::string scratchDir;
+
+  // The network --hidden describes (checked before launch, so a config that reaches a rank parses).
+  ModelConfig model() const { return ModelConfig{784, parseHidden("--hidden", hidden), 10}; }
 };
 
-// The LibTorch device of `cfg`'s replica (replica `offset` for multi-device data_parallel).
 struct EpochStats {
   int epoch = 0;
   double wallS = 0;        // slowest rank's time for the epoch's steps (evaluation excluded)

@@ -9,16 +9,12 @@
 namespace tpb::cli {
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
-  cmd->add_option("--epochs", f.epochs, "Epochs per run")->capture_default_str();
-  cmd->add_option("--dataset", f.dataset, "synthetic (MNIST-shaped, generated) or mnist:DIR (IDX files, plain or .gz)")
-      ->capture_default_str();
-  cmd->add_option("--hidden", f.hidden, "Hidden layer widths of the MLP 784-...-10")->capture_default_str();
-  cmd->add_option("--lr", f.lr, "SGD learning rate")->capture_default_str();
-  cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--seed", f.seed, "Seed of weights, data and sample order")->capture_default_str();
-  cmd->add_option("--bucket_mb", f.bucketMb, "ddp: gradient bucket size in MiB")->capture_default_str();
-  cmd->add_option("--test_size", f.testSize, "Evaluate on the first K test samples (0: all; at most the test set's size)")
-      ->capture_default_str();
+  forEachSetting(
+      [cmd](const SettingInfo& info, auto& value) {
+        if (info.flag == SettingInfo::Flag::Shared)
+          cmd->add_option(std::string("--") + info.key, value, info.help)->capture_default_str();
+      },
+      static_cast<TrainSettings&>(f));
   cmd->add_option("--device", f.device,
                   "cpu, cuda (rank r on cuda:LOCAL_RANK, or cuda:0 when it sees one GPU; data_parallel on "
                   "cuda:0..N-1) or auto (cuda when "
@@ -28,15 +24,10 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "P2P transport of the from-scratch strategies: shm (default on one node), gloo, mpi (ranks "
                   "started by mpirun) or grouped (shm under NCCL's group semantics) on cpu, nccl (the default) "
                   "on cuda");
-  cmd->add_option("--library", f.library,
-                  "allreduce strategy: the library allreduce that averages the gradients: gloo, mpi (ranks started "
-                  "by mpirun) or nccl (default: the device's, gloo on cpu and nccl on cuda)");
   cmd->add_option("--launcher", f.launcher,
                   "Who starts each point's ranks: tpbench (forks them) or mpirun (Open MPI's, one node). Default: "
                   "tpbench, and mpirun for points that need MPI (--transport mpi, --library mpi)");
   cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
-      ->capture_default_str();
-  cmd->add_option("--max_steps", f.maxSteps, "Stop each run after this many optimizer steps (-1: no limit; 0 is refused)")
       ->capture_default_str();
   cmd->add_option("--nnodes", f.nnodes, "Nodes in the launch (torchrun's meaning); start the same command on each")
       ->capture_default_str();
@@ -66,15 +57,6 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "File holding the job's secret (mode 600; default: TPB_JOB_SECRET): node 0's store admits only "
                   "processes that prove they hold it. Required with several nodes, the same on every node; one "
                   "node makes a random one");
-  cmd->add_option("--microbatches", f.microbatches, "pipeline: micro-batches per step (each batch split into M)")
-      ->capture_default_str();
-  cmd->add_option("--schedule", f.schedule,
-                  "pipeline: gpipe (all forwards, then all backwards, one step) or 1f1b (one forward, one "
-                  "backward in turn after warm-up)")
-      ->capture_default_str();
-  cmd->add_option("--split", f.split,
-                  "model_parallel, pipeline: the first layer of stages 1..N-1, e.g. 2,3 (layers numbered from 0; "
-                  "default: stages balanced by parameter count)");
   cmd->add_option("--save_dir", f.saveDir,
                   "Write a checkpoint after every epoch to DIR/<strategy>-n<N>-epoch-<k>.pt (atomically; "
                   "torch.load reads it)");
@@ -84,28 +66,13 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--trace", f.trace,
                   "Write every run's per-rank timeline to FILE (Chrome trace-event JSON: open it in Perfetto or "
                   "chrome://tracing; `tpbench report --trace FILE` draws one step per strategy)");
-  cmd->add_option("--resume_from", f.resumeFrom,
-                  "Continue from this checkpoint: its weights, momentum, epoch and sample order (its settings "
-                  "must equal this run's)");
 }
 
 TrainConfig baseConfig(const TrainFlags& f) {
   TrainConfig c;
-  c.epochs = f.epochs;
-  c.dataset = f.dataset;
-  c.model.hidden = parseHidden("--hidden", f.hidden);
-  c.lr = f.lr;
-  c.momentum = f.momentum;
-  c.seed = f.seed;
-  c.bucketMb = f.bucketMb;
-  c.testSize = f.testSize;
-  c.maxSteps = f.maxSteps;
-  c.library = f.library;
-  c.microbatches = f.microbatches;
-  c.schedule = f.schedule;
-  c.split = f.split;
+  static_cast<TrainSettings&>(c) = f;
+  c.hidden = hiddenText(parseHidden("--hidden", f.hidden));  // checked, and recorded as 512,512
   c.saveDir = f.saveDir;
-  c.resumeFrom = f.resumeFrom;
   return c;
 }
 

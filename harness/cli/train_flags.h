@@ -10,17 +10,12 @@
 
 namespace tpb::cli {
 
-struct TrainFlags {
-  int epochs = 3;
-  std::string dataset = "synthetic";
-  std::string hidden = "512,512";
-  double lr = 0.01, momentum = 0.0;
-  std::uint64_t seed = 1;
-  double bucketMb = 25.0;
-  std::size_t testSize = 0;
-  std::string device = "cpu", transport, out, library, launcher, trace;
+// The settings of common/train_settings.h (their flags come from its table; the point's
+// dimensions strategy, n_gpus, batch_size and train_size are declared by run and sweep, which
+// take one value or a list) and the launcher's options.
+struct TrainFlags : TrainSettings {
+  std::string device = "cpu", transport, out, launcher, trace;
   int timeout = 1800;
-  long maxSteps = -1;
   // Layout over several nodes (torchrun's names) and how the nodes meet.
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;
   std::string masterAddr = "127.0.0.1";
@@ -28,9 +23,7 @@ struct TrainFlags {
   int rendezvousTimeout = static_cast<int>(kDefaultRendezvousTimeout.count());
   int heartbeatTimeout = static_cast<int>(kDefaultHeartbeatTimeout.count());
   std::string iface, secretFile;
-  int microbatches = 4;
-  std::string schedule = "gpipe", split;
-  std::string saveDir, resumeFrom;
+  std::string saveDir;
   bool overwrite = false;
 };
 

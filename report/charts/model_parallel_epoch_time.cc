@@ -18,18 +18,12 @@ namespace {
 
 const std::string kSingle = "single", kModelParallel = "model_parallel", kPipeline = "pipeline";
 
-long long microbatchesOf(const Run& r) {
-  const auto it = r.config.find("microbatches");
-  return it != r.config.end() && it->is_number_integer() ? it->get<long long>() : 0;
-}
-
 // "pipeline M=4" for pipeline runs ("pipeline M=4 1f1b" for another schedule than GPipe's), else
 // the strategy.
 std::string seriesOf(const Run& r) {
   if (r.strategy != kPipeline) return r.strategy;
-  const auto it = r.config.find("schedule");
-  const std::string schedule = it != r.config.end() && it->is_string() ? it->get<std::string>() : "gpipe";
-  return kPipeline + " M=" + std::to_string(microbatchesOf(r)) + (schedule == "gpipe" ? "" : " " + schedule);
+  const std::string& schedule = r.settings.schedule;
+  return kPipeline + " M=" + std::to_string(r.settings.microbatchesPerStep()) + (schedule == "gpipe" ? "" : " " + schedule);
 }
 
 void build(Chart& c, const Inputs& in) {

@@ -15,28 +15,20 @@
 namespace tpb::report {
 namespace {
 
-double microbatchesOf(const Run& r) {
-  const auto it = r.config.find("microbatches");
-  return it != r.config.end() && it->is_number_integer() ? it->get<double>() : 1.0;
-}
-
-std::string scheduleOf(const Run& r) {
-  const auto it = r.config.find("schedule");
-  return it != r.config.end() && it->is_string() ? it->get<std::string>() : "gpipe";
-}
+double microbatchesOf(const Run& r) { return r.settings.microbatchesPerStep(); }
 
 void build(Chart& c, const Inputs& in) {
   const std::vector<Run>& runs = in.runs;
   if (noOkRuns(c, runs)) return;
   auto relevant = [](const Run& r) { return std::isfinite(meanOf(r.bubble)); };
   const Slice s = pickSlice(runs, {"strategy", "n_gpus", "microbatches", "schedule"}, relevant, [](const Run& r) {
-    return std::to_string(r.n) + "/" + scheduleOf(r) + "/" + std::to_string(microbatchesOf(r));
+    return std::to_string(r.n) + "/" + r.settings.schedule + "/" + std::to_string(microbatchesOf(r));
   });
   if (s.empty()) {
     c.reason = "no run recorded a bubble fraction (model_parallel, pipeline)";
     return;
   }
-  auto lineOf = [](const Run& r) { return "N=" + std::to_string(r.n) + " " + scheduleOf(r); };
+  auto lineOf = [](const Run& r) { return "N=" + std::to_string(r.n) + " " + r.settings.schedule; };
   const auto measured = collect(s.runs, lineOf, microbatchesOf, [](const Run& r) { return meanOf(r.bubble); });
   const auto formula = collect(
       s.runs, [](const Run& r) { return "N=" + std::to_string(r.n); }, microbatchesOf,
