@@ -26,6 +26,7 @@ AllreduceAlgo libraryAllreduceAlgo() {
   a.order = 2;
   a.color = "#9467bd";
   a.standsFor = defaultLibrary;
+  a.cost = ringAllreduceCost("modelled as a ring");  // Gloo's and NCCL's choice for large messages
   a.unsupported = [](Device d) {
     const AllreduceAlgo* s = standIn(d);
     return s ? s->unsupported(d) : "this build has no " + defaultLibrary(d) + " allreduce";

@@ -79,10 +79,13 @@ class NcclCollective final : public Collective {
 
 using Factory = std::function<std::unique_ptr<Collective>(CommContext&, const CollectiveArgs&)>;
 
-// The entry of op's library baseline: `gloo` on the CPU (null: none), `nccl` on GPUs.
-CollectiveAlgo libraryAlgo(const char* op, const char* description, Factory gloo, Factory nccl) {
+// The entry of op's library baseline: `gloo` on the CPU (null: none), `nccl` on GPUs; `cost` is
+// the textbook algorithm it is modelled as.
+CollectiveAlgo libraryAlgo(const char* op, const char* description, std::optional<CostFormula> cost, Factory gloo,
+                           Factory nccl) {
   CollectiveAlgo a;
   a.op = op;
+  a.cost = std::move(cost);
   a.name = "library";
   a.origin = Origin::Library;
   a.description = description;
@@ -122,6 +125,7 @@ Factory ncclOf(std::function<std::vector<NcclCollective::Call>(CommContext&, con
 CollectiveAlgo libraryBroadcast() {
   return libraryAlgo(
       "broadcast", "Gloo broadcast on CPU, ncclBroadcast on GPU",
+      binomialTreeCost("modelled as a binomial tree"),
       [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {
         auto t = std::make_shared<std::vector<at::Tensor>>(1, view(a.recv, a.count));
         return std::make_unique<GlooCollective>(
@@ -144,6 +148,7 @@ CollectiveAlgo libraryBroadcast() {
 CollectiveAlgo libraryReduce() {
   return libraryAlgo(
       "reduce", "Gloo reduce (sum) on CPU, ncclReduce on GPU",
+      binomialTreeCost("modelled as a binomial tree"),
       [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {
         auto t = std::make_shared<std::vector<at::Tensor>>(1, view(a.recv, a.count));
         return std::make_unique<GlooCollective>(
@@ -166,6 +171,7 @@ CollectiveAlgo libraryReduce() {
 CollectiveAlgo libraryAllgather() {
   return libraryAlgo(
       "allgather", "Gloo allgather on CPU, ncclAllGather on GPU",
+      blockStepsCost("modelled as a ring"),
       [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {
         const int n = ctx.size();
         const std::size_t m = a.count / static_cast<std::size_t>(n);
@@ -185,7 +191,7 @@ CollectiveAlgo libraryAllgather() {
 
 CollectiveAlgo libraryReduceScatter() {
   return libraryAlgo("reduce_scatter", "ncclReduceScatter on GPU (none on CPU: Gloo in LibTorch 1.13 lacks it)",
-                     Factory(), TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
+                     std::nullopt, Factory(), TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
                        const std::size_t m = a.count / static_cast<std::size_t>(ctx.size());
                        return std::vector<NcclCollective::Call>{[a, m](ncclComm_t c, cudaStream_t s) {
                          return ncclReduceScatter(a.send, a.recv, m, ncclFloat, ncclSum, c, s);
@@ -196,6 +202,7 @@ CollectiveAlgo libraryReduceScatter() {
 CollectiveAlgo libraryAlltoall() {
   return libraryAlgo(
       "alltoall", "Gloo alltoall_base on CPU, grouped ncclSend/ncclRecv on GPU",
+      blockStepsCost("modelled as pairwise exchange"),
       [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {
         auto in = std::make_shared<at::Tensor>(view(a.send, a.count));
         auto out = std::make_shared<at::Tensor>(view(a.recv, a.count));
@@ -224,6 +231,7 @@ CollectiveAlgo libraryAlltoall() {
 CollectiveAlgo librarySendrecv() {
   return libraryAlgo(
       "sendrecv", "Gloo send/recv ping-pong on CPU, ncclSend/ncclRecv on GPU",
+      roundTripCost(),
       [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {
         auto s = std::make_shared<std::vector<at::Tensor>>(1, view(a.send, a.count));
         auto r = std::make_shared<std::vector<at::Tensor>>(1, view(a.recv, a.count));

@@ -1,8 +1,8 @@
 // common/bus_factor.h — nccl-tests' bus-bandwidth factors, in one place for the collectives'
-// table (core/collective.cc) and the cost model (cost_model/), which reads records only and
-// includes nothing of core/. busbw = algbw x factor(N), so that a collective's busbw compares with
-// the link's speed at any N: allreduce 2(N-1)/N; allgather, reduce_scatter and alltoall (N-1)/N;
-// every other op (broadcast, reduce, sendrecv) 1. At N = 1 nothing crosses a link: 0.
+// table (core/collective.cc) and the cost model's projections (cost_model/). busbw = algbw x
+// factor(N), so that a collective's busbw compares with the link's speed at any N: allreduce
+// 2(N-1)/N; allgather, reduce_scatter and alltoall (N-1)/N; every other op (broadcast, reduce,
+// sendrecv) 1. At N = 1 nothing crosses a link: 0.
 #pragma once
 
 #include <string>

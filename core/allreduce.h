@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "core/algo_cost.h"
 #include "core/comm_context.h"
 #include "core/entry.h"
 
@@ -50,6 +52,10 @@ struct AllreduceAlgo : EntryInfo {
   // cuda): that entry's name. Empty for the others. `--algos all` leaves such entries out, so
   // nothing runs twice.
   std::function<std::string(Device)> standsFor;
+  // Its α-β formula (core/algo_cost.h); none: `tpbench model` fits it but predicts nothing.
+  std::optional<CostFormula> cost;
+  // A from-scratch algorithm's exact traffic (root unused); tests/traffic_test.cc requires it.
+  ExactTraffic traffic = nullptr;
 };
 
 }  // namespace tpb

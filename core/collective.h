@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/algo_cost.h"
 #include "core/comm_context.h"
 #include "core/entry.h"
 
@@ -88,6 +89,9 @@ struct CollectiveAlgo : EntryInfo {
   // that stands for another on each device (allreduce's library), that entry's name.
   bool needsMpiLauncher = false;
   std::function<std::string(Device)> standsFor;
+  // As in AllreduceAlgo: its α-β formula, and a from-scratch algorithm's exact traffic.
+  std::optional<CostFormula> cost;
+  ExactTraffic traffic = nullptr;
 };
 
 // `count` floats of scratch memory on `device` (host memory on the CPU), for algorithms that

@@ -101,6 +101,8 @@ CollectiveAlgo asCollective(const AllreduceAlgo& a) {
   c.unsupported = a.unsupported;
   c.needsMpiLauncher = a.needsMpiLauncher;
   c.standsFor = a.standsFor;
+  c.cost = a.cost;
+  c.traffic = a.traffic;
   c.make = [a](CommContext& ctx, const CollectiveArgs& args) -> std::unique_ptr<Collective> {
     return std::make_unique<AllreduceAsCollective>(ctx, a, args);
   };

@@ -6,7 +6,8 @@
 //   TPB_REGISTER_COLLECTIVE(ringAllgatherAlgo);  // a function returning the CollectiveAlgo
 //
 // Nothing dispatches on names: the launcher, `tpbench list`, the results (origin, order,
-// colour) and the parametrised tests all read these tables. The libraries holding the entries
+// colour), the cost model (each algorithm's formula) and the parametrised tests (exact sums,
+// exact traffic) all read these tables. The libraries holding the entries
 // are linked whole (CMakeLists.txt), so no registration is dropped by the linker.
 #pragma once
 

@@ -7,58 +7,11 @@
 
 #include "common/bus_factor.h"
 #include "common/error.h"
+#include "core/registry.h"
 
 namespace tpb::model {
 
 namespace {
-
-double log2ceil(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-
-Cost ringAllreduce(int n) { return {2.0 * (n - 1), 2.0 * (n - 1) / n}; }
-// Power-of-two part p: 2 log2 p steps of the ring's bytes; the ranks beyond p add a fold and an
-// unfold of the whole buffer.
-Cost halvingDoubling(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const double extra = p == n ? 0 : 2;
-  return {2 * log2ceil(p) + extra, 2.0 * (p - 1) / p + extra};
-}
-// The server receives N-1 buffers and sends N-1, one after another.
-Cost paramServer(int n) { return {2.0 * (n - 1), 2.0 * (n - 1)}; }
-Cost ringBlocks(int n) { return {1.0 * (n - 1), (n - 1) / static_cast<double>(n)}; }
-Cost binomialTree(int n) { return {log2ceil(n), log2ceil(n)}; }
-Cost pingPong(int) { return {2, 2}; }
-
-struct Entry {
-  const char* op;
-  const char* algo;
-  Formula f;
-};
-
-const std::vector<Entry>& formulas() {
-  static const std::vector<Entry> table = {
-      {"allreduce", "ring", {"2(N-1)α + 2(N-1)/N·S·β", "", ringAllreduce}},
-      {"allreduce", "halving_doubling", {"2·log2 N·α + 2(N-1)/N·S·β (N a power of two)", "", halvingDoubling}},
-      {"allreduce", "param_server", {"2(N-1)α + 2(N-1)·S·β (the server's link)", "", paramServer}},
-      {"allreduce", "library", {"2(N-1)α + 2(N-1)/N·S·β", "modelled as a ring", ringAllreduce}},
-      {"allgather", "ring", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
-      {"allgather", "library", {"(N-1)α + (N-1)/N·S·β", "modelled as a ring", ringBlocks}},
-      {"reduce_scatter", "ring", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
-      {"alltoall", "pairwise", {"(N-1)α + (N-1)/N·S·β", "", ringBlocks}},
-      {"alltoall", "library", {"(N-1)α + (N-1)/N·S·β", "modelled as pairwise exchange", ringBlocks}},
-      {"broadcast", "tree", {"ceil(log2 N)·(α + S·β)", "", binomialTree}},
-      {"broadcast", "library", {"ceil(log2 N)·(α + S·β)", "modelled as a binomial tree", binomialTree}},
-      {"reduce", "tree", {"ceil(log2 N)·(α + S·β)", "", binomialTree}},
-      {"reduce", "library", {"ceil(log2 N)·(α + S·β)", "modelled as a binomial tree", binomialTree}},
-      {"sendrecv", "ping_pong", {"2(α + S·β) (a round trip)", "", pingPong}},
-      {"sendrecv", "library", {"2(α + S·β) (a round trip)", "", pingPong}},
-  };
-  return table;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
@@ -129,8 +82,8 @@ TwoFit robustTwo(const std::vector<double>& u, const std::vector<double>& v, con
 }  // namespace
 
 std::optional<Formula> formulaOf(const std::string& op, const std::string& algo) {
-  for (const auto& e : formulas())
-    if (op == e.op && algo == e.algo) return e.f;
+  for (const auto& c : collectiveAlgos())
+    if (c.op == op && c.name == algo) return c.cost;
   return std::nullopt;
 }
 

@@ -4,8 +4,8 @@
 //
 // A collective of S bytes on N ranks takes T = a(N)·α + b(N)·S·β, where α is the cost of one
 // step (latency per message hop) and β the cost of one byte over one link, and a(N), b(N) are
-// the algorithm's step and byte counts along its critical path (costOf below; the same counts the
-// algorithm's header comment states and the traffic tests check).
+// the algorithm's step and byte counts along its critical path: the formula its registry entry
+// states (core/algo_cost.h), beside the exact traffic the traffic tests check.
 //
 // Measured: per (op, algorithm, transport, device, N, placement) the fit T(S) = A + B·S over the
 // sizes, by iteratively reweighted least squares on relative residuals (a 1 KiB and a 64 MiB
@@ -19,23 +19,16 @@
 #include <string>
 #include <vector>
 
+#include "core/algo_cost.h"
 #include "record/records.h"
 
 namespace tpb::model {
 
-// T = steps·α + bytesFactor·S·β for an algorithm at N ranks.
-struct Cost {
-  double steps = 0, bytesFactor = 0;
-};
+using Cost = tpb::Cost;
+using Formula = tpb::CostFormula;
 
-// The formula of (op, algo) at n ranks; nullopt for an algorithm whose formula is not known here
-// (it can still be fitted, not predicted at another N). The library's allreduce is modelled as a
-// ring (Gloo's and NCCL's default for large messages) and says so in `assumption`.
-struct Formula {
-  std::string text;        // "2(N-1)α + 2(N-1)/N·S·β"
-  std::string assumption;  // "" when the formula is the algorithm's own
-  Cost (*at)(int n) = nullptr;
-};
+// The formula (op, algo)'s entry in this build's registry states; nullopt for an algorithm
+// without one or not registered here (it can still be fitted, not predicted at another N).
 std::optional<Formula> formulaOf(const std::string& op, const std::string& algo);
 
 struct Sample {

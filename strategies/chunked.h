@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/collective.h"
@@ -60,10 +61,61 @@ class P2PCollective : public Collective {
   Requests reqs_;
 };
 
-// The registry entry of from-scratch collective `Impl` (constructed from (ctx, args)).
+// ---- closed-form traffic (core/algo_cost.h's ExactTraffic), written from each algorithm's
+// description rather than from its code: floats moved in chunks of chunkBytes (at least one
+// float) are ceil(floats / chunk) messages, none for nothing.
+namespace exact {
+
+inline std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+inline std::size_t messages(std::size_t floats, std::size_t chunkBytes) {
+  return ceilDiv(floats, std::max<std::size_t>(1, chunkBytes / sizeof(float)));
+}
+inline void addSend(Traffic& t, std::size_t floats, std::size_t msgs) {
+  t.bytesSent += floats * sizeof(float);
+  t.msgsSent += msgs;
+}
+inline void addRecv(Traffic& t, std::size_t floats, std::size_t msgs) {
+  t.bytesRecv += floats * sizeof(float);
+  t.msgsRecv += msgs;
+}
+// `sent` floats out and `received` in, each in chunks.
+inline void exchange(Traffic& t, std::size_t sent, std::size_t received, std::size_t chunkBytes) {
+  addSend(t, sent, messages(sent, chunkBytes));
+  addRecv(t, received, messages(received, chunkBytes));
+}
+
+// N-1 exchanges of one block m = count/N each way: (N-1)/N * S (ring allgather and
+// reduce-scatter, pairwise alltoall).
+inline Traffic blockStepsTraffic(int n, int, int, std::size_t count, std::size_t chunkBytes) {
+  Traffic t;
+  const std::size_t m = count / static_cast<std::size_t>(n);
+  for (int s = 1; s < n; ++s) exchange(t, m, m, chunkBytes);
+  return t;
+}
+
+// A binomial tree's broadcast: over v = (rank - root) mod N, S in from the parent (not at the
+// root) and S out to each child, v's children being v + 2^k for each 2^k below v's lowest set
+// bit (below the first power of two >= N at the root) with v + 2^k < N. A reduce is it reversed.
+inline Traffic binomialTreeTraffic(int n, int rank, int root, std::size_t count, std::size_t chunkBytes) {
+  const int v = (rank - root + n) % n;
+  int low = 1;
+  std::size_t children = 0;
+  while (low < n && !(v & low)) low <<= 1;
+  for (int mask = low >> 1; mask > 0; mask >>= 1) children += v + mask < n;
+  Traffic t;
+  addSend(t, children * count, children * messages(count, chunkBytes));
+  if (v != 0) addRecv(t, count, messages(count, chunkBytes));
+  return t;
+}
+inline Traffic reversed(const Traffic& t) { return {t.bytesRecv, t.bytesSent, t.msgsRecv, t.msgsSent}; }
+
+}  // namespace exact
+
+// The registry entry of from-scratch collective `Impl` (constructed from (ctx, args)), with its
+// α-β formula and exact traffic.
 template <typename Impl>
 CollectiveAlgo fromScratchCollective(const char* op, const char* name, const char* description, int order,
-                                     const char* color) {
+                                     const char* color, CostFormula cost, ExactTraffic traffic) {
   CollectiveAlgo a;
   a.op = op;
   a.name = name;
@@ -71,6 +123,8 @@ CollectiveAlgo fromScratchCollective(const char* op, const char* name, const cha
   a.description = description;
   a.order = order;
   a.color = color;
+  a.cost = std::move(cost);
+  a.traffic = traffic;
   a.make = [](CommContext& ctx, const CollectiveArgs& args) -> std::unique_ptr<Collective> {
     return std::make_unique<Impl>(ctx, args);
   };

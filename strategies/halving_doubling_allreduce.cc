@@ -83,6 +83,37 @@ class HalvingDoublingAllreduce final : public Allreduce {
   Requests reqs_;
 };
 
+// Power-of-two part p: 2 log2 p steps of the ring's bytes; the ranks beyond p add a fold and an
+// unfold of the whole buffer.
+Cost halvingDoublingCost(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const double extra = p == n ? 0 : 2;
+  return {2.0 * ceilLog2(p) + extra, 2.0 * (p - 1) / p + extra};
+}
+
+// From the description above: the even ranks below 2*rem hand over the whole buffer and get it
+// back; the others (q = 0..p-1) exchange, in the halving steps d = p/2..1, the half of their
+// aligned range of 2d blocks they give away (sent) against the half they keep (received), and
+// in the doubling steps d = 1..p/2 their aligned range of d blocks against the partner's; block b
+// starts at b*count/p. For equal blocks that is 2(p-1)/p * S each way in 2 log2 p exchanges.
+Traffic halvingDoublingTraffic(int n, int r, int, std::size_t count, std::size_t chunkBytes) {
+  Traffic t;
+  if (n == 1) return t;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  if (r < 2 * rem) exact::exchange(t, count, count, chunkBytes);  // the fold and the unfold
+  if (r < 2 * rem && r % 2 == 0) return t;
+  const int q = r < 2 * rem ? r / 2 : r - rem;
+  auto floats = [&](int lo, int size) {
+    return (static_cast<std::size_t>(lo + size) * count) / p - (static_cast<std::size_t>(lo) * count) / p;
+  };
+  for (int d = p / 2; d >= 1; d /= 2) exact::exchange(t, floats((q ^ d) / d * d, d), floats(q / d * d, d), chunkBytes);
+  for (int d = 1; d < p; d *= 2) exact::exchange(t, floats(q / d * d, d), floats((q ^ d) / d * d, d), chunkBytes);
+  return t;
+}
+
 AllreduceAlgo halvingDoublingAllreduceAlgo() {
   AllreduceAlgo a;
   a.name = "halving_doubling";
@@ -90,6 +121,8 @@ AllreduceAlgo halvingDoublingAllreduceAlgo() {
   a.description = "recursive halving-doubling (Rabenseifner): 2 log2 N steps, the ring's bytes";
   a.order = 3;
   a.color = "#ff7f0e";
+  a.cost = CostFormula{"2·log2 N·α + 2(N-1)/N·S·β (N a power of two)", "", halvingDoublingCost};
+  a.traffic = halvingDoublingTraffic;
   a.makeChunked = [](CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes) {
     return std::make_unique<HalvingDoublingAllreduce>(ctx, buf, count, chunkBytes);
   };

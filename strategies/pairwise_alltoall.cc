@@ -33,7 +33,8 @@ class PairwiseAlltoall final : public P2PCollective {
 CollectiveAlgo pairwiseAlltoallAlgo() {
   constexpr const char* kDescription =
       "pairwise exchange: in step s = 1..N-1 rank r sends to r+s, receives from r-s";
-  return fromScratchCollective<PairwiseAlltoall>("alltoall", "pairwise", kDescription, 0, "#8c564b");
+  return fromScratchCollective<PairwiseAlltoall>("alltoall", "pairwise", kDescription, 0, "#8c564b",
+                                                 blockStepsCost(), exact::blockStepsTraffic);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/registry.h"
+#include "strategies/chunked.h"
 
 namespace tpb {
 
@@ -66,6 +67,21 @@ std::unique_ptr<Allreduce> makeParamServerAllreduce(CommContext& ctx, float* buf
                                                 std::max<std::size_t>(1, chunkBytes / sizeof(float)));
 }
 
+// The server receives N-1 buffers and sends N-1, one after another.
+Cost paramServerCost(int n) { return {2.0 * (n - 1), 2.0 * (n - 1)}; }
+
+// The server receives (N-1)*S and sends (N-1)*S; each worker sends S and receives S; every
+// buffer moves in chunks.
+Traffic paramServerTraffic(int n, int r, int, std::size_t count, std::size_t chunkBytes) {
+  Traffic t;
+  if (n == 1) return t;
+  const std::size_t peers = r == 0 ? static_cast<std::size_t>(n - 1) : 1;
+  const std::size_t msgs = exact::messages(count, chunkBytes);
+  exact::addSend(t, peers * count, peers * msgs);
+  exact::addRecv(t, peers * count, peers * msgs);
+  return t;
+}
+
 AllreduceAlgo paramServerAllreduceAlgo() {
   AllreduceAlgo a;
   a.name = "param_server";
@@ -73,6 +89,8 @@ AllreduceAlgo paramServerAllreduceAlgo() {
   a.description = "parameter server: rank 0 gathers, reduces in rank order and sends the sum back";
   a.order = 1;
   a.color = "#1f77b4";
+  a.cost = CostFormula{"2(N-1)α + 2(N-1)·S·β (the server's link)", "", paramServerCost};
+  a.traffic = paramServerTraffic;
   a.makeChunked = makeParamServerAllreduce;
   a.make = [](CommContext& ctx, float* buf, std::size_t count) {
     return makeParamServerAllreduce(ctx, buf, count, 512u << 10);

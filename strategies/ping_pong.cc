@@ -34,10 +34,18 @@ class PingPong final : public P2PCollective {
   }
 };
 
+// S each way between 2k and 2k+1; the last rank of an odd N moves nothing.
+Traffic pingPongTraffic(int n, int r, int, std::size_t count, std::size_t chunkBytes) {
+  Traffic t;
+  if ((r ^ 1) < n) exact::exchange(t, count, count, chunkBytes);
+  return t;
+}
+
 CollectiveAlgo pingPongAlgo() {
   constexpr const char* kDescription =
       "ping-pong between ranks 2k and 2k+1: one round trip per iteration";
-  return fromScratchCollective<PingPong>("sendrecv", "ping_pong", kDescription, 0, "#17becf");
+  return fromScratchCollective<PingPong>("sendrecv", "ping_pong", kDescription, 0, "#17becf", roundTripCost(),
+                                         pingPongTraffic);
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ class RingAllgather final : public P2PCollective {
 CollectiveAlgo ringAllgatherAlgo() {
   constexpr const char* kDescription =
       "ring allgather: N-1 steps, each rank forwards the block it just received";
-  return fromScratchCollective<RingAllgather>("allgather", "ring", kDescription, 0, "#2ca02c");
+  return fromScratchCollective<RingAllgather>("allgather", "ring", kDescription, 0, "#2ca02c",
+                                              blockStepsCost(), exact::blockStepsTraffic);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "common/decimal.h"
 #include "common/error.h"
 #include "core/registry.h"
+#include "strategies/chunked.h"
 
 namespace tpb {
 
@@ -145,6 +146,27 @@ void RingAllreduce::run() {
 
 namespace {
 
+// The exact traffic, restating the constructor's segmentation rather than running it: N segments
+// of ceil(count/N) floats rounded up to 16, the last ones shorter or empty, each cut into the
+// same number of chunks of chunkBytes (at least 16 floats). Reduce-scatter sends every segment but (r+1) and receives
+// every one but r; all-gather sends every one but (r+2) and receives every one but (r+1). With
+// equal segments that is 2(N-1)/N * S bytes each way in 2(N-1) * chunks messages.
+Traffic ringTraffic(int n, int r, int, std::size_t count, std::size_t chunkBytes) {
+  Traffic t;
+  if (n == 1) return t;
+  using exact::ceilDiv;
+  const std::size_t segFloats = ceilDiv(ceilDiv(count, n), 16) * 16;
+  const std::size_t chunkFloats = std::max<std::size_t>(16, chunkBytes / sizeof(float) / 16 * 16);
+  for (int s = 0; s < n; ++s) {
+    const std::size_t begin = std::min(s * segFloats, count), floats = std::min(begin + segFloats, count) - begin;
+    const std::size_t chunks = ceilDiv(floats, chunkFloats);
+    if (s != (r + 1) % n) exact::addSend(t, floats, chunks), exact::addRecv(t, floats, chunks);
+    if (s != (r + 2) % n) exact::addSend(t, floats, chunks);
+    if (s != r) exact::addRecv(t, floats, chunks);
+  }
+  return t;
+}
+
 AllreduceAlgo ringAllreduceAlgo() {
   AllreduceAlgo a;
   a.name = "ring";
@@ -152,6 +174,8 @@ AllreduceAlgo ringAllreduceAlgo() {
   a.description = "ring allreduce: reduce-scatter + all-gather, 2(N-1) steps, chunked and pipelined";
   a.order = 0;
   a.color = "#2ca02c";
+  a.cost = ringAllreduceCost();
+  a.traffic = ringTraffic;
   a.makeChunked = [](CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes) {
     return std::make_unique<RingAllreduce>(ctx, buf, count, chunkBytes);
   };

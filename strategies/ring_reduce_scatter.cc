@@ -50,7 +50,8 @@ class RingReduceScatter final : public P2PCollective {
 CollectiveAlgo ringReduceScatterAlgo() {
   constexpr const char* kDescription =
       "ring reduce-scatter: N-1 steps, each adds its block to the partial sum it passes on";
-  return fromScratchCollective<RingReduceScatter>("reduce_scatter", "ring", kDescription, 0, "#2ca02c");
+  return fromScratchCollective<RingReduceScatter>("reduce_scatter", "ring", kDescription, 0, "#2ca02c",
+                                                  blockStepsCost(), exact::blockStepsTraffic);
 }
 
 }  // namespace

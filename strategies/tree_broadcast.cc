@@ -38,7 +38,8 @@ class TreeBroadcast final : public P2PCollective {
 CollectiveAlgo treeBroadcastAlgo() {
   constexpr const char* kDescription =
       "binomial-tree broadcast: ceil(log2 N) rounds, each holder passes the buffer on";
-  return fromScratchCollective<TreeBroadcast>("broadcast", "tree", kDescription, 0, "#d62728");
+  return fromScratchCollective<TreeBroadcast>("broadcast", "tree", kDescription, 0, "#d62728", binomialTreeCost(),
+                                              exact::binomialTreeTraffic);
 }
 
 }  // namespace

@@ -38,10 +38,16 @@ class TreeReduce final : public P2PCollective {
   }
 };
 
+// The broadcast's traffic reversed: S out to the parent (not at the root), S in from each child.
+Traffic treeReduceTraffic(int n, int r, int root, std::size_t count, std::size_t chunkBytes) {
+  return exact::reversed(exact::binomialTreeTraffic(n, r, root, count, chunkBytes));
+}
+
 CollectiveAlgo treeReduceAlgo() {
   constexpr const char* kDescription =
       "binomial-tree reduce: ceil(log2 N) rounds, partial sums flow towards the root";
-  return fromScratchCollective<TreeReduce>("reduce", "tree", kDescription, 0, "#d62728");
+  return fromScratchCollective<TreeReduce>("reduce", "tree", kDescription, 0, "#d62728", binomialTreeCost(),
+                                           treeReduceTraffic);
 }
 
 }  // namespace
