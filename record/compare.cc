@@ -62,7 +62,7 @@ std::string runLabel(const RunConfig& c) {
   os << "run " << c.strategy << " N=" << c.nGpus << " batch=" << c.batchSize << " train_size=" << c.trainSize
      << " epochs=" << c.epochs << " " << c.device;
   if (c.maxSteps >= 0) os << " max_steps=" << c.maxSteps;
-  if (c.library) os << " library=" << *c.library;
+  if (c.has("library")) os << " library=" << c.library;
   return os.str();
 }
 
