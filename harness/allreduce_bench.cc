@@ -106,7 +106,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   // Every rank of a point runs on this node: on CUDA each needs a GPU of its own. Under
   // torchrun, srun or mpirun this process is one rank of a job of W, on the GPU of its LOCAL_RANK
   // (or on the one GPU it sees, where the launcher gives each rank its own).
-  ExternalJob* ext = ExternalJob::current();
+  ExternalJob* ext = opt.external;
   const long long most = *std::max_element(opt.nGpus.begin(), opt.nGpus.end());
   if (ext && most > ext->worldSize())
     TPB_THROW(UsageError, "--n_gpus: N=" << most << " needs " << most << " ranks, the job " << ext->env().launcher
@@ -161,6 +161,7 @@ int runAllreduceBench(const AllreduceBenchOptions& opt) {
   if (!opt.out.empty() && writer) owned.emplace("--out", opt.out, kResultsOutput, OutputFlags{false, opt.overwrite, false});
 
   PointDriverOptions dopt;
+  dopt.external = opt.external;
   dopt.total = total;
   dopt.timeout = opt.timeout;
   dopt.launcher = opt.launcher;

@@ -14,6 +14,8 @@
 
 namespace tpb {
 
+class ExternalJob;
+
 struct AllreduceBenchOptions {
   std::vector<std::string> ops{"allreduce"};  // core/collective.h
   // Algorithm names. With one op each must be one of its algorithms; with several, each must be
@@ -38,6 +40,9 @@ struct AllreduceBenchOptions {
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
   std::string command;    // recorded in meta
   bool memcpyReference = true;
+  // The job this process is one rank of (torchrun, srun, mpirun; main decides it from the
+  // environment); nullptr: tpbench's own launcher starts the ranks.
+  ExternalJob* external = nullptr;
 };
 
 // The algorithms of `op` among opt.algos, in the order given (throws UsageError as above).

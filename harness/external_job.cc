@@ -57,13 +57,9 @@ std::string externalDefaultRanks(const std::string& command, int worldSize) {
   return (command == "allreduce" || command == "collective" ? "2.." : "1..") + w;
 }
 
-ExternalJob* ExternalJob::current() {
-  // Detected once; a malformed environment throws on every call (each caller reports it).
-  static std::unique_ptr<ExternalJob> job = [] {
-    const std::optional<LaunchEnv> env = detectLaunchEnv(environmentMap());
-    return env ? std::unique_ptr<ExternalJob>(new ExternalJob(*env)) : nullptr;
-  }();
-  return job.get();
+std::unique_ptr<ExternalJob> ExternalJob::fromEnvironment() {
+  const std::optional<LaunchEnv> env = detectLaunchEnv(environmentMap());
+  return env ? std::unique_ptr<ExternalJob>(new ExternalJob(*env)) : nullptr;
 }
 
 ExternalJob::ExternalJob(LaunchEnv env) : env_(std::move(env)) {

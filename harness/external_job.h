@@ -49,9 +49,10 @@ std::string externalDefaultRanks(const std::string& command, int worldSize);
 
 class ExternalJob {
  public:
-  // The job this process is a rank of, detected once from the environment; nullptr when it is
-  // not one (tpbench launches its own ranks). A malformed environment throws UsageError.
-  static ExternalJob* current();
+  // The job this process is a rank of, read from the environment; nullptr when it is not one
+  // (tpbench launches its own ranks). A malformed environment throws UsageError. main decides
+  // this once and hands the job down (the runners' options, PointDriverOptions).
+  static std::unique_ptr<ExternalJob> fromEnvironment();
 
   const LaunchEnv& env() const { return env_; }
   int rank() const { return env_.rank; }

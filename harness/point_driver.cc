@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <ATen/Parallel.h>
-
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -42,14 +40,12 @@ std::string makeTempDir() {
 
 PointDriver::PointDriver(PointDriverOptions opt)
     : opt_(std::move(opt)), start_(std::chrono::steady_clock::now()) {
-  external_ = ExternalJob::current();
+  external_ = opt_.external;
   if (external_) {
     // This process is a rank: signals keep their default action (the launcher's SIGTERM ends it),
-    // a closed pipe fails a write instead of killing; one intra-op and one BLAS thread, as a rank
-    // started by tpbench's own launcher.
+    // a closed pipe fails a write instead of killing; threads as any rank's.
     signal(SIGPIPE, SIG_IGN);
-    at::set_num_threads(1);
-    pinBlasThreads();
+    startRankProcess();
   } else {
     installInterruptHandlers();
   }
@@ -314,10 +310,9 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
       w.env.masterAddr = ext.masterAddr();
       w.env.runId = ext.runId() + "-" + point;  // store keys and shm names of this point only
       w.store = ext.connectStore(opt_.timeout);
-      connectWorker(w, job, job.value("job_path", std::string("job")), bindAddress(ext.masterAddr()).address);
-      jobKindOf(job, "job")(w, job);
+      const std::string jobPath = job.value("job_path", std::string("job"));
+      runRank(w, jobKindOf(job, jobPath), job, jobPath, bindAddress(ext.masterAddr()).address);
     } catch (const std::exception& e) {
-      if (w.transport) w.transport->markFailed();  // destroyed with `w`: no waiting for peers
       failure = "rank " + std::to_string(me) + ": " + e.what();
     }
   }
@@ -327,9 +322,7 @@ PointOutcome PointDriver::runExternal(const json& job, const std::string& transp
     out.launch.error = ext.postFailure(point, failure);
     if (me != 0) ext.awaitRecorded();
   } else {
-    // This rank's part is done: its communicator goes before the barrier (users first).
-    w.comm.reset();
-    w.transport.reset();
+    // This rank's part is done: runRank closed its communicator; its store goes before the barrier.
     w.store.reset();
     ext.barrier(point + "/done");
     watchdog->stop();

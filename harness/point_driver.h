@@ -37,6 +37,7 @@
 
 namespace tpb {
 
+class ExternalJob;
 class Store;
 
 struct PointDriverOptions {
@@ -57,13 +58,15 @@ struct PointDriverOptions {
   // --launcher: "" (tpbench's own, mpirun for points that need it), "tpbench" or "mpirun". The
   // runners check it against every point before launching anything (chooseMpirun).
   std::string launcher;
+  // The job this process is one rank of (harness/external_job.h), from the runner's options;
+  // nullptr: the driver launches each point's ranks itself.
+  ExternalJob* external = nullptr;
 };
 
 // Saves the point in flight as failed with `error` and what rank 0 of the point had written
 // so far (`partial`, an empty object when nothing): rank 0 under an external launcher.
 using FailureRecorder = std::function<void(const std::string& error, const nlohmann::json& partial)>;
 
-class ExternalJob;
 struct Meta;
 
 struct PointOutcome {

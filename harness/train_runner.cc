@@ -99,7 +99,7 @@ PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const T
   PointLayout l;
   l.procs = s.processes(cfg.nGpus);
   // Under an external launcher the point's ranks are the job's first `procs`, wherever they are.
-  const ExternalJob* ext = ExternalJob::current();
+  const ExternalJob* ext = opt.external;
   l.perNode = ext ? ext->maxLocalSizeOf(l.procs) : opt.nprocPerNode > 0 ? opt.nprocPerNode : l.procs;
   l.world = ext ? l.procs : l.perNode * opt.nnodes;
   l.transport = opt.transport.empty() ? defaultTransport(device, l.world, l.perNode) : opt.transport;
@@ -124,7 +124,7 @@ std::string skipReason(const TrainStrategy& s, const TrainConfig& cfg, Device de
 // Under an external launcher the layout needs the job's hosts (known after the join): that part
 // is left to the point, where a skip makes `run` exit 1.
 void refuseSkippedRun(const TrainRunOptions& opt, Device device) {
-  const ExternalJob* ext = ExternalJob::current();
+  const ExternalJob* ext = opt.external;
   for (const auto& p : opt.points) {
     const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
     const PointLayout layout = ext ? PointLayout{} : layoutOf(opt, s, p.cfg, device);
@@ -208,7 +208,7 @@ int runTraining(const TrainRunOptions& opt) {
     TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
   // Under torchrun, srun or mpirun this process is one rank of a job of W: a point needs at
   // most W ranks, and each rank drives the GPU of its LOCAL_RANK (or the one GPU it sees).
-  ExternalJob* ext = ExternalJob::current();
+  ExternalJob* ext = opt.external;
   int gpusNeeded = 1;
   bool severalGpusPerProcess = false;  // data_parallel: one process needs all its GPUs visible
   for (const auto& p : opt.points) {
@@ -255,6 +255,7 @@ int runTraining(const TrainRunOptions& opt) {
   }
 
   PointDriverOptions dopt;
+  dopt.external = opt.external;
   dopt.total = opt.points.size();
   dopt.timeout = opt.timeout;
   dopt.nnodes = opt.nnodes;

@@ -14,6 +14,8 @@
 
 namespace tpb {
 
+class ExternalJob;
+
 struct TrainPoint {
   TrainConfig cfg;
   int repeat = 0;
@@ -41,6 +43,9 @@ struct TrainRunOptions {
   // `run`: a point that would be skipped is refused up front (exit 2), or, where that is known
   // only once the point starts (an external launcher's layout), fails the command (exit 1).
   bool everyPointMustRun = false;
+  // The job this process is one rank of (torchrun, srun, mpirun; main decides it from the
+  // environment); nullptr: tpbench's own launcher starts the ranks.
+  ExternalJob* external = nullptr;
 };
 
 // Validates (UsageError), runs every point, prints per-epoch lines and a summary table.

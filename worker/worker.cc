@@ -62,7 +62,9 @@ nlohmann::json readJsonFile(const std::string& path) {
   }
 }
 
-// Pins OpenBLAS to one thread when the worker was not started by tpbench's launcher (which sets
+namespace {
+
+// Pins OpenBLAS to one thread when the rank was not started by tpbench's launcher (which sets
 // OPENBLAS_NUM_THREADS=1), e.g. under torchrun. Looked up at run time: the BLAS behind
 // libblas.so.3 is chosen by the system, and may not be OpenBLAS at all.
 void pinBlasThreads() {
@@ -70,6 +72,7 @@ void pinBlasThreads() {
   if (auto* f = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(1);
 }
 
+// Builds w.transport and w.comm for rank w.env over w.store (runRank).
 void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobPath, const std::string& bindHost) {
   const auto timeout = std::chrono::milliseconds(job.value("comm_timeout_ms", 60000));
   // The launcher resolved --device (auto included) before writing the job.
@@ -88,6 +91,27 @@ void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobP
   w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, bindHost, w.env.runId, {}});
 }
 
+}  // namespace
+
+void startRankProcess() {
+  at::set_num_threads(1);
+  pinBlasThreads();
+}
+
+void runRank(Worker& w, const JobFn& kind, const nlohmann::json& job, const std::string& jobPath,
+             const std::string& bindHost) {
+  try {
+    connectWorker(w, job, jobPath, bindHost);
+    kind(w, job);
+  } catch (...) {
+    if (w.transport) w.transport->markFailed();
+    throw;
+  }
+  // The users of the transport go first.
+  w.comm.reset();
+  w.transport.reset();
+}
+
 const JobFn& jobKindOf(const nlohmann::json& job, const std::string& jobPath) {
   const std::string kind = job.value("kind", "");
   const auto it = jobKinds().find(kind);
@@ -100,9 +124,7 @@ int workerMain(const std::string& jobPath) {
   std::string prefix = pointPrefix(-1);
   RankFailure self;  // what this rank posts when its job throws
   try {
-    // One intra-op thread per rank: on CPU each rank stands for one device.
-    at::set_num_threads(1);
-    pinBlasThreads();
+    startRankProcess();
     const nlohmann::json job = readJsonFile(jobPath);
     const JobFn& run = jobKindOf(job, jobPath);
 
@@ -133,15 +155,11 @@ int workerMain(const std::string& jobPath) {
       if (w.env.rank == 0) w.store->set(prefix + "run_id", makeRunId());
       w.env.runId = w.store->get(prefix + "run_id");
     }
-    connectWorker(w, job, jobPath, local.address);
-    run(w, job);
+    runRank(w, run, job, jobPath, local.address);
     // Only after a clean job, and once the communicators are gone: MPI_Finalize waits for every rank.
-    w.comm.reset();
-    w.transport.reset();
     finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
-    if (w.transport) w.transport->markFailed();  // destroyed below with `w`: no waiting for peers
     std::cerr << "error: " << printable(e.what()) << std::endl;  // may quote paths and names
     if (w.store) {
       // The first failure of the point wins; the other nodes' launchers and ranks stop on it.

@@ -1,9 +1,13 @@
-// worker/worker.h — what runs inside each rank process (`tpbench worker --job FILE`).
+// worker/worker.h — what runs inside each rank process.
 //
-// The worker reads torchrun's environment, joins the rendezvous store, builds the transport the
-// job names, and runs the job kind named in the job file. It is launched by tpbench's own
-// launcher, but works the same under torchrun, Slurm or mpirun as long as those variables and a
-// store at MASTER_ADDR:MASTER_PORT exist.
+// A rank starts in one of two ways, and both end in runRank:
+//   - `tpbench worker --job FILE` (workerMain), forked by tpbench's own launcher (or started by
+//     torchrun, Slurm or mpirun, as long as a store at MASTER_ADDR:MASTER_PORT exists): it reads
+//     its place in the job from the environment and meets the others at that store;
+//   - `tpbench run|sweep|allreduce|collective` as one rank of torchrun's, srun's or mpirun's job
+//     (harness/external_job.h): the job was joined once, and each point gets its place and a
+//     store connection from it (PointDriver).
+// runRank then builds the transport the job names and runs the job kind named in the job file.
 #pragma once
 
 #include <functional>
@@ -41,17 +45,21 @@ const std::map<std::string, JobFn>& jobKinds();
 // Entry point of `tpbench worker`; returns the process exit code.
 int workerMain(const std::string& jobPath);
 
-// Builds w.transport and w.comm for rank w.env over w.store, with the job's device, transport
-// and comm_timeout_ms: what every rank does before running its job, in `tpbench worker` and in
-// a `tpbench run|sweep|allreduce` started as one rank by torchrun, srun or mpirun. The rank's
-// sockets bind to `bindHost`: this host's address towards MASTER_ADDR (comm/net_iface.h).
-void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobPath, const std::string& bindHost);
+// What a process does before it acts as a rank, however it was started: one intra-op thread
+// (on CPU each rank stands for one device) and OpenBLAS pinned to one thread.
+void startRankProcess();
+
+// The one rank entry point. With w.env and w.store set by whoever started the rank, builds
+// w.transport and w.comm (the job's device, transport and comm_timeout_ms; sockets bound to
+// `bindHost`, this host's address towards the master: comm/net_iface.h), runs `kind`, and closes
+// the communicator and the transport, leaving w.store. When anything throws, the transport is
+// marked failed, so that it waits for no peer when it goes, but kept: the caller posts the
+// failure before the peers see a closed connection. The exception propagates.
+void runRank(Worker& w, const JobFn& kind, const nlohmann::json& job, const std::string& jobPath,
+             const std::string& bindHost);
 
 // The job kind's function (Error naming the file when unknown).
 const JobFn& jobKindOf(const nlohmann::json& job, const std::string& jobPath);
-
-// Pins OpenBLAS to one thread (looked up at run time: the BLAS is the system's choice).
-void pinBlasThreads();
 
 // Reads a JSON file the launcher or rank 0 wrote (a job, a point's result), with the path in any
 // error (tpb::Error). Opened close-on-exec, and bounded like a results file.

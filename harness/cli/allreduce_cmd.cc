@@ -8,7 +8,7 @@
 
 namespace tpb::cli {
 
-void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine) {
+void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external) {
   auto f = std::make_shared<BenchFlags>();
   f->algos = "ring,param_server,library";
   auto* cmd = app.add_subcommand(
@@ -23,9 +23,9 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine)
                   "(see `tpbench list`)")
       ->capture_default_str();
   addBenchFlags(cmd, *f);
-  cmd->callback([&action, f, cmd, commandLine] {
-    action = [f, cmd, commandLine] {
-      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine);
+  cmd->callback([&action, f, cmd, commandLine, external] {
+    action = [f, cmd, commandLine, external] {
+      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine, external);
       o.allAlgos = f->algos == "all";
       if (!o.allAlgos) o.algos = withoutDuplicates(splitList(f->algos));
       checkAllreduceRun(o);

@@ -34,15 +34,17 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
                   "tpbench, and mpirun for points that need MPI (--algos mpi, --transport mpi)");
 }
 
-AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine) {
+AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
+                                   ExternalJob* external) {
   checkGivenNotEmpty(cmd, "--out", f.out);
   checkGivenNotEmpty(cmd, "--transport", f.transport);
   checkGivenNotEmpty(cmd, "--launcher", f.launcher);
   AllreduceBenchOptions o;
+  o.external = external;
   std::string nGpus = f.nGpus;
-  if (ExternalJob* ext = ExternalJob::current()) {
-    ext->checkMaster();  // now, not once the rendezvous waits on it
-    if (!cmd->count("--n_gpus")) nGpus = externalDefaultRanks(cmd->get_name(), ext->worldSize());
+  if (external) {
+    external->checkMaster();  // now, not once the rendezvous waits on it
+    if (!cmd->count("--n_gpus")) nGpus = externalDefaultRanks(cmd->get_name(), external->worldSize());
   }
   o.nGpus = parseIntRange("--n_gpus", nGpus, 1, 64);
   o.bytes = parseByteRange("--bytes", f.bytes, 4, std::size_t(1) << 34);

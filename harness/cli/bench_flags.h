@@ -22,7 +22,9 @@ struct BenchFlags {
 
 // Adds every shared flag but --algos (its help differs).
 void addBenchFlags(CLI::App* cmd, BenchFlags& f);
-// Fills every field but ops, algos, root and inPlace, after refusing empty values.
-AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine);
+// Fills every field but ops, algos, root and inPlace, after refusing empty values. `external`:
+// the job this process is one rank of, nullptr when tpbench launches its own ranks.
+AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
+                                   ExternalJob* external);
 
 }  // namespace tpb::cli

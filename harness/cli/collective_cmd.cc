@@ -9,7 +9,7 @@
 
 namespace tpb::cli {
 
-void addCollective(CLI::App& app, Action& action, const std::string& commandLine) {
+void addCollective(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external) {
   auto f = std::make_shared<BenchFlags>();
   f->algos = "all";
   auto ops = std::make_shared<std::string>("allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,sendrecv");
@@ -32,9 +32,9 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
                   "in (in place), out (out of place) or in,out; alltoall and sendrecv run out of place only")
       ->capture_default_str();
   addBenchFlags(cmd, *f);
-  cmd->callback([&action, f, ops, place, root, cmd, commandLine] {
-    action = [f, ops, place, root, cmd, commandLine] {
-      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine);
+  cmd->callback([&action, f, ops, place, root, cmd, commandLine, external] {
+    action = [f, ops, place, root, cmd, commandLine, external] {
+      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine, external);
       o.ops = withoutDuplicates(*ops == "all" ? opNames() : splitList(*ops));
       for (const auto& op : o.ops) findOp("--op", op);
       o.allAlgos = f->algos == "all";  // all there is for this device, each library once

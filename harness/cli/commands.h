@@ -6,17 +6,24 @@
 #include <functional>
 #include <string>
 
+namespace tpb {
+class ExternalJob;
+}
+
 namespace tpb::cli {
 
 // A subcommand's action, run after parsing; returns the exit code.
 using Action = std::function<int()>;
 
-void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine);
-void addCollective(CLI::App& app, Action& action, const std::string& commandLine);
+// The commands that launch ranks take the launch mode main decided from the environment:
+// `external` is the job this process is one rank of (torchrun, srun, mpirun), nullptr when
+// tpbench launches its own ranks. They pass it on in their runner's options.
+void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external);
+void addCollective(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external);
 void addModel(CLI::App& app, Action& action);
 void addList(CLI::App& app, Action& action);
-void addRun(CLI::App& app, Action& action, const std::string& commandLine);
-void addSweep(CLI::App& app, Action& action, const std::string& commandLine);
+void addRun(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external);
+void addSweep(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external);
 void addWorker(CLI::App& app, Action& action);
 void addCompare(CLI::App& app, Action& action);
 void addReport(CLI::App& app, Action& action);

@@ -9,7 +9,7 @@
 
 namespace tpb::cli {
 
-void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
+void addRun(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external) {
   struct Args {
     TrainFlags f;
     std::string strategy = "ring_all_reduce";
@@ -33,15 +33,16 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine) {
       ->capture_default_str();
   cmd->add_option("--out", a->f.out, "Write the run to this results JSON");
   addTrainFlags(cmd, a->f);
-  cmd->callback([&action, a, cmd, commandLine] {
-    action = [a, cmd, commandLine] {
+  cmd->callback([&action, a, cmd, commandLine, external] {
+    action = [a, cmd, commandLine, external] {
       TrainRunOptions o;
+      o.external = external;
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resumable = false;  // run has no --resume: an existing --out is replaced with --overwrite only
       o.everyPointMustRun = true;  // one point: skipping it would run nothing
-      if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
-        a->nGpus = std::stoi(externalDefaultRanks("run", ext->worldSize()));
+      if (external && !cmd->count("--n_gpus"))
+        a->nGpus = std::stoi(externalDefaultRanks("run", external->worldSize()));
       TrainPoint p;
       p.cfg = baseConfig(a->f);
       p.cfg.strategy = findStrategy("--strategy", a->strategy).name;

@@ -10,7 +10,7 @@
 
 namespace tpb::cli {
 
-void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
+void addSweep(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external) {
   struct Args {
     TrainFlags f;
     std::string strategies = "all", nGpus = "1..4", batch = "64", trainSize = "0";
@@ -35,8 +35,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
   cmd->add_flag("--resume", a->resume, "Keep the points already in --out (and go on in the --trace file) and run only the missing or failed "
                 "ones; without --resume or --overwrite an existing --out is refused");
   addTrainFlags(cmd, a->f);
-  cmd->callback([&action, a, cmd, commandLine] {
-    action = [a, cmd, commandLine] {
+  cmd->callback([&action, a, cmd, commandLine, external] {
+    action = [a, cmd, commandLine, external] {
       checkGivenNotEmpty(cmd, "--out", a->f.out);
       if (a->f.out.empty() && a->f.nodeRank == 0)
         TPB_THROW(UsageError, "--out: required (node 0 writes the results there)");
@@ -49,8 +49,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
         if (names.empty()) TPB_THROW(UsageError, "--strategies: no strategy given");
       }
       names = withoutDuplicates(names);
-      if (ExternalJob* ext = ExternalJob::current(); ext && !cmd->count("--n_gpus"))
-        a->nGpus = externalDefaultRanks("sweep", ext->worldSize());
+      if (external && !cmd->count("--n_gpus"))
+        a->nGpus = externalDefaultRanks("sweep", external->worldSize());
       const auto ns = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       const auto batches = parseIntRange("--batch_size", a->batch, 1, 1 << 20);
       const auto sizes = parseIntRange("--train_size", a->trainSize, 0, 1LL << 40);
@@ -60,6 +60,7 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine) {
                                 {"--train_size", sizes.size()},
                                 {"--repeat", static_cast<std::size_t>(a->repeat)}});
       TrainRunOptions o;
+      o.external = external;
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resume = a->resume;

@@ -98,7 +98,7 @@ void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o) {
   o.rendezvousTimeout = std::chrono::seconds(f.rendezvousTimeout);
   o.heartbeatTimeout = std::chrono::seconds(f.heartbeatTimeout);
   o.iface = f.iface;
-  if (ExternalJob* ext = ExternalJob::current()) {
+  if (ExternalJob* ext = o.external) {
     // One rank of torchrun's, srun's or mpirun's job: the launcher made the layout, and the
     // layout flags, where given, must agree with it; --master_addr/--master_port win over the
     // environment's.

@@ -31,7 +31,8 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f);
 // Fills everything but strategy, n_gpus, batch_size and train_size; checkTrainRun checks it.
 TrainConfig baseConfig(const TrainFlags& f);
 // Copies the shared launcher options (device, transport, out, timeout, layout) into `o`, after
-// the checks only the CLI can make (flags given empty, the port's range, the interface).
+// the checks only the CLI can make (flags given empty, the port's range, the interface). With
+// o.external set the job's launcher made the layout: the layout flags are checked against it.
 void applyRunOptions(CLI::App* cmd, const TrainFlags& f, TrainRunOptions& o);
 
 }  // namespace tpb::cli
