@@ -232,7 +232,300 @@ class SharedFailures {
   std::shared_ptr<State> state_;
 };
 
+using Clock = std::chrono::steady_clock;
+
+// A rank's environment: this process's, less what the launcher sets itself, plus torchrun's
+// variables (under mpirun each rank reads Open MPI's instead), the rendezvous and the run id.
+std::vector<std::string> rankEnv(const LaunchSpec& spec, int rank, int local, std::uint16_t port,
+                                 const std::string& runId) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
+        key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK" ||
+        (spec.viaMpirun && key == "LD_PRELOAD"))
+      continue;
+    env.push_back(kv);
+  }
+  if (spec.viaMpirun) env.push_back("LD_PRELOAD=" + mpirunPreload());
+  if (!spec.viaMpirun) {
+    env.push_back("RANK=" + std::to_string(rank));
+    env.push_back("WORLD_SIZE=" + std::to_string(spec.nprocPerNode * spec.nnodes));
+    env.push_back("LOCAL_RANK=" + std::to_string(local));
+    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
+    env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
+  }
+  // One BLAS thread per rank: on CPU a rank stands for one device, and OpenBLAS must not
+  // spread every rank over all cores (see also pinBlasThreads() in the worker).
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) env.push_back("OPENBLAS_NUM_THREADS=1");
+  env.push_back("MASTER_ADDR=" + spec.masterAddr);
+  env.push_back("MASTER_PORT=" + std::to_string(port));
+  if (spec.shareRunId) env.push_back("TPB_RUN_ID=" + runId);
+  for (const auto& [k, v] : spec.extraEnv) env.push_back(k + "=" + v);
+  return env;
+}
+
+// The child's side of fork: only async-signal-safe calls from here to execve.
+[[noreturn]] void execRank(const char* program, char** argv, char** envp, int outFd, int errFd, pid_t parent,
+                           bool viaMpirun) {
+  // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
+  // between fork and prctl.
+  // mpirun gets SIGTERM, which it passes on to its ranks before it goes.
+  prctl(PR_SET_PDEATHSIG, viaMpirun ? SIGTERM : SIGKILL);
+  if (getppid() != parent) _exit(127);
+  // Handlers reset at exec by themselves; an ignored signal stays ignored: undo both.
+  for (int sig : kInterruptSignals) signal(sig, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  dup2(outFd, STDOUT_FILENO);
+  dup2(errFd, STDERR_FILENO);
+  // A rank inherits stdin, stdout and stderr only, whatever a library (or our own parent)
+  // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
+  // fails and the close-on-exec flags alone apply.
+  close_range(3, ~0U, 0);
+  execve(program, argv, envp);
+  const char msg[] = "tpbench launcher: execve failed\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(127);
+}
+
+// The processes of one launch on this node (its ranks, or one mpirun), from their start until
+// every one is reaped: forwards their output, and stops them all on the first failure, the
+// timeout, an interrupt, another node's failure or the loss of node 0.
+class RankSet {
+ public:
+  RankSet(const LaunchSpec& spec, LaunchResult& result, Clock::time_point t0)
+      : spec_(spec), result_(result), failures_(spec), t0_(t0), nextPoll_(t0) {}
+
+  void start(std::uint16_t port);
+  void watch();
+  // Fills the result's ranks, ok and error.
+  void finish();
+
+ private:
+  void spawn(int local, const std::string& program, std::vector<std::string>& args, std::uint16_t port,
+             pid_t parent);
+  bool anyOutputOpen() const;
+  void forwardOutput();
+  void reap();
+  void closeOutput();
+  void stopAll(const std::string& why);
+  void checkTimeout(Clock::time_point now);
+  void checkOtherNodes(Clock::time_point now);
+  void killStragglers(Clock::time_point now);
+
+  const LaunchSpec& spec_;
+  LaunchResult& result_;
+  SharedFailures failures_;
+  MpirunOutput mpirunOut_;
+  std::vector<Child> children_;
+  int running_ = 0;
+  bool stopping_ = false;
+  Clock::time_point t0_, killAt_{}, nextPoll_;
+};
+
+void RankSet::start(std::uint16_t port) {
+  const std::string exe = selfExe();
+  std::vector<std::string> args{exe};
+  args.insert(args.end(), spec_.workerArgs.begin(), spec_.workerArgs.end());
+  // viaMpirun: one child, mpirun, which starts every rank of this node itself.
+  TPB_CHECK(!spec_.viaMpirun || spec_.nnodes == 1, "mpirun launches cover one node");
+  if (spec_.viaMpirun) {
+    // -x NAME: mpirun copies the value from its own environment, so the secret stays off its
+    // command line (which every user of the host can read).
+    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
+    if (spec_.shareRunId) exported.push_back("TPB_RUN_ID");
+    for (const auto& kv : spec_.extraEnv) exported.push_back(kv.first);
+    args = mpirunArgv(spec_.nprocPerNode, args, exported);
+  }
+  const std::string program = spec_.viaMpirun ? findMpirun() : exe;
+  TPB_CHECK(!program.empty(), "mpirun is not on PATH");
+  children_.resize(spec_.viaMpirun ? 1 : spec_.nprocPerNode);
+  const pid_t parent = getpid();
+  for (int local = 0; local < static_cast<int>(children_.size()); ++local) spawn(local, program, args, port, parent);
+  running_ = static_cast<int>(children_.size());
+}
+
+void RankSet::spawn(int local, const std::string& program, std::vector<std::string>& args, std::uint16_t port,
+                    pid_t parent) {
+  Child& c = children_[local];
+  c.exit.rank = spec_.viaMpirun ? -1 : spec_.nodeRank * spec_.nprocPerNode + local;
+  int outPipe[2], errPipe[2];
+  TPB_CHECK_ERRNO(pipe2(outPipe, O_CLOEXEC), "pipe");
+  TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env = rankEnv(spec_, c.exit.rank, local, port, result_.runId);
+  std::vector<char*> argv, envp;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = fork();
+  TPB_CHECK_ERRNO(pid, "fork");
+  if (pid == 0) execRank(program.c_str(), argv.data(), envp.data(), outPipe[1], errPipe[1], parent, spec_.viaMpirun);
+  close(outPipe[1]);
+  close(errPipe[1]);
+  fcntl(outPipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(errPipe[0], F_SETFL, O_NONBLOCK);
+  c.exit.pid = pid;
+  c.outFd = outPipe[0];
+  c.errFd = errPipe[0];
+  c.running = true;
+  const std::string prefix = "[rank " + std::to_string(c.exit.rank) + "] ";
+  MpirunOutput* retag = spec_.viaMpirun ? &mpirunOut_ : nullptr;
+  c.out = LineForwarder{prefix, &std::cout, {}, {}, retag};
+  c.err = LineForwarder{prefix, &std::cerr, {}, {}, retag};
+}
+
+void RankSet::watch() {
+  while (running_ > 0 || anyOutputOpen()) {
+    forwardOutput();
+    // Before reaping: a signal sent to the whole process group also kills the ranks, and their
+    // deaths are then the interrupt's doing, not a failure of the point.
+    if (!stopping_ && gInterrupted.load()) {
+      result_.interrupted = true;
+      failures_.post(-1, "was interrupted (SIGINT, SIGTERM or SIGHUP)", spec_);
+      stopAll("interrupted");
+    }
+    reap();
+    if (running_ == 0) {
+      closeOutput();
+      break;
+    }
+    const auto now = Clock::now();
+    checkTimeout(now);
+    checkOtherNodes(now);
+    killStragglers(now);
+  }
+}
+
+bool RankSet::anyOutputOpen() const {
+  return std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.outFd >= 0 || c.errFd >= 0; });
+}
+
+void RankSet::forwardOutput() {
+  std::vector<pollfd> fds;
+  for (auto& c : children_) {
+    if (c.outFd >= 0) fds.push_back({c.outFd, POLLIN, 0});
+    if (c.errFd >= 0) fds.push_back({c.errFd, POLLIN, 0});
+  }
+  if (!fds.empty()) poll(fds.data(), fds.size(), 20);
+  for (auto& c : children_) {
+    drain(c.outFd, c.out);
+    drain(c.errFd, c.err);
+  }
+}
+
+void RankSet::reap() {
+  for (auto& c : children_) {
+    if (!c.running) continue;
+    int status = 0;
+    const pid_t r = waitpid(c.exit.pid, &status, WNOHANG);
+    if (r != c.exit.pid) continue;
+    c.running = false;
+    --running_;
+    if (WIFSIGNALED(status)) c.exit.signal = WTERMSIG(status);
+    if (WIFEXITED(status)) c.exit.exitCode = WEXITSTATUS(status);
+    drain(c.outFd, c.out);  // mpirun's lines explain its exit (MpirunOutput)
+    drain(c.errFd, c.err);
+    c.exit.lastError = c.err.lastNonEmpty;
+    const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
+    if (failed && !stopping_) {
+      if (spec_.viaMpirun) {
+        stopAll(mpirunOut_.describeFailure(c.exit.exitCode, c.exit.signal));
+      } else {
+        failures_.post(c.exit.rank, exitReason(c.exit), spec_);
+        stopAll(describe(c.exit));
+      }
+    }
+  }
+}
+
+// Children are gone; pipes may still hold output of grandchildren: don't wait for them.
+void RankSet::closeOutput() {
+  for (auto& c : children_) {
+    drain(c.outFd, c.out);
+    drain(c.errFd, c.err);
+    if (c.outFd >= 0) { c.out.flush(); close(c.outFd); c.outFd = -1; }
+    if (c.errFd >= 0) { c.err.flush(); close(c.errFd); c.errFd = -1; }
+  }
+}
+
+void RankSet::stopAll(const std::string& why) {
+  if (stopping_) return;
+  stopping_ = true;
+  if (result_.error.empty()) result_.error = why;
+  for (auto& c : children_)
+    if (c.running) {
+      kill(c.exit.pid, SIGTERM);
+      c.exit.killedByLauncher = true;
+    }
+  killAt_ = Clock::now() + spec_.grace;
+}
+
+void RankSet::checkTimeout(Clock::time_point now) {
+  if (stopping_ || now - t0_ <= spec_.timeout) return;
+  result_.timedOut = true;
+  const std::string limit =
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec_.timeout).count()) + " s (--timeout)";
+  failures_.post(-1, "timed out after " + limit, spec_);
+  stopAll("timed out after " + limit + "; ranks still running were stopped");
+}
+
+void RankSet::checkOtherNodes(Clock::time_point now) {
+  // Another node's failure: stop this node's ranks within a poll period of it being posted.
+  if (!stopping_ && failures_.active() && now >= nextPoll_) {
+    nextPoll_ = now + std::chrono::milliseconds(100);
+    if (auto first = failures_.first()) stopAll(*first);
+  }
+  // Node 0 lost: nothing more can be agreed with the other nodes.
+  if (!result_.storeLost && failures_.active()) {
+    if (auto lost = failures_.lost(spec_)) {
+      result_.storeLost = true;
+      result_.error.clear();
+      stopAll(*lost);
+      if (result_.error.empty()) result_.error = *lost;
+    }
+  }
+}
+
+// Ranks that outlived the grace period after SIGTERM get SIGKILL.
+void RankSet::killStragglers(Clock::time_point now) {
+  if (!stopping_ || now <= killAt_) return;
+  for (auto& c : children_)
+    if (c.running) kill(c.exit.pid, SIGKILL);
+  killAt_ = now + std::chrono::hours(1);
+}
+
+void RankSet::finish() {
+  for (auto& c : children_) result_.ranks.push_back(c.exit);
+  result_.ok = !stopping_;
+  // Every node records the point's first failure, wherever it happened.
+  if (!result_.ok && !result_.interrupted && !result_.storeLost) {
+    failures_.settle();
+    if (auto lost = failures_.lost(spec_)) {
+      result_.storeLost = true;
+      result_.error = *lost;
+    } else if (auto first = failures_.first()) {
+      result_.error = *first;
+    }
+  }
+  if (spec_.viaMpirun && spec_.shareRunId) {
+    // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
+    if (const int left = killRunStragglers(result_.runId); left > 0) {
+      result_.ok = false;
+      if (result_.error.empty()) result_.error = "mpirun exited, leaving ranks running";
+      result_.error += " (" + std::to_string(left) + " rank process" + (left == 1 ? "" : "es") +
+                       " left behind by mpirun were killed)";
+    }
+  }
+}
+
 }  // namespace
+
 
 void installInterruptHandlers() {
   struct sigaction sa {};
@@ -247,21 +540,20 @@ void installInterruptHandlers() {
 
 bool interruptRequested() { return gInterrupted.load(); }
 
+
 LaunchResult launch(const LaunchSpec& spec) {
-  using clock = std::chrono::steady_clock;
   TPB_CHECK(spec.nprocPerNode >= 1 && spec.nnodes >= 1 && spec.nodeRank >= 0 &&
                 spec.nodeRank < spec.nnodes,
             "bad launch layout");
   LaunchResult result;
   result.runId = spec.runId.empty() ? makeRunId() : spec.runId;
-  const int world = spec.nprocPerNode * spec.nnodes;
-  const auto t0 = clock::now();
+  const auto t0 = Clock::now();
 
   // Node 0 hosts the store for the whole launch; workers (and other nodes) connect to it. Across
   // nodes the sweep's shared store is used instead.
   std::unique_ptr<Store> store;
   std::uint16_t port = spec.sharedStore ? spec.sharedStore->port() : spec.masterPort;
-  SharedFailures failures(spec);
+  RankSet ranks(spec, result, t0);
   if (spec.nodeRank == 0 && !spec.sharedStore) {
     // One node: this launcher is the only one, so it makes the job's secret itself; its ranks
     // inherit it. Across nodes every node must be given the same one (harness/input_checks.cc).
@@ -271,220 +563,11 @@ LaunchResult launch(const LaunchSpec& spec) {
   }
   TPB_CHECK(port != 0, "a launch on node " << spec.nodeRank << " needs --master_port");
 
-  const std::string exe = selfExe();
-  std::vector<std::string> argStrings{exe};
-  argStrings.insert(argStrings.end(), spec.workerArgs.begin(), spec.workerArgs.end());
-
-  // viaMpirun: one child, mpirun, which starts every rank of this node itself.
-  TPB_CHECK(!spec.viaMpirun || spec.nnodes == 1, "mpirun launches cover one node");
-  MpirunOutput mpirunOut;
-  if (spec.viaMpirun) {
-    // -x NAME: mpirun copies the value from its own environment, so the secret stays off its
-    // command line (which every user of the host can read).
-    std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
-    if (spec.shareRunId) exported.push_back("TPB_RUN_ID");
-    for (const auto& kv : spec.extraEnv) exported.push_back(kv.first);
-    argStrings = mpirunArgv(spec.nprocPerNode, argStrings, exported);
-  }
-  const std::string program = spec.viaMpirun ? findMpirun() : exe;
-  TPB_CHECK(!program.empty(), "mpirun is not on PATH");
-  std::vector<Child> children(spec.viaMpirun ? 1 : spec.nprocPerNode);
-  const pid_t parent = getpid();
-  for (int local = 0; local < static_cast<int>(children.size()); ++local) {
-    Child& c = children[local];
-    c.exit.rank = spec.viaMpirun ? -1 : spec.nodeRank * spec.nprocPerNode + local;
-    int outPipe[2], errPipe[2];
-    TPB_CHECK_ERRNO(pipe2(outPipe, O_CLOEXEC), "pipe");
-    TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
-
-    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) {
-      const std::string kv(*e);
-      const std::string key = kv.substr(0, kv.find('='));
-      if (key == "RANK" || key == "WORLD_SIZE" || key == "LOCAL_RANK" || key == "LOCAL_WORLD_SIZE" ||
-          key == "MASTER_ADDR" || key == "MASTER_PORT" || key == "TPB_RUN_ID" || key == "GROUP_RANK" ||
-          (spec.viaMpirun && key == "LD_PRELOAD"))
-        continue;
-      env.push_back(kv);
-    }
-    if (spec.viaMpirun) env.push_back("LD_PRELOAD=" + mpirunPreload());
-    if (!spec.viaMpirun) {  // under mpirun each rank reads Open MPI's variables instead
-      env.push_back("RANK=" + std::to_string(c.exit.rank));
-      env.push_back("WORLD_SIZE=" + std::to_string(world));
-      env.push_back("LOCAL_RANK=" + std::to_string(local));
-      env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(spec.nprocPerNode));
-      env.push_back("GROUP_RANK=" + std::to_string(spec.nodeRank));
-    }
-    // One BLAS thread per rank: on CPU a rank stands for one device, and OpenBLAS must not
-    // spread every rank over all cores (see also pinBlasThreads() in the worker).
-    if (!std::getenv("OPENBLAS_NUM_THREADS")) env.push_back("OPENBLAS_NUM_THREADS=1");
-    env.push_back("MASTER_ADDR=" + spec.masterAddr);
-    env.push_back("MASTER_PORT=" + std::to_string(port));
-    if (spec.shareRunId) env.push_back("TPB_RUN_ID=" + result.runId);
-    for (const auto& [k, v] : spec.extraEnv) env.push_back(k + "=" + v);
-    std::vector<char*> argv, envp;
-    for (auto& s : argStrings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    for (auto& s : env) envp.push_back(s.data());
-    envp.push_back(nullptr);
-
-    std::cout.flush();
-    std::cerr.flush();
-    const pid_t pid = fork();
-    TPB_CHECK_ERRNO(pid, "fork");
-    if (pid == 0) {
-      // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
-      // between fork and prctl.
-      // mpirun gets SIGTERM, which it passes on to its ranks before it goes.
-      prctl(PR_SET_PDEATHSIG, spec.viaMpirun ? SIGTERM : SIGKILL);
-      if (getppid() != parent) _exit(127);
-      // Handlers reset at exec by themselves; an ignored signal stays ignored: undo both.
-      for (int sig : kInterruptSignals) signal(sig, SIG_DFL);
-      signal(SIGPIPE, SIG_DFL);
-      dup2(outPipe[1], STDOUT_FILENO);
-      dup2(errPipe[1], STDERR_FILENO);
-      // A rank inherits stdin, stdout and stderr only, whatever a library (or our own parent)
-      // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
-      // fails and the close-on-exec flags alone apply.
-      close_range(3, ~0U, 0);
-      execve(program.c_str(), argv.data(), envp.data());
-      const char msg[] = "tpbench launcher: execve failed\n";
-      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-      _exit(127);
-    }
-    close(outPipe[1]);
-    close(errPipe[1]);
-    fcntl(outPipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(errPipe[0], F_SETFL, O_NONBLOCK);
-    c.exit.pid = pid;
-    c.outFd = outPipe[0];
-    c.errFd = errPipe[0];
-    c.running = true;
-    const std::string prefix = "[rank " + std::to_string(c.exit.rank) + "] ";
-    MpirunOutput* retag = spec.viaMpirun ? &mpirunOut : nullptr;
-    c.out = LineForwarder{prefix, &std::cout, {}, {}, retag};
-    c.err = LineForwarder{prefix, &std::cerr, {}, {}, retag};
-  }
-
-  int running = static_cast<int>(children.size());
-  bool stopping = false;
-  clock::time_point killAt{}, nextPoll = t0;
-  auto stopAll = [&](const std::string& why) {
-    if (stopping) return;
-    stopping = true;
-    if (result.error.empty()) result.error = why;
-    for (auto& c : children)
-      if (c.running) {
-        kill(c.exit.pid, SIGTERM);
-        c.exit.killedByLauncher = true;
-      }
-    killAt = clock::now() + spec.grace;
-  };
-
-  while (running > 0 || std::any_of(children.begin(), children.end(),
-                                     [](const Child& c) { return c.outFd >= 0 || c.errFd >= 0; })) {
-    std::vector<pollfd> fds;
-    for (auto& c : children) {
-      if (c.outFd >= 0) fds.push_back({c.outFd, POLLIN, 0});
-      if (c.errFd >= 0) fds.push_back({c.errFd, POLLIN, 0});
-    }
-    if (!fds.empty()) poll(fds.data(), fds.size(), 20);
-    for (auto& c : children) {
-      drain(c.outFd, c.out);
-      drain(c.errFd, c.err);
-    }
-    // Before reaping: a signal sent to the whole process group also kills the ranks, and their
-    // deaths are then the interrupt's doing, not a failure of the point.
-    if (!stopping && gInterrupted.load()) {
-      result.interrupted = true;
-      failures.post(-1, "was interrupted (SIGINT, SIGTERM or SIGHUP)", spec);
-      stopAll("interrupted");
-    }
-    for (auto& c : children) {
-      if (!c.running) continue;
-      int status = 0;
-      const pid_t r = waitpid(c.exit.pid, &status, WNOHANG);
-      if (r != c.exit.pid) continue;
-      c.running = false;
-      --running;
-      if (WIFSIGNALED(status)) c.exit.signal = WTERMSIG(status);
-      if (WIFEXITED(status)) c.exit.exitCode = WEXITSTATUS(status);
-      drain(c.outFd, c.out);  // mpirun's lines explain its exit (MpirunOutput)
-      drain(c.errFd, c.err);
-      c.exit.lastError = c.err.lastNonEmpty;
-      const bool failed = c.exit.signal != 0 || c.exit.exitCode != 0;
-      if (failed && !stopping) {
-        if (spec.viaMpirun) {
-          stopAll(mpirunOut.describeFailure(c.exit.exitCode, c.exit.signal));
-        } else {
-          failures.post(c.exit.rank, exitReason(c.exit), spec);
-          stopAll(describe(c.exit));
-        }
-      }
-    }
-    if (running == 0) {
-      // Children are gone; pipes may still hold output of grandchildren: don't wait for them.
-      for (auto& c : children) {
-        drain(c.outFd, c.out);
-        drain(c.errFd, c.err);
-        if (c.outFd >= 0) { c.out.flush(); close(c.outFd); c.outFd = -1; }
-        if (c.errFd >= 0) { c.err.flush(); close(c.errFd); c.errFd = -1; }
-      }
-      break;
-    }
-    const auto now = clock::now();
-    if (!stopping && now - t0 > spec.timeout) {
-      result.timedOut = true;
-      const std::string limit =
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(spec.timeout).count()) + " s (--timeout)";
-      failures.post(-1, "timed out after " + limit, spec);
-      stopAll("timed out after " + limit + "; ranks still running were stopped");
-    }
-    // Another node's failure: stop this node's ranks within a poll period of it being posted.
-    if (!stopping && failures.active() && now >= nextPoll) {
-      nextPoll = now + std::chrono::milliseconds(100);
-      if (auto first = failures.first()) stopAll(*first);
-    }
-    // Node 0 lost: nothing more can be agreed with the other nodes.
-    if (!result.storeLost && failures.active()) {
-      if (auto lost = failures.lost(spec)) {
-        result.storeLost = true;
-        result.error.clear();
-        stopAll(*lost);
-        if (result.error.empty()) result.error = *lost;
-      }
-    }
-    if (stopping && now > killAt) {
-      for (auto& c : children)
-        if (c.running) kill(c.exit.pid, SIGKILL);
-      killAt = now + std::chrono::hours(1);
-    }
-  }
-
-  for (auto& c : children) result.ranks.push_back(c.exit);
-  result.ok = !stopping;
-  // Every node records the point's first failure, wherever it happened.
-  if (!result.ok && !result.interrupted && !result.storeLost) {
-    failures.settle();
-    if (auto lost = failures.lost(spec)) {
-      result.storeLost = true;
-      result.error = *lost;
-    } else if (auto first = failures.first()) {
-      result.error = *first;
-    }
-  }
-  if (spec.viaMpirun && spec.shareRunId) {
-    // Ranks that outlived mpirun (stuck before it was killed) carry this launch's run id.
-    if (const int left = killRunStragglers(result.runId); left > 0) {
-      result.ok = false;
-      if (result.error.empty()) result.error = "mpirun exited, leaving ranks running";
-      result.error += " (" + std::to_string(left) + " rank process" + (left == 1 ? "" : "es") +
-                      " left behind by mpirun were killed)";
-    }
-  }
-  result.wallSeconds = std::chrono::duration<double>(clock::now() - t0).count();
-  if (spec.cleanup) spec.cleanup(result.runId, world);
+  ranks.start(port);
+  ranks.watch();
+  ranks.finish();
+  result.wallSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (spec.cleanup) spec.cleanup(result.runId, spec.nprocPerNode * spec.nnodes);
   return result;
 }
 

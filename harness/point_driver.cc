@@ -16,6 +16,7 @@
 #include "comm/transports.h"
 #include "common/error.h"
 #include "common/text_escape.h"
+#include "harness/console_report.h"
 #include "harness/external_job.h"
 #include "record/records.h"
 #include "harness/mpirun.h"
@@ -147,7 +148,7 @@ std::string PointDriver::fromLeader(const std::string& name, const std::string& 
 
 void PointDriver::skip(const std::string& what) {
   ++index_;
-  if (reporter()) std::fprintf(stderr, "[%zu/%zu] %s\n", index_, opt_.total, printable(what).c_str());
+  if (reporter()) printProgress({index_, opt_.total, what, std::nullopt, 0, 0});
 }
 
 std::string needsMpiLauncher(const std::string& transport, const std::string& other) {
@@ -161,14 +162,10 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   ++index_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (reporter()) {
-    std::fprintf(stderr, "[%zu/%zu] %s", index_, opt_.total, printable(what).c_str());
-    if (launched_ > 0) std::fprintf(stderr, " (ETA %.0f s)", elapsed / launched_ * (opt_.total - index_ + 1));
-    // More ranks than cores here: they take turns, and a turn lost lands in the point's times.
-    const unsigned cores = std::thread::hardware_concurrency();
-    if (!external_ && cores > 0 && static_cast<unsigned>(procsPerNode) > cores)
-      std::fprintf(stderr, "; %d ranks on %u cores: they take turns, so its times include waiting for one",
-                   procsPerNode, cores);
-    std::fprintf(stderr, "\n");
+    ProgressLine line{index_, opt_.total, what, std::nullopt, external_ ? 0 : procsPerNode,
+                      std::thread::hardware_concurrency()};
+    if (launched_ > 0) line.etaS = elapsed / launched_ * (opt_.total - index_ + 1);
+    printProgress(line);
   }
 
   PointOutcome out;

@@ -1,7 +1,7 @@
 // harness/point_driver.h — the one per-point loop every launching subcommand shares (`run`,
 // `sweep`, `allreduce`), nccl-tests' "one driver, a small table per collective" idea: the driver
 // owns what every point does the same way, the runners keep only what differs (the job's
-// content, building records, printing tables).
+// content, building records; what they print goes through harness/console_report.h).
 //
 // Per point it prints "[k/total] <what> (ETA n s)", writes the job file into its scratch
 // directory, fills the LaunchSpec (layout, ports, run id, timeout, the transport's cleanup),

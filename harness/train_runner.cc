@@ -2,27 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <iostream>
-#include <memory>
-#include <optional>
-#include <set>
+#include <string>
 #include <vector>
 
 #include "comm/transports.h"
 #include "common/error.h"
-#include "common/text_escape.h"
-#include "common/trace.h"
+#include "core/registry.h"
+#include "harness/console_report.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
 #include "harness/input_checks.h"
-#include "harness/point_driver.h"
-#include "core/registry.h"
 #include "harness/meta.h"
 #include "harness/mpirun.h"
+#include "harness/point_driver.h"
+#include "harness/runner_session.h"
 #include "record/results.h"
-#include "record/trace_file.h"
 
 namespace tpb {
 
@@ -120,16 +114,41 @@ std::string skipReason(const TrainStrategy& s, const TrainConfig& cfg, Device de
   return "";
 }
 
+// One point of the command, resolved once and passed on: its strategy's entry (the only lookup
+// by name), what in it needs mpirun besides its transport, and where its ranks are.
+struct PointPlan {
+  const TrainPoint* point = nullptr;
+  const TrainStrategy* strategy = nullptr;
+  std::string libraryMpi;  // libraryNeedsMpi, set once --library has been checked
+  PointLayout layout;      // placePoints: an external job's hosts are known only after the join
+  const TrainConfig& cfg() const { return point->cfg; }
+};
+
+std::vector<PointPlan> planPoints(const TrainRunOptions& opt) {
+  std::vector<PointPlan> plans;
+  for (const auto& p : opt.points) {
+    PointPlan plan;
+    plan.point = &p;
+    plan.strategy = &findStrategy("--strategy", p.cfg.strategy);
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+void placePoints(const TrainRunOptions& opt, Device device, std::vector<PointPlan>& plans) {
+  for (auto& p : plans) p.layout = layoutOf(opt, *p.strategy, p.cfg(), device);
+}
+
 // `run` has one point: skipping it would run nothing and exit 0, so its skip is a refusal.
 // Under an external launcher the layout needs the job's hosts (known after the join): that part
 // is left to the point, where a skip makes `run` exit 1.
-void refuseSkippedRun(const TrainRunOptions& opt, Device device) {
+void refuseSkippedRun(const TrainRunOptions& opt, const std::vector<PointPlan>& plans, Device device) {
   const ExternalJob* ext = opt.external;
-  for (const auto& p : opt.points) {
-    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-    const PointLayout layout = ext ? PointLayout{} : layoutOf(opt, s, p.cfg, device);
-    if (const std::string why = skipReason(s, p.cfg, device, ext ? nullptr : &layout); !why.empty())
-      TPB_THROW(UsageError, "--strategy " << s.name << " --n_gpus " << p.cfg.nGpus << " (--nnodes " << opt.nnodes
+  for (const auto& p : plans) {
+    const TrainStrategy& s = *p.strategy;
+    const PointLayout layout = ext ? PointLayout{} : layoutOf(opt, s, p.cfg(), device);
+    if (const std::string why = skipReason(s, p.cfg(), device, ext ? nullptr : &layout); !why.empty())
+      TPB_THROW(UsageError, "--strategy " << s.name << " --n_gpus " << p.cfg().nGpus << " (--nnodes " << opt.nnodes
                                           << ", --nproc_per_node " << opt.nprocPerNode << ", --device "
                                           << deviceName(device) << "): cannot run: " << why);
   }
@@ -152,13 +171,13 @@ std::string libraryNeedsMpi(const TrainStrategy& s, const TrainConfig& cfg) {
 
 // --library names a library allreduce that runs on `device`, for points of which at least one
 // strategy takes it.
-void checkLibrary(const TrainRunOptions& opt, Device device) {
+void checkLibrary(const std::vector<PointPlan>& plans, Device device) {
   std::string library;
   bool taken = false;
-  for (const auto& p : opt.points) {
-    if (p.cfg.library.empty()) continue;
-    library = p.cfg.library;
-    taken = taken || findStrategy("--strategy", p.cfg.strategy).takesLibrary;
+  for (const auto& p : plans) {
+    if (p.cfg().library.empty()) continue;
+    library = p.cfg().library;
+    taken = taken || p.strategy->takesLibrary;
   }
   if (library.empty()) return;
   const AllreduceAlgo& a = findAllreduce("--library", library);
@@ -175,277 +194,293 @@ void checkLibrary(const TrainRunOptions& opt, Device device) {
   }
 }
 
-// What one command owns: claimed (locked, and checked against what is there already) before
-// anything is launched, and held until every point is saved.
-struct OwnedOutputs {
-  std::optional<OwnedOutput> out, trace;
-  std::vector<std::unique_ptr<OutLock>> saveDirs;
-};
-
-void claimOutputs(const TrainRunOptions& opt, OwnedOutputs& owned) {
-  const OutputFlags flags{opt.resume, opt.overwrite, opt.resumable};
-  if (!opt.trace.empty()) {
-    if (!opt.out.empty() && std::filesystem::absolute(opt.trace).lexically_normal() ==
-                                std::filesystem::absolute(opt.out).lexically_normal())
-      TPB_THROW(UsageError, "--trace: '" << opt.trace << "' is the results file (--out); name another file");
-    owned.trace.emplace("--trace", opt.trace, kTraceOutput, flags);
-  }
-  if (!opt.out.empty()) owned.out.emplace("--out", opt.out, kResultsOutput, flags);
-  std::set<std::string> dirs;
-  for (const auto& p : opt.points)
-    if (!p.cfg.saveDir.empty() && dirs.insert(p.cfg.saveDir).second)
-      owned.saveDirs.push_back(std::make_unique<OutLock>("--save_dir", p.cfg.saveDir));
-}
-
-}  // namespace
-
-int runTraining(const TrainRunOptions& opt) {
+void checkLayoutFlags(const TrainRunOptions& opt) {
   if (!opt.transport.empty()) findTransport(opt.transport);
   if (opt.nnodes < 1) TPB_THROW(UsageError, "--nnodes: must be at least 1");
   if (opt.nodeRank < 0 || opt.nodeRank >= opt.nnodes)
     TPB_THROW(UsageError, "--node_rank: must be in 0.." << opt.nnodes - 1 << ", got " << opt.nodeRank);
   if (opt.nnodes > 1 && opt.masterPort == 0)
     TPB_THROW(UsageError, "--master_port: a launch over several nodes needs an agreed port");
-  // Under torchrun, srun or mpirun this process is one rank of a job of W: a point needs at
-  // most W ranks, and each rank drives the GPU of its LOCAL_RANK (or the one GPU it sees).
-  ExternalJob* ext = opt.external;
+}
+
+// Resolved once, before anything is launched: no GPU, or fewer than a point needs on this
+// node, is one usage error (auto falls back to the CPU only when no GPU is usable at all).
+// Under an external launcher a point needs at most the job's W ranks.
+Device chooseTrainDevice(const TrainRunOptions& opt, const std::vector<PointPlan>& plans, const ExternalJob* ext) {
   int gpusNeeded = 1;
   bool severalGpusPerProcess = false;  // data_parallel: one process needs all its GPUs visible
-  for (const auto& p : opt.points) {
-    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-    if (!s.unsupported(Device::Cpu, p.cfg.nGpus).empty()) continue;  // skipped with a reason
-    gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg, opt.nprocPerNode));
-    severalGpusPerProcess = severalGpusPerProcess || (s.processes(p.cfg.nGpus) == 1 && p.cfg.nGpus > 1);
-    if (ext && s.processes(p.cfg.nGpus) > ext->worldSize())
-      TPB_THROW(UsageError, "--n_gpus: " << s.name << " N=" << p.cfg.nGpus << " needs " << s.processes(p.cfg.nGpus)
+  for (const auto& p : plans) {
+    const TrainStrategy& s = *p.strategy;
+    const int nGpus = p.cfg().nGpus;
+    if (!s.unsupported(Device::Cpu, nGpus).empty()) continue;  // skipped with a reason
+    gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg(), opt.nprocPerNode));
+    severalGpusPerProcess = severalGpusPerProcess || (s.processes(nGpus) == 1 && nGpus > 1);
+    if (ext && s.processes(nGpus) > ext->worldSize())
+      TPB_THROW(UsageError, "--n_gpus: " << s.name << " N=" << nGpus << " needs " << s.processes(nGpus)
                                          << " ranks, the job " << ext->env().launcher << " started has "
                                          << ext->worldSize());
   }
   if (ext) gpusNeeded = std::min(gpusNeeded, ext->env().localWorldSize);
-  // Resolved once, before anything is launched: no GPU, or fewer than a point needs on this
-  // node, is one usage error (auto falls back to the CPU only when no GPU is usable at all).
-  const Device device = chooseDevice(opt.device, gpusNeeded, ext && !severalGpusPerProcess);
-  const std::string deviceText = deviceName(device);
+  return chooseDevice(opt.device, gpusNeeded, ext && !severalGpusPerProcess);
+}
+
+// Everything else that is refused before anything is launched, once the device is known.
+void checkBeforeLaunch(const TrainRunOptions& opt, std::vector<PointPlan>& plans, Device device,
+                       const ExternalJob* ext) {
   if (!opt.transport.empty()) {
     if (std::string why = findTransport(opt.transport).unsupported(device, 2, 2); !why.empty())
-      TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceText << ": " << why);
+      TPB_THROW(UsageError, "--transport " << opt.transport << " on " << deviceName(device) << ": " << why);
   }
-
-  checkLibrary(opt, device);
+  checkLibrary(plans, device);
+  for (auto& p : plans) p.libraryMpi = libraryNeedsMpi(*p.strategy, p.cfg());
   checkLauncherFlag(opt.launcher);
-  if (opt.everyPointMustRun) refuseSkippedRun(opt, device);
-  for (const auto& p : opt.points) {  // who starts each point's ranks, refused now rather than mid-sweep
-    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-    if (ext || !s.unsupported(device, p.cfg.nGpus).empty()) continue;  // skipped, with the reason
-    chooseMpirun(opt.launcher, needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)),
+  if (opt.everyPointMustRun) refuseSkippedRun(opt, plans, device);
+  for (const auto& p : plans) {  // who starts each point's ranks, refused now rather than mid-sweep
+    if (ext || !p.strategy->unsupported(device, p.cfg().nGpus).empty()) continue;  // skipped, with the reason
+    chooseMpirun(opt.launcher, needsMpiLauncher(layoutOf(opt, *p.strategy, p.cfg(), device).transport, p.libraryMpi),
                  opt.nnodes);
   }
   checkNodesShareASecret(opt.nnodes);
+}
 
+SessionOptions sessionOptions(const TrainRunOptions& opt, bool writer) {
+  SessionOptions s;
+  s.command = opt.command;
+  s.out = opt.out;
+  s.trace = opt.trace;
+  s.flags = OutputFlags{opt.resume, opt.overwrite, opt.resumable};
+  for (const auto& p : opt.points)
+    if (!p.cfg.saveDir.empty()) s.saveDirs.push_back(p.cfg.saveDir);
+  s.writer = writer;
+  s.nnodes = opt.nnodes;
+  s.ranksPerNode = opt.nprocPerNode;
+  PointDriverOptions& d = s.driver;
+  d.total = opt.points.size();
+  d.timeout = opt.timeout;
+  d.nnodes = opt.nnodes;
+  d.nodeRank = opt.nodeRank;
+  d.masterAddr = opt.masterAddr;
+  d.masterPort = opt.masterPort;
+  d.rendezvousTimeout = opt.rendezvousTimeout;
+  d.heartbeatTimeout = opt.heartbeatTimeout;
+  d.iface = opt.iface;
+  d.launcher = opt.launcher;
+  d.external = opt.external;
+  return s;
+}
+
+bool usesMpi(const std::vector<PointPlan>& plans) {
+  return std::any_of(plans.begin(), plans.end(), [](const PointPlan& p) {
+    return !needsMpiLauncher(p.layout.transport, p.libraryMpi).empty();
+  });
+}
+
+std::string nameOf(const PointPlan& p) { return p.strategy->name + " N=" + std::to_string(p.cfg().nGpus); }
+
+// The points of one `run` or `sweep`, in order, on the session's driver: each is skipped (already
+// in the results file, or unable to run here) or launched, then recorded and saved.
+class TrainSweep {
+ public:
+  TrainSweep(const TrainRunOptions& opt, Device device, const ExternalJob* ext, RunnerSession& session)
+      : opt_(opt), device_(device), deviceText_(deviceName(device)), ext_(ext), session_(session),
+        driver_(session.driver()), reporter_(driver_.reporter() && opt.nodeRank == 0) {}
+
+  // The command's exit code.
+  int run(const std::vector<PointPlan>& plans) {
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (driver_.interrupted() || !driver_.lostNodeZero().empty()) break;
+      const PointPlan& plan = plans[i];
+      RunRecord run = recordOf(plan);
+      if (alreadySaved(i, plan, run)) continue;
+      bool jobEnds = false;  // an external job's failed point ends the command on every rank
+      if (const std::string why = skipReason(*plan.strategy, plan.cfg(), device_, &plan.layout); !why.empty())
+        skip(plan, run, why);
+      else
+        jobEnds = launch(plan, run);
+      save(run);
+      if (jobEnds) break;
+    }
+    return finish();
+  }
+
+ private:
+  RunRecord recordOf(const PointPlan& plan) const;
+  bool alreadySaved(std::size_t index, const PointPlan& plan, const RunRecord& run);
+  void skip(const PointPlan& plan, RunRecord& run, const std::string& why);
+  bool launch(const PointPlan& plan, RunRecord& run);
+  json jobOf(const PointPlan& plan, const RunRecord& run) const;
+  void judge(RunRecord& run, const LaunchResult& lr, bool complete) const;
+  void addTrace(const PointPlan& plan, const RunRecord& run, const json& fragment);
+  void save(const RunRecord& run);
+  int finish() const;
+
+  const TrainRunOptions& opt_;
+  const Device device_;
+  const std::string deviceText_;
+  const ExternalJob* ext_;
+  RunnerSession& session_;
+  PointDriver& driver_;
+  // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
+  // wrote, writes results and prints the table; the other nodes print their own ranks' outcome
+  // per point, the other ranks of an external job only their errors.
+  const bool reporter_;
+  TrainConsole console_;
+  int rc_ = 0;
+};
+
+RunRecord TrainSweep::recordOf(const PointPlan& plan) const {
+  TrainConfig canonical = plan.cfg();
+  canonical.strategy = plan.strategy->name;  // aliases are recorded under the strategy's name
+  canonical.library = recordedLibrary(*plan.strategy, plan.cfg().library, device_);
+  RunRecord run;
+  run.config = runConfigOf(canonical, deviceText_, plan.layout.transport, plan.point->repeat);
+  run.entry = entryRecordOf(*plan.strategy, plan.strategy->dataRanks(plan.cfg().nGpus));
+  return run;
+}
+
+// --resume: the results file holds the point already. Only the leader (rank 0, node 0) holds the
+// file: it tells the others which points it has, whether or not they were given --resume
+// themselves, so every node runs the same.
+bool TrainSweep::alreadySaved(std::size_t index, const PointPlan& plan, const RunRecord& run) {
+  const ResultsFile* results = session_.results();
+  bool have = false;
+  if (opt_.resume && results) {
+    const auto& runs = results->runs();
+    have = std::any_of(runs.begin(), runs.end(),
+                       [&](const RunRecord& r) { return r.config == run.config && r.status != "failed"; });
+  }
+  have = driver_.fromLeader("resume/" + std::to_string(index), have ? "1" : "0") == "1";
+  if (have)
+    driver_.skip(nameOf(plan) + " b=" + std::to_string(plan.cfg().batchSize) + ": already in " +
+                 (results ? opt_.out : std::string("node 0's results")) + ", skipped (--resume)");
+  return have;
+}
+
+void TrainSweep::skip(const PointPlan& plan, RunRecord& run, const std::string& why) {
+  const TrainConfig& cfg = plan.cfg();
+  run.status = "skipped";
+  run.error = why;
+  driver_.skip(nameOf(plan) + " b=" + std::to_string(cfg.batchSize) + ": skipped: " + why);
+  console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
+  if (opt_.everyPointMustRun) rc_ = 1;  // `run` ran nothing
+}
+
+// Launches the point and records its outcome in `run`; true when that ends the command.
+bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
+  const TrainConfig& cfg = plan.cfg();
+  const PointLayout& layout = plan.layout;
+  // Saves the point as failed (external launchers: before it starts, and from the watchdog).
+  const FailureRecorder recordFailed = [this, failed = run](const std::string& error, const json& partial) mutable {
+    bool done = false;
+    failed.status = "failed";
+    failed.error = error;
+    failed.epochs = readEpochs(partial, "result of the point in flight", done);
+    failed.summary = RunSummary::of(failed.epochs);
+    save(failed);
+  };
+  const std::string what = nameOf(plan) + " batch " + std::to_string(cfg.batchSize) + " train_size " +
+                           std::to_string(cfg.trainSize) + " epochs " + std::to_string(cfg.epochs) + " over " +
+                           (layout.procs > 1 ? layout.transport : "one process");
+  const PointOutcome po = driver_.run(what, jobOf(plan, run), layout.transport, layout.perNode, layout.procs,
+                                      recordFailed, plan.libraryMpi);
+  const LaunchResult& lr = po.launch;
+  bool complete = false;
+  run.epochs = readEpochs(po.result, po.resultPath, complete);
+  judge(run, lr, complete);
+  bool jobEnds = false;
+  if (!run.ok()) {
+    rc_ = 1;
+    jobEnds = ext_ != nullptr;
+    if (driver_.reporter()) console_.pointFailed(plan.strategy->name, cfg.nGpus, *run.error);
+  } else if (!ext_ && opt_.nodeRank != 0) {
+    console_.nodeOk(plan.strategy->name, cfg.nGpus, cfg.batchSize, opt_.nodeRank, layout.perNode, lr.wallSeconds);
+  }
+  run.summary = RunSummary::of(run.epochs);
+  run.wallS = lr.wallSeconds;
+  if (session_.trace() && run.ok() && !po.trace.is_null()) addTrace(plan, run, po.trace);
+  const RunSummary& s = run.summary;
+  console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
+                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
+  if (lr.interrupted) rc_ = 130;
+  return jobEnds;
+}
+
+json TrainSweep::jobOf(const PointPlan& plan, const RunRecord& run) const {
+  json job = {{"kind", "train"}, {"device", deviceText_}, {"config", run.config.toJson()}};
+  if (!plan.cfg().saveDir.empty()) job["save_dir"] = plan.cfg().saveDir;  // no part of the work: not in config
+  if (!opt_.trace.empty()) job["trace"] = true;  // every rank records; rank 0 gathers
+  return job;
+}
+
+// Whether a launched point is "ok": its ranks exited cleanly and, where this process reads it,
+// rank 0 wrote a complete result that measured something.
+void TrainSweep::judge(RunRecord& run, const LaunchResult& lr, bool complete) const {
+  if (lr.ok && (complete || !reporter_)) {
+    run.status = "ok";
+    // Ranks that exit cleanly after training on nothing measured nothing: not "ok".
+    if (std::string none = run.nothingMeasured(); !none.empty() && reporter_) {
+      run.status = "failed";
+      run.error = none + " (check --train_size, --batch_size, --max_steps)";
+    }
+  } else {
+    run.status = "failed";
+    run.error = lr.ok ? std::string("rank 0 reported no result") : lr.error;
+  }
+}
+
+void TrainSweep::addTrace(const PointPlan& plan, const RunRecord& run, const json& fragment) {
+  const TrainConfig& cfg = plan.cfg();
+  std::string label = nameOf(plan) + " batch " + std::to_string(cfg.batchSize);
+  if (plan.strategy->microbatched) label += " M=" + std::to_string(cfg.microbatches) + " " + cfg.schedule;
+  if (plan.point->repeat > 0) label += " repeat " + std::to_string(plan.point->repeat);
+  session_.trace()->add(label, run.config.toJson(), fragment);
+}
+
+// The results file holds every point once: a rerun of a failed point replaces it.
+void TrainSweep::save(const RunRecord& r) {
+  ResultsFile* results = session_.results();
+  if (!results || !reporter_) return;
+  if (opt_.nnodes > 1) results->meta().extra["node_hosts"] = driver_.nodeHosts();
+  auto& runs = results->runs();
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& o) { return o.config == r.config; }),
+             runs.end());
+  results->addRun(r);
+  updateScalingEfficiency(results->runs());
+  results->save();
+}
+
+int TrainSweep::finish() const {
+  if (reporter_) console_.printTable();
+  session_.close();
+  if (driver_.interrupted()) {
+    console_.interrupted();
+    return 130;
+  }
+  if (!driver_.lostNodeZero().empty()) {
+    console_.lostNodeZero(driver_.lostNodeZero(), opt_.nodeRank);
+    return 1;
+  }
+  return rc_;
+}
+
+}  // namespace
+
+int runTraining(const TrainRunOptions& opt) {
+  checkLayoutFlags(opt);
+  // Under torchrun, srun or mpirun this process is one rank of a job of W: a point needs at
+  // most W ranks, and each rank drives the GPU of its LOCAL_RANK (or the one GPU it sees).
+  ExternalJob* ext = opt.external;
+  std::vector<PointPlan> plans = planPoints(opt);
+  const Device device = chooseTrainDevice(opt, plans, ext);
+  checkBeforeLaunch(opt, plans, device, ext);
   // Rank 0 alone writes results under an external launcher, node 0 alone on several nodes (every
   // node runs the same command, --out included: on a shared file system the others must not
   // touch it); the file is created once every rank has passed its checks (the driver's join).
   const bool writer = (!ext || ext->rank() == 0) && opt.nodeRank == 0;
-  std::unique_ptr<ResultsFile> results;
-  OwnedOutputs owned;  // held until every point is saved
-  if (opt.out.empty() && opt.resume) TPB_THROW(UsageError, "--resume: needs --out FILE to resume from");
-  if (writer) {
-    claimOutputs(opt, owned);
-    if (owned.out && owned.out->continues()) results = std::make_unique<ResultsFile>(ResultsFile::load(opt.out));
-  }
-
-  PointDriverOptions dopt;
-  dopt.external = opt.external;
-  dopt.total = opt.points.size();
-  dopt.timeout = opt.timeout;
-  dopt.nnodes = opt.nnodes;
-  dopt.nodeRank = opt.nodeRank;
-  dopt.masterAddr = opt.masterAddr;
-  dopt.masterPort = opt.masterPort;
-  dopt.rendezvousTimeout = opt.rendezvousTimeout;
-  dopt.heartbeatTimeout = opt.heartbeatTimeout;
-  dopt.iface = opt.iface;
-  dopt.launcher = opt.launcher;
-  PointDriver driver(dopt);
-  bool usesMpi = false;
-  for (const auto& p : opt.points) {
-    const TrainStrategy& s = findStrategy("--strategy", p.cfg.strategy);
-    usesMpi = usesMpi || !needsMpiLauncher(layoutOf(opt, s, p.cfg, device).transport, libraryNeedsMpi(s, p.cfg)).empty();
-  }
-  driver.prepareMpi(usesMpi);
-  // This command's meta, collected once for a new results file and a new trace alike.
-  std::optional<Meta> meta;
-  auto commandMeta = [&]() -> const Meta& {
-    if (!meta) {
-      meta = collectMeta(opt.command);
-      driver.describe(*meta);
-      if (!ext) {
-        if (opt.nprocPerNode > 0) meta->ranksPerNode = opt.nprocPerNode;
-        if (opt.nnodes == 1) meta->hosts = std::vector<std::string>{*meta->host};
-      }
-    }
-    return *meta;
-  };
-  if (!opt.out.empty() && writer && !results)
-    results = std::make_unique<ResultsFile>(ResultsFile::create(opt.out, commandMeta()));
-  // The trace's clock starts now, on this node's steady clock, which rank 0 of every point shares.
-  std::unique_ptr<TraceFile> traceFile;
-  if (!opt.trace.empty() && writer) {
-    // A resumed sweep goes on in the same trace, after what the file holds.
-    traceFile = owned.trace->continues()
-                    ? std::make_unique<TraceFile>(TraceFile::resume(opt.trace, trace::nowNs()))
-                    : std::make_unique<TraceFile>(opt.trace, trace::nowNs(), commandMeta().toJson());
-  }
-  // Node 0 alone (rank 0 alone under an external launcher) reads what each point's rank 0
-  // wrote, writes results and prints the table; the other nodes print their own ranks' outcome
-  // per point, the other ranks of an external job only their errors.
-  const bool reporter = driver.reporter() && opt.nodeRank == 0;
-  int rc = 0;
-  struct Row { std::string strategy; int n, batch; std::size_t trainSize; std::string status; double sps, acc, total; };
-  std::vector<Row> rows;
-
-  for (const auto& point : opt.points) {
-    if (driver.interrupted() || !driver.lostNodeZero().empty()) break;
-    const TrainConfig& cfg = point.cfg;
-    const TrainStrategy& strategy = findStrategy("--strategy", cfg.strategy);
-    const PointLayout layout = layoutOf(opt, strategy, cfg, device);
-    const int procs = layout.procs, perNode = layout.perNode;
-    const std::string& transport = layout.transport;
-    TrainConfig canonical = cfg;
-    canonical.strategy = strategy.name;  // aliases are recorded under the strategy's name
-    canonical.library = recordedLibrary(strategy, cfg.library, device);
-    RunRecord run;
-    run.config = runConfigOf(canonical, deviceText, transport, point.repeat);
-    run.entry = entryRecordOf(strategy, strategy.dataRanks(cfg.nGpus));
-    const std::string name = strategy.name + " N=" + std::to_string(cfg.nGpus);
-    const std::string shortName = name + " b=" + std::to_string(cfg.batchSize);  // skip lines
-
-    {
-      bool have = false;
-      if (opt.resume && results) {
-        const auto& runs = results->runs();
-        have = std::any_of(runs.begin(), runs.end(), [&](const RunRecord& r) {
-          return r.config == run.config && r.status != "failed";
-        });
-      }
-      // Only the leader (rank 0, node 0) holds the file: it tells the others which points it
-      // has, whether or not they were given --resume themselves, so every node runs the same.
-      have = driver.fromLeader("resume/" + std::to_string(&point - opt.points.data()), have ? "1" : "0") == "1";
-      if (have) {
-        driver.skip(shortName + ": already in " + (results ? opt.out : std::string("node 0's results")) +
-                    ", skipped (--resume)");
-        continue;
-      }
-    }
-
-    const std::string why = skipReason(strategy, cfg, device, &layout);
-    // The results file holds every point once: a rerun of a failed point replaces it.
-    auto save = [&](const RunRecord& r) {
-      if (!results || !reporter) return;
-      if (opt.nnodes > 1) results->meta().extra["node_hosts"] = driver.nodeHosts();
-      auto& runs = results->runs();
-      runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunRecord& o) { return o.config == r.config; }),
-                 runs.end());
-      results->addRun(r);
-      updateScalingEfficiency(results->runs());
-      results->save();
-    };
-    bool jobEnds = false;  // an external job's failed point ends the command on every rank
-    if (!why.empty()) {
-      run.status = "skipped";
-      run.error = why;
-      driver.skip(shortName + ": skipped: " + why);
-      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
-      if (opt.everyPointMustRun) rc = 1;  // `run` ran nothing
-    } else {
-      json job = {{"kind", "train"}, {"device", deviceText}, {"config", run.config.toJson()}};
-      if (!cfg.saveDir.empty()) job["save_dir"] = cfg.saveDir;  // no part of the work: not in config
-      if (!opt.trace.empty()) job["trace"] = true;  // every rank records; rank 0 gathers
-      // Saves the point as failed (external launchers: before it starts, and from the watchdog).
-      const FailureRecorder recordFailed = [&, failed = run](const std::string& error, const json& partial) mutable {
-        bool done = false;
-        failed.status = "failed";
-        failed.error = error;
-        failed.epochs = readEpochs(partial, "result of the point in flight", done);
-        failed.summary = RunSummary::of(failed.epochs);
-        save(failed);
-      };
-      const PointOutcome po = driver.run(
-          name + " batch " + std::to_string(cfg.batchSize) + " train_size " + std::to_string(cfg.trainSize) +
-              " epochs " + std::to_string(cfg.epochs) + " over " + (procs > 1 ? transport : "one process"),
-          job, transport, perNode, procs, recordFailed, libraryNeedsMpi(strategy, cfg));
-      const LaunchResult& lr = po.launch;
-
-      bool complete = false;
-      run.epochs = readEpochs(po.result, po.resultPath, complete);
-      if (lr.ok && (complete || !reporter)) {
-        run.status = "ok";
-        // Ranks that exit cleanly after training on nothing measured nothing: not "ok".
-        if (std::string none = run.nothingMeasured(); !none.empty() && reporter) {
-          run.status = "failed";
-          run.error = none + " (check --train_size, --batch_size, --max_steps)";
-        }
-      } else {
-        run.status = "failed";
-        run.error = lr.ok ? std::string("rank 0 reported no result") : lr.error;
-      }
-      if (!run.ok()) {
-        rc = 1;
-        jobEnds = ext != nullptr;
-        if (driver.reporter())
-          std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.name.c_str(), cfg.nGpus,
-                       printable(*run.error).c_str());
-      } else if (!ext && opt.nodeRank != 0) {
-        std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.name.c_str(), cfg.nGpus,
-                    cfg.batchSize, opt.nodeRank, opt.nodeRank * perNode, (opt.nodeRank + 1) * perNode - 1,
-                    lr.wallSeconds);
-        std::fflush(stdout);
-      }
-      run.summary = RunSummary::of(run.epochs);
-      run.wallS = lr.wallSeconds;
-      if (traceFile && run.ok() && !po.trace.is_null()) {
-        std::string label = name + " batch " + std::to_string(cfg.batchSize);
-        if (strategy.microbatched) label += " M=" + std::to_string(cfg.microbatches) + " " + cfg.schedule;
-        if (point.repeat > 0) label += " repeat " + std::to_string(point.repeat);
-        traceFile->add(label, run.config.toJson(), po.trace);
-      }
-      const RunSummary& s = run.summary;
-      rows.push_back({strategy.name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
-                      std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
-      if (lr.interrupted) rc = 130;
-    }
-    save(run);
-    if (jobEnds) break;
-  }
-
-  if (!rows.empty() && reporter) {
-    std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size",
-                "status", "samples/s", "test_acc", "train_s");
-    for (const auto& r : rows) {
-      if (r.status == "skipped") {
-        std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch,
-                    r.trainSize, "skipped", "-", "-", "-");
-        continue;
-      }
-      char acc[16] = "n/a";
-      if (r.acc >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.acc * 100);
-      std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f\n", r.strategy.c_str(), r.n, r.batch,
-                  r.trainSize, r.status.c_str(), r.sps, acc, r.total);
-    }
-  }
-  if (results && reporter) std::fprintf(stderr, "results written to %s\n", opt.out.c_str());
-  if (traceFile && traceFile->points() > 0)
-    std::fprintf(stderr, "trace of %zu run(s) written to %s (open it in Perfetto or chrome://tracing)\n",
-                 traceFile->points(), opt.trace.c_str());
-  if (driver.interrupted()) {
-    std::fprintf(stderr, "interrupted: finished points are saved\n");
-    return 130;
-  }
-  if (!driver.lostNodeZero().empty()) {
-    std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", printable(driver.lostNodeZero()).c_str(), opt.nodeRank);
-    return 1;
-  }
-  return rc;
+  RunnerSession session(sessionOptions(opt, writer));
+  placePoints(opt, device, plans);
+  session.open(usesMpi(plans));
+  return TrainSweep(opt, device, ext, session).run(plans);
 }
 
 }  // namespace tpb

@@ -1,0 +1,120 @@
+#include "harness/console_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "common/format_bytes.h"
+#include "common/text_escape.h"
+#include "record/records.h"
+
+namespace tpb {
+
+void printProgress(const ProgressLine& line) {
+  std::fprintf(stderr, "[%zu/%zu] %s", line.k, line.total, printable(line.what).c_str());
+  if (line.etaS) std::fprintf(stderr, " (ETA %.0f s)", *line.etaS);
+  // More ranks than cores here: they take turns, and a turn lost lands in the point's times.
+  if (line.cores > 0 && line.ranks > 0 && static_cast<unsigned>(line.ranks) > line.cores)
+    std::fprintf(stderr, "; %d ranks on %u cores: they take turns, so its times include waiting for one",
+                 line.ranks, line.cores);
+  std::fprintf(stderr, "\n");
+}
+
+void printOutputsWritten(const std::string& results, const std::string& trace, std::size_t tracePoints) {
+  if (!results.empty()) std::fprintf(stderr, "results written to %s\n", results.c_str());
+  if (tracePoints > 0)
+    std::fprintf(stderr, "trace of %zu run(s) written to %s (open it in Perfetto or chrome://tracing)\n",
+                 tracePoints, trace.c_str());
+}
+
+// ---- run and sweep ----------------------------------------------------------------------------
+
+void TrainConsole::pointFailed(const std::string& strategy, int n, const std::string& error) const {
+  std::fprintf(stderr, "%s N=%d failed: %s\n", strategy.c_str(), n, printable(error).c_str());
+}
+
+void TrainConsole::nodeOk(const std::string& strategy, int n, int batch, int node, int perNode,
+                          double wallS) const {
+  std::printf("%s N=%d batch %d: node %d (ranks %d..%d) ok, %.2f s\n", strategy.c_str(), n, batch, node,
+              node * perNode, (node + 1) * perNode - 1, wallS);
+  std::fflush(stdout);
+}
+
+void TrainConsole::printTable() const {
+  if (rows_.empty()) return;
+  std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size", "status",
+              "samples/s", "test_acc", "train_s");
+  for (const auto& r : rows_) {
+    if (r.status == "skipped") {
+      std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+                  "skipped", "-", "-", "-");
+      continue;
+    }
+    char acc[16] = "n/a";
+    if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
+    std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+                r.status.c_str(), r.samplesPerS, acc, r.trainS);
+  }
+}
+
+void TrainConsole::interrupted() const { std::fprintf(stderr, "interrupted: finished points are saved\n"); }
+
+void TrainConsole::lostNodeZero(const std::string& why, int node) const {
+  std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", printable(why).c_str(), node);
+}
+
+// ---- allreduce and collective -----------------------------------------------------------------
+
+void CollectiveConsole::header(const std::string& op, const std::string& algo, int n, const std::string& transport,
+                               const std::string& device, const std::string& how) const {
+  char line[256];
+  std::cout << "\n# " << op << "  algo=" << algo << "  N=" << n << "  transport=" << transport
+            << "  device=" << device << "  (float32" << how << ")\n";
+  std::snprintf(line, sizeof line, "# %10s %11s %5s %11s %11s %11s %11s %11s %7s %12s\n", "bytes", "count", "place",
+                "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong", "sent_B/rank");
+  std::cout << line;
+}
+
+void CollectiveConsole::row(const CollectiveRecord& p) const {
+  if (!p.measured) {
+    std::cout << "  " << formatBytes(p.bytes) << "  FAILED: " << printable(*p.error) << "\n";
+    return;
+  }
+  char line[256];
+  const std::string wrong = p.wrong ? std::to_string(*p.wrong) : "n/a";
+  // The most any rank sent in one call (exact; "-" where the transport did not carry it).
+  std::string sent = "-";
+  if (p.traffic && p.traffic->ranks())
+    sent = std::to_string(*std::max_element(p.traffic->bytesSent.begin(), p.traffic->bytesSent.end()));
+  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.1f %11.1f %11.1f %11.3f %11.3f %7s %12s\n",
+                formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.isInPlace() ? "in" : "out",
+                p.timeMedianUs, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
+  std::cout << line;
+}
+
+void CollectiveConsole::endPoint() const { std::cout.flush(); }
+
+void CollectiveConsole::pointFailed(const std::string& op, const std::string& algo, int n,
+                                    const std::string& error) const {
+  std::fprintf(stderr, "%s %s N=%d failed: %s\n", op.c_str(), algo.c_str(), n, printable(error).c_str());
+}
+
+void CollectiveConsole::referenceHeader() const {
+  std::cout << "\n# reference: single-thread memcpy on this host\n";
+}
+
+void CollectiveConsole::reference(std::size_t bytes, double gbps) const {
+  char line[128];
+  std::snprintf(line, sizeof line, "  memcpy %6s: %8.2f GB/s\n", formatBytes(bytes).c_str(), gbps);
+  std::cout << line;
+}
+
+void CollectiveConsole::interrupted(std::size_t done, std::size_t total) const {
+  std::fprintf(stderr, "interrupted: %zu of %zu points finished and saved\n", done, total);
+}
+
+void CollectiveConsole::failedPoints(std::size_t failed, std::size_t total) const {
+  std::fprintf(stderr, "%zu of %zu points failed\n", failed, total);
+}
+
+}  // namespace tpb

@@ -1,0 +1,77 @@
+// harness/console_report.h — what the launching commands print on the terminal, in one place
+// (google/benchmark's ConsoleReporter beside its JSON writer): the runners decide what happened
+// and record it in the results file (record/results.h); these classes only say it. Tables and
+// per-point results go to stdout, progress and problems to stderr, as before: scripts and tests
+// read both, so the text is a contract.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpb {
+
+struct CollectiveRecord;
+
+// The point driver's progress line on stderr: "[k/total] <what>", then for a launched point its
+// ETA and, when its ranks outnumber this node's cores, that its times include waiting for one.
+struct ProgressLine {
+  std::size_t k = 0, total = 0;
+  std::string what;
+  std::optional<double> etaS;  // none before the first launch, and for a point not launched
+  int ranks = 0;               // this node's ranks of the point; 0: not launched here
+  unsigned cores = 0;          // this node's cores; 0: unknown
+};
+void printProgress(const ProgressLine& line);
+
+// Where a command's outputs went, once its points are done: `results` empty when it wrote no
+// results file; `tracePoints` 0 when the trace holds nothing (or there is none).
+void printOutputsWritten(const std::string& results, const std::string& trace, std::size_t tracePoints);
+
+// One row of the summary table of `run` and `sweep`.
+struct TrainRow {
+  std::string strategy;
+  int n = 0, batch = 0;
+  std::size_t trainSize = 0;
+  std::string status;         // ok, failed or skipped (then the numbers are "-")
+  double samplesPerS = 0;
+  double testAccuracy = -1;   // a fraction; negative: none measured ("n/a")
+  double trainS = 0;
+};
+
+// `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.
+class TrainConsole {
+ public:
+  void pointFailed(const std::string& strategy, int n, const std::string& error) const;
+  // Another node than 0, under tpbench's own launcher: its own ranks of the point (perNode of
+  // them) finished.
+  void nodeOk(const std::string& strategy, int n, int batch, int node, int perNode, double wallS) const;
+  void add(TrainRow row) { rows_.push_back(std::move(row)); }
+  // The summary table of every point added; nothing when none was.
+  void printTable() const;
+  void interrupted() const;
+  void lostNodeZero(const std::string& why, int node) const;
+
+ private:
+  std::vector<TrainRow> rows_;
+};
+
+// `allreduce` and `collective`: nccl-tests' table per point, then the memcpy reference.
+class CollectiveConsole {
+ public:
+  // `how`: what the header's parentheses add after "float32" (" sum, in place, root 0").
+  void header(const std::string& op, const std::string& algo, int n, const std::string& transport,
+              const std::string& device, const std::string& how) const;
+  // A measured record as a table row, any other as a "FAILED" line.
+  void row(const CollectiveRecord& rec) const;
+  void endPoint() const;  // the point's table is complete: flushed
+  void pointFailed(const std::string& op, const std::string& algo, int n, const std::string& error) const;
+  void referenceHeader() const;
+  void reference(std::size_t bytes, double gbps) const;
+  void interrupted(std::size_t done, std::size_t total) const;
+  void failedPoints(std::size_t failed, std::size_t total) const;
+};
+
+}  // namespace tpb
