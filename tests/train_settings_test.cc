@@ -107,7 +107,9 @@ TEST(TrainSettingsTable, KeysAreUniqueAndEveryOneHasItsFlag) {
   std::set<std::string> keys;
   for (const SettingInfo& info : table()) {
     EXPECT_TRUE(keys.insert(info.key).second) << info.key << " twice";
-    if (info.flag == SettingInfo::Flag::Shared) EXPECT_NE(std::string(info.help), "") << info.key;
+    if (info.flag == SettingInfo::Flag::Shared) {
+      EXPECT_NE(std::string(info.help), "") << info.key;
+    }
     const std::string flag = std::string("--") + info.key;
     EXPECT_NE(app.get_subcommand("run")->get_option_no_throw(flag), nullptr) << "run has no " << flag;
     // sweep takes a list of a point's dimension, under the plural where the singular reads wrong
