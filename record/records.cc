@@ -164,6 +164,11 @@ bool RunConfig::has(const std::string& key) const {
   return !isKept(key) || std::find(held_.begin(), held_.end(), key) != held_.end();
 }
 
+// has() for a setting whose info the caller is visiting: no second walk of the table.
+bool RunConfig::holds(const SettingInfo& info) const {
+  return info.absent != Absent::Kept || std::find(held_.begin(), held_.end(), info.key) != held_.end();
+}
+
 void RunConfig::setHas(const std::string& key, bool held) {
   TPB_CHECK(isKept(key), "RunConfig: " << key << " is held by every record");
   const auto it = std::find(held_.begin(), held_.end(), key);
@@ -193,7 +198,7 @@ json RunConfig::toJson() const {
   json j = startWith(extra);
   forEachSetting(
       [&](const SettingInfo& info, const auto& value) {
-        if (has(info.key)) j[info.key] = settingJson(value);
+        if (holds(info)) j[info.key] = settingJson(value);
       },
       *this);
   j["device"] = device;
@@ -230,8 +235,8 @@ bool RunConfig::operator==(const RunConfig& o) const {
   bool same = device == o.device && transport == o.transport && repeatIndex == o.repeatIndex && extra == o.extra;
   forEachSetting(
       [&](const SettingInfo& info, const auto& mine, const auto& theirs) {
-        const bool held = has(info.key);
-        same = same && held == o.has(info.key) && (!held || sameSetting(mine, theirs));
+        const bool held = holds(info);
+        same = same && held == o.holds(info) && (!held || sameSetting(mine, theirs));
       },
       *this, o);
   return same;

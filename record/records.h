@@ -71,6 +71,7 @@ struct RunConfig : TrainSettings {
   bool operator!=(const RunConfig& o) const { return !(*this == o); }
 
  private:
+  bool holds(const SettingInfo& info) const;
   std::vector<std::string> held_;  // the Kept settings this record holds
 };
 
