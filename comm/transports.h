@@ -1,4 +1,12 @@
-// comm/transports.h — the table of Transport implementations this build has, by name.
+// comm/transports.h — the table of Transport implementations this build has, by name. Each
+// transport's own file fills its TransportInfo and ends with its registration line, as every
+// kind of extension does (core/registry.h):
+//
+//   TransportInfo shmTransportInfo() { ... }
+//   TPB_REGISTER_TRANSPORT(shmTransportInfo);
+//
+// The transports are their own library, linked whole (CMakeLists.txt), so no registration is
+// dropped by the linker; one that needs a missing library (mpi, nccl) is not compiled at all.
 #pragma once
 
 #include <chrono>
@@ -27,6 +35,7 @@ struct TransportArgs {
 
 struct TransportInfo {
   std::string name;
+  int order = 0;  // display order in `tpbench list` and in messages naming the choices
   std::string description;
   // Empty when usable for this device and layout (world size, ranks on this node), else why
   // not (shown to the user).
@@ -41,6 +50,7 @@ struct TransportInfo {
   bool needsMpiLauncher = false;
 };
 
+// In display order. Throws tpb::Error when two registered transports share a name.
 const std::vector<TransportInfo>& transports();
 // Throws UsageError naming the valid choices.
 const TransportInfo& findTransport(const std::string& name);
@@ -57,4 +67,12 @@ void startCommProcess();
 // A worker that failed does not call it (comm/mpi/mpi_runtime.h says why).
 void finishCommProcess();
 
+// Used by TPB_REGISTER_TRANSPORT.
+bool registerTransport(TransportInfo (*make)());
+
 }  // namespace tpb
+
+#define TPB_TRANSPORT_CONCAT2(a, b) a##b
+#define TPB_TRANSPORT_CONCAT(a, b) TPB_TRANSPORT_CONCAT2(a, b)
+#define TPB_REGISTER_TRANSPORT(fn) \
+  static const bool TPB_TRANSPORT_CONCAT(tpbRegisteredTransport_, __LINE__) = ::tpb::registerTransport(fn)

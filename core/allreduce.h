@@ -1,5 +1,5 @@
-// core/allreduce.h — the interface every allreduce algorithm implements, from-scratch
-// (strategies/) and library-backed (baselines/) alike, and the entry that registers one.
+// core/allreduce.h — the interface every allreduce algorithm implements, from-scratch and
+// library-backed alike (algorithms/allreduce_<algo>.cc), and the entry that registers one.
 //
 // As in gloo, the constructor does all setup (buffers, process groups, handshakes) and is not
 // timed; run() is the hot loop that benchmarks time and training steps call.

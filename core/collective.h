@@ -1,6 +1,6 @@
 // core/collective.h — the collectives beyond allreduce, nccl-tests' way: a small table per op
 // (its buffer sizes, bandwidth factor and exact expected result) and one interface that every
-// algorithm of every op implements, from scratch (strategies/) or library-backed (baselines/).
+// algorithm of every op implements, from scratch or library-backed (algorithms/<op>_<algo>.cc).
 //
 // Sizes follow nccl-tests: a point of `count` elements means
 //   allreduce, broadcast, reduce, sendrecv: count in, count out on every rank;

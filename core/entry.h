@@ -9,8 +9,8 @@
 namespace tpb {
 
 enum class Origin {
-  FromScratch,        // written here over Transport P2P only (strategies/)
-  Library,            // a communication library's own collective (baselines/: gloo, nccl)
+  FromScratch,        // written here over Transport P2P only
+  Library,            // a communication library's own collective (gloo, mpi, nccl)
   BuiltinEquivalent,  // a framework's algorithm rebuilt here (DDP, DataParallel)
   Reference,          // no synchronisation at all (the one-device loop)
   PyTorchReference,   // PyTorch's own implementation, run as Python (torch_ddp, torch_dp)

@@ -1,5 +1,5 @@
 // core/registry.h — the tables of what this build can run. Each algorithm or strategy is one
-// file in strategies/ or baselines/ that ends with one registration line:
+// file (algorithms/<op>_<algo>.cc, strategies/<name>.cc) that ends with one registration line:
 //
 //   TPB_REGISTER_ALLREDUCE(ringAllreduceAlgo);   // a function returning the AllreduceAlgo
 //   TPB_REGISTER_STRATEGY(ddpStrategy);          // a function returning the TrainStrategy

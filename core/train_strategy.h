@@ -1,5 +1,5 @@
 // core/train_strategy.h — the interface of a training strategy and the entry that registers
-// one. From-scratch strategies live in strategies/, library-backed ones in baselines/; each
+// one. Each strategy, from scratch or library-backed, is one file in strategies/; each
 // file registers itself (core/registry.h).
 #pragma once
 

@@ -29,7 +29,7 @@
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
 #include "record/results.h"
-#include "strategies/ring_allreduce.h"
+#include "algorithms/allreduce_ring.h"
 #include "workload/dataset_check.h"
 #include "workload/checkpoint.h"
 #include "workload/stages.h"

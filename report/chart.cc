@@ -22,8 +22,8 @@ using nlohmann::json;
 
 namespace {
 
-// Filled by the registrars during static initialisation; a function-local static so that it
-// exists before the first registrar runs, whatever the order of the object files.
+// Filled by the registrations during static initialisation; a function-local static so that it
+// exists before the first registration runs, whatever the order of the object files.
 std::vector<ChartDef>& registry() {
   static std::vector<ChartDef> charts;
   return charts;
@@ -31,9 +31,9 @@ std::vector<ChartDef>& registry() {
 
 }  // namespace
 
-ChartRegistrar::ChartRegistrar(int position, const char* id, const char* title,
-                               ChartBuilder build) {
-  registry().push_back({position, id, title, build});
+bool registerChart(ChartDef (*make)()) {
+  registry().push_back(make());
+  return true;
 }
 
 std::vector<ChartDef> registeredCharts() {

@@ -3,7 +3,10 @@
 // chart registry. Each chart is one file, report/charts/<id>.cc, that registers its builder:
 //
 //   namespace { void build(Chart& c, const Inputs& in) { ... }
-//               const ChartRegistrar kChart(10, "my_chart", "My chart", build); }
+//               ChartDef chart() { return {10, "my_chart", "My chart", build}; }
+//               TPB_REGISTER_CHART(chart); }
+//
+// (the registration style of every extension: core/registry.h, comm/transports.h)
 //
 // and one entry in tests/report_charts_test.cc. The report draws charts in position order.
 // A builder either fills c.dat, c.gp, c.subtitle and c.reading, or sets c.reason (why there is
@@ -44,12 +47,9 @@ struct ChartDef {
   ChartBuilder build = nullptr;
 };
 
-// A static ChartRegistrar in a chart's file adds it to the registry before main runs. The
-// report library is an OBJECT library, so every chart's object file is linked, registrar and all.
-class ChartRegistrar {
- public:
-  ChartRegistrar(int position, const char* id, const char* title, ChartBuilder build);
-};
+// Used by TPB_REGISTER_CHART (below), which adds a chart to the registry before main runs. The
+// report library is an OBJECT library, so every chart's object file is linked, registration and all.
+bool registerChart(ChartDef (*make)());
 
 // Every registered chart, by position. Throws tpb::Error when two share an id or a position.
 std::vector<ChartDef> registeredCharts();
@@ -209,3 +209,8 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
                    const std::function<double(const Run&)>& value, StrategyLines& out);
 
 }  // namespace tpb::report
+
+#define TPB_CHART_CONCAT2(a, b) a##b
+#define TPB_CHART_CONCAT(a, b) TPB_CHART_CONCAT2(a, b)
+#define TPB_REGISTER_CHART(fn) \
+  static const bool TPB_CHART_CONCAT(tpbRegisteredChart_, __LINE__) = ::tpb::report::registerChart(fn)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/torch_ddp.py — PyTorch's own DistributedDataParallel (--mode ddp) or DataParallel
 (--mode dp) training tpbench's MLP: the measured references `tpbench run --strategy torch_ddp`
-and `torch_dp` run (baselines/torch_reference.cc starts one of these per rank and reads what it
+and `torch_dp` run (strategies/torch_reference.cc starts one of these per rank and reads what it
 reports). Needs nothing but torch (no numpy, no torchvision, no network).
 
 Everything that decides the arithmetic comes from tpbench, in IDX files in --data (big-endian,

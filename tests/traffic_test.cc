@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/registry.h"
-#include "strategies/ring_allreduce.h"
+#include "algorithms/allreduce_ring.h"
 #include "tests/thread_world.h"
 #include "tests/train_util.h"
 

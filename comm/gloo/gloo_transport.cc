@@ -4,6 +4,7 @@
 
 #include "comm/store_c10d.h"
 #include "comm/torch_compat.h"
+#include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -94,5 +95,21 @@ std::unique_ptr<Request> GlooTransport::irecv(int peer, void* buf, std::size_t b
   auto work = post([&] { return impl_->pg->recv(t, peer, /*tag=*/0); }, "recv from", peer);
   return std::make_unique<GlooRequest>(std::move(work), t[0], "recv from", peer, timeout());
 }
+
+TransportInfo glooTransportInfo() {
+  TransportInfo t;
+  t.name = "gloo";
+  t.order = 30;
+  t.description = "Gloo TCP pairs through c10d ProcessGroupGloo send/recv (any number of nodes)";
+  t.unsupported = [](Device device, int, int) -> std::string {
+    return device == Device::Cpu ? std::string() : std::string("gloo moves host memory only");
+  };
+  t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+    return std::make_unique<GlooTransport>(a.store, "gloo/" + a.runId + "/", a.host, a.rank, a.size,
+                                           a.timeout);
+  };
+  return t;
+}
+TPB_REGISTER_TRANSPORT(glooTransportInfo);
 
 }  // namespace tpb

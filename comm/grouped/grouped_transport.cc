@@ -3,6 +3,7 @@
 #include "comm/group_request.h"
 #include "comm/reduce.h"
 #include "comm/shm/shm_transport.h"
+#include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -182,5 +183,28 @@ void GroupedTransport::runGroup(const std::vector<Op>& ops) {
     if (ops[i].kind == OpKind::RecvReduce) reduceSum(static_cast<float*>(ops[i].buf), sums[i].data(), sums[i].size());
   }
 }
+
+TransportInfo groupedTransportInfo() {
+  TransportInfo t;
+  t.name = "grouped";
+  t.order = 20;
+  t.description =
+      "shm run under NCCL's group semantics (posts deferred to a wait or flush, one group at a time per rank, "
+      "sends wait for their receive): shows on the CPU how a schedule would run over nccl";
+  t.unsupported = [](Device device, int size, int localSize) -> std::string {
+    if (device != Device::Cpu) return "grouped moves host memory only";
+    if (localSize != size) return "grouped needs every rank on one node";
+    return {};
+  };
+  t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+    return std::make_unique<GroupedTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
+  };
+  t.cleanup = [](const std::string& runId, int worldSize) {
+    ShmTransport::removeSegments(GroupedTransport::dataRunId(runId), worldSize);
+    ShmTransport::removeSegments(GroupedTransport::controlRunId(runId), worldSize);
+  };
+  return t;
+}
+TPB_REGISTER_TRANSPORT(groupedTransportInfo);
 
 }  // namespace tpb

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/mpi/mpi_runtime.h"
+#include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -138,5 +139,23 @@ std::unique_ptr<Request> MpiTransport::irecv(int peer, void* buf, std::size_t by
   }
   return req;
 }
+
+// Compiled (so registered) only where MPI is; its ranks are started through mpirun.
+TransportInfo mpiTransportInfo() {
+  TransportInfo t;
+  t.name = "mpi";
+  t.order = 40;
+  t.description =
+      "MPI_Isend/MPI_Irecv between ranks started by mpirun (tpbench --launcher mpirun, or mpirun around tpbench)";
+  t.unsupported = [](Device device, int, int) -> std::string {
+    return device == Device::Cpu ? std::string() : std::string("mpi moves host memory only");
+  };
+  t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+    return std::make_unique<MpiTransport>(a.rank, a.size, a.timeout);
+  };
+  t.needsMpiLauncher = true;
+  return t;
+}
+TPB_REGISTER_TRANSPORT(mpiTransportInfo);
 
 }  // namespace tpb

@@ -10,6 +10,7 @@
 #include "comm/cuda/reduce_cuda.h"
 #include "comm/group_request.h"
 #include "comm/store.h"
+#include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -439,5 +440,24 @@ NcclTransport& ncclTransportOf(Transport& t, const char* who) {
                          << t.name());
   return *nccl;
 }
+
+// Compiled (so registered) only where NCCL is, so `tpbench list` shows what can run.
+TransportInfo ncclTransportInfo() {
+  TransportInfo t;
+  t.name = "nccl";
+  t.order = 50;
+  t.description =
+      "NCCL ncclSend/ncclRecv between GPUs, one GPU per rank (cuda:LOCAL_RANK; cuda:0 if it sees one)";
+  t.unsupported = [](Device device, int, int) -> std::string {
+    return device == Device::Cuda ? std::string()
+                                  : std::string("nccl moves GPU memory only; use --device cuda");
+  };
+  t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+    const int localRank = a.localRank < 0 ? a.rank : a.localRank;
+    return std::make_unique<NcclTransport>(a.store, a.runId, a.rank, a.size, localRank, a.timeout);
+  };
+  return t;
+}
+TPB_REGISTER_TRANSPORT(ncclTransportInfo);
 
 }  // namespace tpb

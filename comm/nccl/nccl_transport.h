@@ -72,7 +72,7 @@ class NcclTransport final : public Transport {
   // finalizes with the peers, which a failed job may have lost).
   void markFailed() override { failed_ = true; }
 
-  // For library collectives (baselines/library_allreduce.cc) on the same communicator and stream.
+  // For library collectives (algorithms/allreduce_library.cc) on the same communicator and stream.
   ncclComm_t comm() const { return comm_; }
   cudaStream_t stream() const { return stream_; }
   int cudaDevice() const { return device_; }

@@ -17,6 +17,7 @@
 
 #include "comm/reduce.h"
 #include "comm/store.h"
+#include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -564,5 +565,23 @@ void ShmTransport::waitFor(const Op& op) {
     }
   }
 }
+
+TransportInfo shmTransportInfo() {
+  TransportInfo t;
+  t.name = "shm";
+  t.order = 10;
+  t.description = "POSIX shared memory between the ranks of one node (from scratch)";
+  t.unsupported = [](Device device, int size, int localSize) -> std::string {
+    if (device != Device::Cpu) return "shm moves host memory only";
+    if (localSize != size) return "shm needs every rank on one node; use gloo across nodes";
+    return {};
+  };
+  t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
+    return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
+  };
+  t.cleanup = [](const std::string& runId, int worldSize) { ShmTransport::removeSegments(runId, worldSize); };
+  return t;
+}
+TPB_REGISTER_TRANSPORT(shmTransportInfo);
 
 }  // namespace tpb

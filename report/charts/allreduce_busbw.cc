@@ -108,8 +108,10 @@ void build(Chart& c, const Inputs& in) {
   buildBusbwChart(c, series, sizes, bws, "message size per rank (bytes)");
 }
 
-const ChartRegistrar kChart(60, "allreduce_busbw", "Allreduce bus bandwidth vs message size",
-                            build);
+ChartDef chart() {
+  return {60, "allreduce_busbw", "Allreduce bus bandwidth vs message size", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

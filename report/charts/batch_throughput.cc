@@ -24,7 +24,8 @@ void build(Chart& c, const Inputs& in) {
   buildLineChart(c, l.series, a, "set offsets graph 0.05, graph 0.05, 0, 0\n");
 }
 
-const ChartRegistrar kChart(70, "batch_throughput", "Effect of batch size on throughput", build);
+ChartDef chart() { return {70, "batch_throughput", "Effect of batch size on throughput", build}; }
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

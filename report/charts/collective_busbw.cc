@@ -67,7 +67,10 @@ void build(Chart& c, const Inputs& in) {
   buildBusbwChart(c, series, sizes, bws, "message size (bytes, nccl-tests' convention per op)");
 }
 
-const ChartRegistrar kChart(65, "collective_busbw", "Bus bandwidth of the other collectives vs message size", build);
+ChartDef chart() {
+  return {65, "collective_busbw", "Bus bandwidth of the other collectives vs message size", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

@@ -22,7 +22,8 @@ void build(Chart& c, const Inputs& in) {
   buildLineChart(c, l.series, a, "set offsets graph 0.03, graph 0.03, 0, 0\n");
 }
 
-const ChartRegistrar kChart(30, "data_scaling", "Scaling with training data size", build);
+ChartDef chart() { return {30, "data_scaling", "Scaling with training data size", build}; }
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

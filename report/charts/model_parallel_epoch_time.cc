@@ -103,8 +103,10 @@ void build(Chart& c, const Inputs& in) {
   buildLinesOverN(c, series, ns, "epoch time (s)", "epoch_s");
 }
 
-const ChartRegistrar kChart(80, "model_parallel_epoch_time", "Model parallel: one batch at a time vs pipelined",
-                            build);
+ChartDef chart() {
+  return {80, "model_parallel_epoch_time", "Model parallel: one batch at a time vs pipelined", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

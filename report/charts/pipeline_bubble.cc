@@ -79,7 +79,10 @@ void build(Chart& c, const Inputs& in) {
   buildLineChart(c, series, a, "set yrange [0:1]\nset offsets graph 0.04, graph 0.04, 0, 0\n");
 }
 
-const ChartRegistrar kChart(90, "pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula", build);
+ChartDef chart() {
+  return {90, "pipeline_bubble", "Pipeline bubble: measured vs GPipe's formula", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

@@ -104,7 +104,8 @@ void build(Chart& c, const Inputs& in) {
                  "set yrange [*:*]\nset xrange [0.8:" + fmtDat(maxEpoch + 0.2) + "]\n");
 }
 
-const ChartRegistrar kChart(10, "ps_accuracy", "Parameter server: from scratch vs builtin", build);
+ChartDef chart() { return {10, "ps_accuracy", "Parameter server: from scratch vs builtin", build}; }
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

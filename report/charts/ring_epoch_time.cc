@@ -90,8 +90,10 @@ void build(Chart& c, const Inputs& in) {
   buildLinesOverN(c, series, ns, "epoch time (s)", "epoch_s");
 }
 
-const ChartRegistrar kChart(20, "ring_epoch_time", "Ring all-reduce: from scratch vs builtin",
-                            build);
+ChartDef chart() {
+  return {20, "ring_epoch_time", "Ring all-reduce: from scratch vs builtin", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

@@ -82,8 +82,10 @@ void build(Chart& c, const Inputs& in) {
   buildLinesOverN(c, series, ns, "throughput (samples/s)", "samples_per_s");
 }
 
-const ChartRegistrar kChart(40, "throughput_scaling", "Throughput scaling with the number of ranks",
-                            build);
+ChartDef chart() {
+  return {40, "throughput_scaling", "Throughput scaling with the number of ranks", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

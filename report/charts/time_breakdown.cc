@@ -129,7 +129,8 @@ void build(Chart& c, const Inputs& in) {
   c.reading = readingOf(bars);
 }
 
-const ChartRegistrar kChart(50, "time_breakdown", "Where does the time go", build);
+ChartDef chart() { return {50, "time_breakdown", "Where does the time go", build}; }
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

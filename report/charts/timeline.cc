@@ -153,7 +153,10 @@ void build(Chart& c, const Inputs& in) {
   c.gp = gpScript(c, settings.str(), plot.str(), "set key outside right top Left reverse\n");
 }
 
-const ChartRegistrar kChart(100, "timeline", "One training step per strategy (from --trace)", build);
+ChartDef chart() {
+  return {100, "timeline", "One training step per strategy (from --trace)", build};
+}
+TPB_REGISTER_CHART(chart);
 
 }  // namespace
 }  // namespace tpb::report

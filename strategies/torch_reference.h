@@ -1,6 +1,6 @@
-// baselines/torch_reference.h — PyTorch's own DistributedDataParallel and DataParallel, run by
+// strategies/torch_reference.h — PyTorch's own DistributedDataParallel and DataParallel, run by
 // scripts/torch_ddp.py, as the measured references `torch_ddp` and `torch_dp` (one file each in
-// baselines/ registers them). What is shared lives here: finding Python, torch and the script,
+// strategies/ registers them). What is shared lives here: finding Python, torch and the script,
 // handing the script tpbench's data, weights and sample order, and turning what it reports into
 // the epochs and final weights every strategy returns. How ranks start: torch_reference.cc.
 #pragma once

@@ -1,6 +1,6 @@
 // `library` allreduce: the device's default library collective, under the name results have
 // carried since before the libraries had names of their own. It stands for gloo on cpu and nccl
-// on cuda (baselines/gloo_allreduce.cc, baselines/nccl_allreduce.cc) and builds exactly what
+// on cuda (algorithms/allreduce_gloo.cc, algorithms/allreduce_nccl.cc) and builds exactly what
 // they build; records keep the name the user asked for, so old and new files compare.
 #include "common/error.h"
 #include "core/registry.h"

@@ -1,4 +1,4 @@
-// strategies/ring_allreduce.h — see ring_allreduce.cc for the algorithm and its cost.
+// algorithms/allreduce_ring.h — see allreduce_ring.cc for the algorithm and its cost.
 #pragma once
 
 #include "core/allreduce.h"

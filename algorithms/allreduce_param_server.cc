@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

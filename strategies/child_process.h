@@ -1,4 +1,4 @@
-// baselines/child_process.h — runs one child program (a Python interpreter with a script) from
+// strategies/child_process.h — runs one child program (a Python interpreter with a script) from
 // inside a rank and waits for it, the way the launcher runs ranks (harness/launch.h), but
 // from below the harness: it dies with its rank (PR_SET_PDEATHSIG), starts with stdin, stdout
 // and stderr only plus one report pipe at file descriptor 3, and never outlives the call.

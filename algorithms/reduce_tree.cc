@@ -10,7 +10,7 @@
 // The partial sums are kept in the output buffer, whose contents off the root are undefined
 // afterwards (as in NCCL).
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

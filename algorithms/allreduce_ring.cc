@@ -20,7 +20,7 @@
 // streams each slice from the incoming channel straight into the outgoing one, as NCCL's ring
 // primitives do. A reduce-scatter partial sum is then written once (into the next rank's ring)
 // instead of stored, re-read and copied; see runForwarding().
-#include "strategies/ring_allreduce.h"
+#include "algorithms/allreduce_ring.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,7 +28,7 @@
 #include "common/decimal.h"
 #include "common/error.h"
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

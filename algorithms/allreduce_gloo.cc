@@ -1,7 +1,7 @@
 // `gloo` allreduce baseline: c10d ProcessGroupGloo's allreduce (Gloo's ring over TCP pairs), on
-// its own process group over the run's rendezvous store (baselines/gloo_group.h), so it shares
+// its own process group over the run's rendezvous store (algorithms/gloo_group.h), so it shares
 // nothing with tpbench's transports. The CPU's default library (`library` on cpu).
-#include "baselines/gloo_group.h"
+#include "algorithms/gloo_group.h"
 #include "core/registry.h"
 
 namespace tpb {

@@ -1,4 +1,4 @@
-#include "baselines/gloo_group.h"
+#include "algorithms/gloo_group.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -9,7 +9,7 @@ namespace tpb {
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> glooGroup(CommContext& ctx) {
   using Group = c10::intrusive_ptr<c10d::ProcessGroupGloo>;
-  auto& slot = ctx.shared["baselines/gloo_group"];
+  auto& slot = ctx.shared["gloo_group"];
   if (!slot) {
     auto opts = c10d::ProcessGroupGloo::Options::create(ctx.timeout());
     try {

@@ -3,8 +3,8 @@
 // on the same model, initial weights, data and sample order as every other strategy: the
 // measured reference for `data_parallel`, tpbench's rebuild of its algorithm. GPUs only:
 // DataParallel on the CPU runs the module unreplicated, so CPU points are skipped with that
-// reason. How it runs: baselines/torch_reference.cc.
-#include "baselines/torch_reference.h"
+// reason. How it runs: strategies/torch_reference.cc.
+#include "strategies/torch_reference.h"
 #include "core/registry.h"
 
 namespace tpb {

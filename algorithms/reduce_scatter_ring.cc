@@ -8,7 +8,7 @@
 // Cost: N-1 steps; each rank sends and receives (N-1)/N * S bytes (S = the input) in
 // (N-1) * ceil(m / chunk) messages, and adds (N-1) * m floats.
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

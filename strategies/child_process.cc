@@ -1,4 +1,4 @@
-#include "baselines/child_process.h"
+#include "strategies/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-// strategies/chunked.h — what the from-scratch collectives share: posting a buffer as a sequence
+// algorithms/chunked.h — what the from-scratch collectives share: posting a buffer as a sequence
 // of chunk-sized messages, their common state, and their registry entry.
 //
 // Chunks bound how much one message holds (a transport streams each
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/collective.h"
-#include "strategies/ring_allreduce.h"
+#include "algorithms/allreduce_ring.h"
 
 namespace tpb {
 

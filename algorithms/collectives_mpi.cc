@@ -1,6 +1,6 @@
-// `mpi` library baselines for the collectives beyond allreduce (mpi_allreduce.cc has allreduce):
+// `mpi` library baselines for the collectives beyond allreduce (allreduce_mpi.cc has allreduce):
 // MPI_Bcast, MPI_Reduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall and
-// MPI_Send/MPI_Recv ping-pong, on the run's own MPI communicator (baselines/mpi_group.h), so
+// MPI_Send/MPI_Recv ping-pong, on the run's own MPI communicator (algorithms/mpi_group.h), so
 // they share nothing with tpbench's transports and their traffic is not counted. Ranks must be
 // processes an MPI launcher started (needsMpiLauncher); host memory only.
 //
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <functional>
 
-#include "baselines/mpi_group.h"
+#include "algorithms/mpi_group.h"
 #include "common/error.h"
 #include "core/registry.h"
 
@@ -150,7 +150,7 @@ CollectiveAlgo mpiAlltoall() {
                  });
 }
 
-// Ping-pong as strategies/ping_pong.cc: ranks 2k and 2k+1 swap buffers, one after the other.
+// Ping-pong as algorithms/sendrecv_ping_pong.cc: ranks 2k and 2k+1 swap buffers, one after the other.
 CollectiveAlgo mpiSendrecv() {
   return mpiAlgo("sendrecv", "MPI_Send/MPI_Recv ping-pong, ranks started by mpirun",
                  [](CommContext& ctx, const CollectiveArgs& a) -> std::unique_ptr<Collective> {

@@ -1,7 +1,7 @@
-// Library baselines for the collectives beyond allreduce, as library_allreduce.cc is for allreduce:
+// Library baselines for the collectives beyond allreduce, as allreduce_library.cc is for allreduce:
 // the library's own collective on each device.
 //  * CPU: c10d ProcessGroupGloo's broadcast, reduce, allgather, alltoall_base and send/recv, on
-//    the run's shared Gloo process group (baselines/gloo_group.h): the same rendezvous store, none
+//    the run's shared Gloo process group (algorithms/gloo_group.h): the same rendezvous store, none
 //    of tpbench's transports, so their traffic is not counted. LibTorch 1.13's ProcessGroupGloo
 //    has no reduce_scatter, so there is none on the CPU.
 //  * GPU: NCCL's ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter, and grouped
@@ -10,7 +10,7 @@
 //    transport's timeout).
 #include <functional>
 
-#include "baselines/gloo_group.h"
+#include "algorithms/gloo_group.h"
 #include "common/error.h"
 #include "core/registry.h"
 
@@ -227,7 +227,7 @@ CollectiveAlgo libraryAlltoall() {
       }));
 }
 
-// Ping-pong as strategies/ping_pong.cc: ranks 2k and 2k+1 swap buffers, one after the other.
+// Ping-pong as algorithms/sendrecv_ping_pong.cc: ranks 2k and 2k+1 swap buffers, one after the other.
 CollectiveAlgo librarySendrecv() {
   return libraryAlgo(
       "sendrecv", "Gloo send/recv ping-pong on CPU, ncclSend/ncclRecv on GPU",

@@ -1,13 +1,13 @@
 #ifdef TPB_HAVE_MPI
 
-#include "baselines/mpi_group.h"
+#include "algorithms/mpi_group.h"
 
 #include <memory>
 
 namespace tpb {
 
 MPI_Comm mpiGroup(CommContext& ctx, const char* who) {
-  auto& slot = ctx.shared["baselines/mpi_comm"];
+  auto& slot = ctx.shared["mpi_group"];
   if (!slot) {
     auto comm = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
       mpi::freeComm(c);

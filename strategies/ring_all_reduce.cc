@@ -1,5 +1,5 @@
 // `ring_all_reduce`, from scratch: every rank computes gradients on its shard straight into one
-// flat buffer, the from-scratch ring allreduce (strategies/ring_allreduce.cc) sums that buffer
+// flat buffer, the from-scratch ring allreduce (algorithms/allreduce_ring.cc) sums that buffer
 // over the ranks, every rank divides by N and steps its own optimizer. Parameters stay equal
 // on all ranks because they start equal (same seed) and see the same averaged gradient. On GPUs
 // the buffer is device memory and the ring runs over the nccl transport (ncclSend/ncclRecv and

@@ -1,4 +1,4 @@
-// baselines/mpi_group.h — one MPI communicator per run (world ranks 0..N-1), shared by every MPI
+// algorithms/mpi_group.h — one MPI communicator per run (world ranks 0..N-1), shared by every MPI
 // library baseline of that run and freed with its CommContext, as gloo_group.h is for Gloo.
 // Compiled only where MPI is.
 #pragma once

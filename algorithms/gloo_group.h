@@ -1,4 +1,4 @@
-// baselines/gloo_group.h — one c10d ProcessGroupGloo per run, shared by every library-backed
+// algorithms/gloo_group.h — one c10d ProcessGroupGloo per run, shared by every library-backed
 // baseline of that run (building one connects every pair of ranks, so it is done once).
 #pragma once
 

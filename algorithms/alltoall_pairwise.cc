@@ -7,7 +7,7 @@
 // Cost: N-1 steps of m floats each way: each rank sends and receives (N-1)/N * S bytes in
 // (N-1) * ceil(m / chunk) messages — nccl-tests' busbw factor (N-1)/N.
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

@@ -1,15 +1,15 @@
-// baselines/torch_reference.cc — see torch_reference.h.
+// strategies/torch_reference.cc — see torch_reference.h.
 //
 // How ranks start. A torch_ddp point runs under tpbench's launcher like every strategy: N rank
 // processes (`tpbench worker`, or the ranks of torchrun, srun or mpirun), each with its
 // CommContext. The strategy's run() starts one Python child per rank,
 //   $TPB_PYTHON scripts/torch_ddp.py --mode ddp --rank r --world N ...,
-// relays what it reports, and waits for it (baselines/child_process.h). torch_dp is one rank
+// relays what it reports, and waits for it (strategies/child_process.h). torch_dp is one rank
 // whose child drives all N GPUs. The alternatives were worse: a rank that exec'd Python would
 // vanish from tpbench (no epoch written as it finishes, no failure turned into one line), and
 // torch.multiprocessing spawned from rank 0 would leave failures, the node layout and the GPU
 // per rank to torch instead of tpbench's launcher, and could not span nodes. With a child per
-// rank nothing above baselines/ knows Python is involved: the launcher's failure handling applies
+// rank nothing above strategies/ knows Python is involved: the launcher's failure handling applies
 // unchanged (a child that fails makes its rank exit non-zero with the child's last stderr line; a
 // rank that dies takes its child along, PR_SET_PDEATHSIG), worker/train_job.cc records the epochs
 // as for every strategy, and the registry-driven tests run it with threads as ranks.
@@ -29,7 +29,7 @@
 // point's scratch directory; every rank writes its own sample order, the indices tpbench's
 // DistributedSampler gives it in each epoch (for torch_dp: the one-process order, N*B rows per
 // step). The script trains on exactly those and writes its final weights back as IDX.
-#include "baselines/torch_reference.h"
+#include "strategies/torch_reference.h"
 
 #include <unistd.h>
 
@@ -41,7 +41,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
-#include "baselines/child_process.h"
+#include "strategies/child_process.h"
 #include "comm/net_iface.h"
 #include "comm/store.h"
 #include "common/error.h"

@@ -20,7 +20,7 @@
 #include <atomic>
 #include <deque>
 
-#include "baselines/gloo_group.h"
+#include "algorithms/gloo_group.h"
 #include "comm/cuda/devices.h"
 #include "common/error.h"
 #include "common/trace.h"

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "baselines/mpi_group.h"
+#include "algorithms/mpi_group.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "common/error.h"
 #include "core/registry.h"

@@ -8,7 +8,7 @@
 // receives S once in ceil(S / chunk) messages; a rank sends S to each of its children (the root
 // to ceil(log2 N) of them); N-1 copies of S cross the links in all.
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

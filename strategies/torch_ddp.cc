@@ -2,9 +2,9 @@
 // scripts/torch_ddp.py in one Python process per rank (Gloo on the CPU, NCCL on GPUs), on the
 // same model, initial weights, data, sample order, batch, epochs, lr, momentum and bucket size
 // (--bucket_mb as DDP's bucket_cap_mb) as every other strategy: the measured reference for `ddp`,
-// tpbench's rebuild of its algorithm. How it runs: baselines/torch_reference.cc. Where Python
+// tpbench's rebuild of its algorithm. How it runs: strategies/torch_reference.cc. Where Python
 // cannot import torch, its points are skipped with the reason.
-#include "baselines/torch_reference.h"
+#include "strategies/torch_reference.h"
 #include "core/registry.h"
 
 namespace tpb {

@@ -8,7 +8,7 @@
 // Cost: T = 2 * (alpha + S * beta); each paired rank sends S and receives S, in ceil(S / chunk)
 // messages each way.
 #include "core/registry.h"
-#include "strategies/chunked.h"
+#include "algorithms/chunked.h"
 
 namespace tpb {
 

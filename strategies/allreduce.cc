@@ -1,6 +1,6 @@
 // `allreduce` training baseline: the same flat gradient buffer as ring_all_reduce, averaged by
 // a library's allreduce instead of the from-scratch ring: --library gloo, mpi or nccl (the
-// allreduce algorithms of baselines/), by default the device's (`library`: gloo on cpu, nccl on
+// allreduce algorithms of algorithms/), by default the device's (`library`: gloo on cpu, nccl on
 // cuda).
 #include "core/registry.h"
 #include "core/replicated.h"
