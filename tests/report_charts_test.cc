@@ -236,6 +236,15 @@ TEST(ReportReadings, BreakdownReadingNamesEveryStrategy) {
     EXPECT_NE(c.reading.find(name), std::string::npos) << name << ": " << c.reading;
 }
 
+TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
+  Inputs in;
+  addRuns(in, "model_parallel", 2, {1.0, 1.1, 1.2});
+  addRuns(in, "pipeline", 2, {0.9, 1.05, 1.1});
+  const Chart c = chartOf("model_parallel_epoch_time", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("(1.05x faster than model_parallel, within noise)"), std::string::npos) << c.reading;
+}
+
 TEST(ReportReadings, GrowthWithinNoiseSaysSo) {
   const std::vector<Point> flat = {{1, 10, 3, 9, 11}, {2, 10.5, 3, 10, 12}};
   const std::vector<Point> steep = {{1, 10, 3, 9, 11}, {2, 20, 3, 19, 21}};
