@@ -7,17 +7,18 @@
 #include "common/format_bytes.h"
 #include "common/text_escape.h"
 #include "record/records.h"
+#include "record/stats.h"
 
 namespace tpb {
 
 void printProgress(const ProgressLine& line) {
   std::fprintf(stderr, "[%zu/%zu] %s", line.k, line.total, printable(line.what).c_str());
   if (line.etaS) std::fprintf(stderr, " (ETA %.0f s)", *line.etaS);
+  std::fprintf(stderr, "\n");
   // More ranks than cores here: they take turns, and a turn lost lands in the point's times.
   if (line.cores > 0 && line.ranks > 0 && static_cast<unsigned>(line.ranks) > line.cores)
-    std::fprintf(stderr, "; %d ranks on %u cores: they take turns, so its times include waiting for one",
-                 line.ranks, line.cores);
-  std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "warning: %d ranks on %u available cores: they take turns, so this point's times "
+                 "include waiting for one\n", line.ranks, line.cores);
 }
 
 void printOutputsWritten(const std::string& results, const std::string& trace, std::size_t tracePoints) {
@@ -44,17 +45,49 @@ void TrainConsole::printTable() const {
   if (rows_.empty()) return;
   std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size", "status",
               "samples/s", "test_acc", "train_s");
-  for (const auto& r : rows_) {
-    if (r.status == "skipped") {
-      std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-                  "skipped", "-", "-", "-");
-      continue;
-    }
-    char acc[16] = "n/a";
-    if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
-    std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-                r.status.c_str(), r.samplesPerS, acc, r.trainS);
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    printRow(rows_[i]);
+    printMedianAfter(i);
   }
+}
+
+void TrainConsole::printRow(const TrainRow& r, const char* note) const {
+  if (r.status == "skipped") {
+    std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+                "skipped", "-", "-", "-");
+    return;
+  }
+  char acc[16] = "n/a";
+  if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
+  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), r.samplesPerS, acc, r.trainS, note);
+}
+
+void TrainConsole::printMedianAfter(std::size_t i) const {
+  const TrainRow& last = rows_[i];
+  if (last.status != "ok" || last.point.empty()) return;
+  std::vector<const TrainRow*> reps;
+  for (std::size_t j = 0; j < rows_.size(); ++j) {
+    if (rows_[j].status == "ok" && rows_[j].point == last.point) {
+      if (j > i) return;  // a later repeat closes the group
+      reps.push_back(&rows_[j]);
+    }
+  }
+  if (reps.size() < 2) return;
+  std::vector<double> sps, acc, secs;
+  for (const TrainRow* r : reps) {
+    sps.push_back(r->samplesPerS), secs.push_back(r->trainS);
+    if (r->testAccuracy >= 0) acc.push_back(r->testAccuracy);
+  }
+  const Summary rate = summarize(sps);
+  TrainRow m = last;
+  m.status = "median";
+  m.samplesPerS = rate.median;
+  m.testAccuracy = acc.empty() ? -1.0 : summarize(acc).median;
+  m.trainS = summarize(secs).median;
+  char note[96];
+  std::snprintf(note, sizeof note, "  (samples/s min-max %.0f-%.0f, %zu repeats)", rate.min, rate.max, reps.size());
+  printRow(m, note);
 }
 
 void TrainConsole::interrupted() const { std::fprintf(stderr, "interrupted: finished points are saved\n"); }

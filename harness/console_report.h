@@ -16,13 +16,14 @@ namespace tpb {
 struct CollectiveRecord;
 
 // The point driver's progress line on stderr: "[k/total] <what>", then for a launched point its
-// ETA and, when its ranks outnumber this node's cores, that its times include waiting for one.
+// ETA; and, before launch, a warning line when its ranks outnumber the cores this process may
+// run on (they take turns, so its times include waiting for one).
 struct ProgressLine {
   std::size_t k = 0, total = 0;
   std::string what;
   std::optional<double> etaS;  // none before the first launch, and for a point not launched
   int ranks = 0;               // this node's ranks of the point; 0: not launched here
-  unsigned cores = 0;          // this node's cores; 0: unknown
+  unsigned cores = 0;          // cores available here (harness/meta.h); 0: unknown
 };
 void printProgress(const ProgressLine& line);
 
@@ -39,6 +40,7 @@ struct TrainRow {
   double samplesPerS = 0;
   double testAccuracy = -1;   // a fraction; negative: none measured ("n/a")
   double trainS = 0;
+  std::string point;          // the configuration without its repeat: rows with the same are repeats
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.
@@ -49,12 +51,16 @@ class TrainConsole {
   // them) finished.
   void nodeOk(const std::string& strategy, int n, int batch, int node, int perNode, double wallS) const;
   void add(TrainRow row) { rows_.push_back(std::move(row)); }
-  // The summary table of every point added; nothing when none was.
+  // The summary table of every point added, each configuration's ok repeats (two or more)
+  // followed by a "median" row with their samples/s min-max; nothing when no point was added.
   void printTable() const;
   void interrupted() const;
   void lostNodeZero(const std::string& why, int node) const;
 
  private:
+  void printRow(const TrainRow& r, const char* note = "") const;
+  // After the last ok repeat of row i's configuration, when it has two or more.
+  void printMedianAfter(std::size_t i) const;
   std::vector<TrainRow> rows_;
 };
 

@@ -1,7 +1,10 @@
 #include "harness/meta.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <thread>
@@ -67,7 +70,27 @@ std::string glooVersion() {
 #endif
 }
 
+// The 1, 5 and 15 minute load averages; none where the kernel gives no three finite values.
+// getloadavg(3) reads /proc/loadavg on Linux and parses it for us (no file of ours to mis-read).
+std::optional<std::vector<double>> loadAverage() {
+  double avg[3];
+  if (getloadavg(avg, 3) != 3) return std::nullopt;
+  for (double a : avg) {
+    if (!std::isfinite(a) || a < 0) return std::nullopt;
+  }
+  return std::vector<double>(avg, avg + 3);
+}
+
 }  // namespace
+
+unsigned availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  // A mask wider than cpu_set_t (over 1024 CPUs) fails with EINVAL: fall back to the total.
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::thread::hardware_concurrency();
+}
 
 std::vector<std::string> visibleGpuNames() {
   // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).
@@ -82,6 +105,8 @@ Meta collectMeta(const std::string& command) {
   m.host = thisHostName();
   m.cpuModel = cpuModel();
   if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0) m.cpuCores = cores;
+  if (const unsigned usable = availableCores(); usable > 0) m.cpusAvailable = usable;
+  m.loadAverage = loadAverage();
   m.gpus = visibleGpuNames();
   m.driver = cudaDriverVersion();   // null without an NVIDIA driver
   m.cuda = cudaRuntimeVersion();    // null in a build without CUDA

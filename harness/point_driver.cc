@@ -18,6 +18,7 @@
 #include "common/text_escape.h"
 #include "harness/console_report.h"
 #include "harness/external_job.h"
+#include "harness/meta.h"
 #include "record/records.h"
 #include "harness/mpirun.h"
 #include "record/results.h"
@@ -163,7 +164,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (reporter()) {
     ProgressLine line{index_, opt_.total, what, std::nullopt, external_ ? 0 : procsPerNode,
-                      std::thread::hardware_concurrency()};
+                      availableCores()};
     if (launched_ > 0) line.etaS = elapsed / launched_ * (opt_.total - index_ + 1);
     printProgress(line);
   }

@@ -399,8 +399,10 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   run.wallS = lr.wallSeconds;
   if (session_.trace() && run.ok() && !po.trace.is_null()) addTrace(plan, run, po.trace);
   const RunSummary& s = run.summary;
+  RunConfig point = run.config;
+  point.repeatIndex = 0;
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
-                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS});
+                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump()});
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }

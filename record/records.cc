@@ -41,6 +41,17 @@ int intIn(const JsonIn& obj, const char* key, long long lo, long long hi) {
 
 bool sameNumber(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
+// meta.load_average: three non-negative numbers (1, 5 and 15 minutes), or absent.
+std::optional<std::vector<double>> loadAverageOf(const JsonIn& meta) {
+  const auto a = meta.find("load_average");
+  if (!a) return std::nullopt;
+  a->array();
+  if (a->size() != 3) a->fail("an array of 3 numbers (1, 5 and 15 minutes)");
+  std::vector<double> v;
+  for (std::size_t i = 0; i < 3; ++i) v.push_back((*a)[i].number(0, kLargestFinite));
+  return v;
+}
+
 }  // namespace
 
 // ---- meta ----------------------------------------------------------------------------------
@@ -53,6 +64,8 @@ json Meta::toJson() const {
   putIfSet(j, "host", host);
   putIfSet(j, "cpu_model", cpuModel);
   j["cpu_cores"] = orNull(cpuCores);
+  putIfSet(j, "cpus_available", cpusAvailable);
+  putIfSet(j, "load_average", loadAverage);
   putIfSet(j, "gpus", gpus);
   j["driver"] = orNull(driver);
   j["cuda"] = orNull(cuda);
@@ -78,6 +91,8 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.host = optStr(in, "host");
   m.cpuModel = optStr(in, "cpu_model");
   m.cpuCores = optInteger(in, "cpu_cores", 0, 1 << 24);
+  m.cpusAvailable = optInteger(in, "cpus_available", 1, 1 << 24);
+  m.loadAverage = loadAverageOf(in);
   if (const auto g = in.find("gpus")) {
     std::vector<std::string> names;
     for (std::size_t i = 0; i < g->size(); ++i) names.push_back((*g)[i].str());
@@ -100,7 +115,7 @@ Meta Meta::fromJson(const JsonIn& in) {
     m.hosts = std::move(names);
   }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
-                            "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
+                            "cpus_available", "load_average", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
                             "launcher", "nodes", "ranks_per_node", "hosts", "world_size"});
   return m;
 }

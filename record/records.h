@@ -28,6 +28,10 @@ constexpr const char* kResultsSchema = "tpbench.results/1";
 struct Meta {
   std::optional<std::string> tpbenchVersion, gitSha, timestampUtc, host, cpuModel;
   std::optional<long long> cpuCores;
+  // Cores this process may run on (its affinity mask): what ranks actually share. And the load
+  // average (1, 5, 15 min) when the command started: other work competing for those cores.
+  std::optional<long long> cpusAvailable;
+  std::optional<std::vector<double>> loadAverage;
   std::optional<std::vector<std::string>> gpus;
   std::optional<std::string> driver, cuda, nccl;
   std::optional<std::string> libtorch, gloo, buildType, command;

@@ -180,6 +180,16 @@ std::vector<std::string> wrapWords(const std::string& text, std::size_t width) {
   return lines;
 }
 
+double lowEnd(const Point& p) { return p.hasSpread() ? p.lo : p.y; }
+double highEnd(const Point& p) { return p.hasSpread() ? p.hi : p.y; }
+
+// The columns and style of a series' plot: error bars (columns 4 and 5) where it has spread.
+std::string styleOf(const Series& s) {
+  const bool bars = std::any_of(s.points.begin(), s.points.end(), [](const Point& p) { return p.hasSpread(); });
+  if (bars) return "1:2:4:5 with yerrorlines";
+  return std::string("1:2 with ") + (s.pointType > 0 ? "linespoints" : "lines");
+}
+
 std::string axesSettings(const Axes& a) {
   std::ostringstream os;
   os << "set xlabel " << gnuplotString(a.xlabel) << "\n"
@@ -234,20 +244,20 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
   std::ostringstream dat;
   dat << chartHeader(c);
   dat << "# One block per series (gnuplot: index 0, 1, ...); columns: " << a.xcol << " " << a.ycol
-      << " records (how many runs/points the median is over)\n";
+      << " records (how many runs/points the median is over) lo hi (the spread: error bars)\n";
   std::ostringstream plot;
   plot << "plot ";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     if (i) dat << "\n\n";
     dat << "# [" << i << "] " << gnuplotComment(s.title) << "\n";
-    dat << "# " << a.xcol << " " << a.ycol << " records\n";
+    dat << "# " << a.xcol << " " << a.ycol << " records lo hi\n";
     for (const auto& p : s.points)
-      dat << fmtDat(p.x) << " " << fmtDat(p.y) << " " << p.samples << "\n";
+      dat << fmtDat(p.x) << " " << fmtDat(p.y) << " " << p.samples << " " << fmtDat(lowEnd(p)) << " "
+          << fmtDat(highEnd(p)) << "\n";
     if (i) plot << ", \\\n     ";
-    plot << "'" << c.id << ".dat' index " << i << " using 1:2 with "
-         << (s.pointType > 0 ? "linespoints" : "lines") << " title " << gnuplotString(s.title)
-         << " lc rgb " << gnuplotColor(s.color) << " dt " << s.dash << " lw 2";
+    plot << "'" << c.id << ".dat' index " << i << " using " << styleOf(s) << " title "
+         << gnuplotString(s.title) << " lc rgb " << gnuplotColor(s.color) << " dt " << s.dash << " lw 2";
     if (s.pointType > 0) plot << " pt " << s.pointType << " ps 1.2";
   }
   plot << "\n";
@@ -301,8 +311,25 @@ SeriesData collect(const std::vector<const Run*>& runs,
 
 std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX) {
   std::vector<Point> pts;
-  for (const auto& [x, ys] : byX) pts.push_back({x, median(ys), static_cast<int>(ys.size())});
+  for (const auto& [x, ys] : byX) {
+    Point p{x, median(ys), static_cast<int>(ys.size())};
+    const auto [lo, hi] = std::minmax_element(ys.begin(), ys.end());
+    p.lo = ys.empty() ? p.y : *lo;
+    p.hi = ys.empty() ? p.y : *hi;
+    pts.push_back(p);
+  }
   return pts;
+}
+
+const Point* pointAt(const std::vector<Point>& pts, double x) {
+  for (const auto& p : pts) {
+    if (p.x == x) return &p;
+  }
+  return nullptr;
+}
+
+bool withinNoise(const Point& a, const Point& b) {
+  return std::max(lowEnd(a), lowEnd(b)) <= std::min(highEnd(a), highEnd(b));
 }
 
 std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& styles) {
@@ -317,7 +344,7 @@ std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& 
 Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
                       const Styles& styles) {
   Series s;
-  s.title = name;
+  s.title = styles.label(SeriesKind::Strategy, name);  // "torch_ddp (PyTorch)": what drew it
   s.color = styles.color(SeriesKind::Strategy, name);
   s.points = medianPoints(byX);
   return s;
@@ -333,26 +360,25 @@ bool someSeriesHasTwoX(const SeriesData& data, std::set<double>& xs) {
 }
 
 double valueAt(const std::vector<Point>& pts, double x) {
-  for (const auto& p : pts) {
-    if (p.x == x) return p.y;
-  }
-  return kNaN;
+  const Point* p = pointAt(pts, x);
+  return p ? p->y : kNaN;
 }
 
 std::vector<Growth> growthPerStrategy(const std::map<std::string, std::vector<Point>>& pts) {
   std::vector<Growth> g;
   for (const auto& [name, p] : pts) {
     if (p.size() < 2 || !(p.front().y > 0)) continue;
-    g.push_back({name, p.front().x, p.back().x, p.back().y / p.front().y});
+    g.push_back({name, p.front().x, p.back().x, p.back().y / p.front().y, withinNoise(p.front(), p.back())});
   }
   std::sort(g.begin(), g.end(), [](const Growth& a, const Growth& b) { return a.ratio < b.ratio; });
   return g;
 }
 
 std::string growthRange(const std::vector<Growth>& g) {
-  if (g.size() == 1) return fmtRatio(g[0].ratio) + " for " + g[0].strategy;
-  return fmtRatio(g.front().ratio) + " (" + g.front().strategy + ") to " +
-         fmtRatio(g.back().ratio) + " (" + g.back().strategy + ")";
+  auto noise = [](const Growth& x) { return x.noise ? std::string(", within noise") : std::string(); };
+  if (g.size() == 1) return fmtRatio(g[0].ratio) + " for " + g[0].strategy + noise(g[0]);
+  return fmtRatio(g.front().ratio) + " (" + g.front().strategy + noise(g.front()) + ") to " +
+         fmtRatio(g.back().ratio) + " (" + g.back().strategy + noise(g.back()) + ")";
 }
 
 bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& varying,
@@ -383,6 +409,19 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
     out.points[name] = out.series.back().points;
   }
   return true;
+}
+
+std::vector<Point> busbwPoints(const std::map<double, std::vector<const ArPoint*>>& byBytes) {
+  std::vector<Point> pts;
+  for (const auto& [bytes, ps] : byBytes) {
+    std::vector<double> bw, lo, hi;
+    for (const ArPoint* p : ps) bw.push_back(p->busbw), lo.push_back(p->busbwLo()), hi.push_back(p->busbwHi());
+    Point pt = medianPoints({{bytes, bw}}).front();
+    const double l = *std::min_element(lo.begin(), lo.end()), h = *std::max_element(hi.begin(), hi.end());
+    if (std::isfinite(l) && std::isfinite(h)) pt.lo = std::min(pt.lo, l), pt.hi = std::max(pt.hi, h);
+    pts.push_back(pt);
+  }
+  return pts;
 }
 
 void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,

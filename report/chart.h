@@ -104,7 +104,15 @@ bool noOkRuns(Chart& c, const std::vector<Run>& runs);
 struct Point {
   double x = 0, y = 0;
   int samples = 0;  // records the median was taken over
+  // The spread around y: the smallest and largest value measured (repeats, or a collective's
+  // fastest and slowest timed iteration). lo == hi == y for a single value without spread.
+  double lo = 0, hi = 0;
+  bool hasSpread() const { return hi > lo; }
 };
+
+// Whether a and b differ by no more than their measured spread: their [lo, hi] ranges overlap.
+// A reading states such a difference as "within noise" rather than as a ratio of medians.
+bool withinNoise(const Point& a, const Point& b);
 
 struct Series {
   std::string title;
@@ -132,9 +140,14 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 
 // Line charts keep one gnuplot data block per series (blocks separated by two blank lines,
 // selected with `index i`), so a series can be restyled or dropped without touching the others.
-// Fills c.dat and c.gp.
+// Each row carries the point's spread (lo, hi); a series with some spread is drawn with error
+// bars from lo to hi. Fills c.dat and c.gp.
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
                     const std::string& extraSettings = "");
+// One point per message size: the median bus bandwidth of `byBytes`' records, spread from the
+// lowest to the highest bus bandwidth any of their timed iterations reached (ArPoint::busbwLo, Hi).
+std::vector<Point> busbwPoints(const std::map<double, std::vector<const ArPoint*>>& byBytes);
+
 // A bus-bandwidth line chart against message size (log2 x, log y when the values span a decade),
 // as the collective charts draw it.
 void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,
@@ -167,13 +180,17 @@ SeriesData collect(const std::vector<const Run*>& runs,
                    const std::function<double(const Run&)>& xOf,
                    const std::function<double(const Run&)>& yOf);
 
-// One point per x: the median of its values.
+// One point per x: the median of its values, with their min and max as its spread.
 std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX);
+
+// The point at x, or null.
+const Point* pointAt(const std::vector<Point>& pts, double x);
 
 // The strategies of `data` in display order.
 std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& styles);
 
-// A strategy's line: its name, its colour, the medians of its values.
+// A strategy's line: its label (name and origin, Styles::label), its colour, the medians of its
+// values with their spread.
 Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
                       const Styles& styles);
 
@@ -187,10 +204,12 @@ double valueAt(const std::vector<Point>& pts, double x);
 struct Growth {
   std::string strategy;
   double x0, x1, ratio;
+  bool noise = false;  // the two ends are within noise of each other (withinNoise)
 };
 std::vector<Growth> growthPerStrategy(const std::map<std::string, std::vector<Point>>& pts);
 
-// "3.90x (ring_all_reduce) to 4.10x (ddp)", or one value when only one exists.
+// "3.90x (ring_all_reduce) to 4.10x (ddp)", or one value when only one exists; a growth within
+// noise says so ("1.02x (ddp, within noise)").
 std::string growthRange(const std::vector<Growth>& g);
 
 // One line per strategy: a per-run value against one numeric setting (train_size, batch_size),

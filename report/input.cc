@@ -67,6 +67,8 @@ ArPoint pointOf(const CollectiveRecord& c) {
   a.n = c.nGpus;
   a.bytes = static_cast<long long>(c.bytes);
   a.medianUs = finiteOr(c.timeMedianUs);
+  a.minUs = finiteOr(c.timeMinUs);
+  a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
   return a;
 }

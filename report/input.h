@@ -52,7 +52,12 @@ struct ArPoint {
   int n = 0;
   long long bytes = 0;
   double medianUs = kNaN, busbw = kNaN;
+  double minUs = kNaN, maxUs = kNaN;  // the fastest and slowest timed iteration
   bool ok() const { return status == "ok"; }
+  // The bus bandwidth of the slowest and of the fastest iteration (busbw scales with 1/time);
+  // NaN where the times are missing.
+  double busbwLo() const { return maxUs > 0 ? busbw * medianUs / maxUs : kNaN; }
+  double busbwHi() const { return minUs > 0 ? busbw * medianUs / minUs : kNaN; }
 };
 
 struct Input {

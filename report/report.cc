@@ -151,19 +151,21 @@ void introduce(Page& page, const std::vector<Input>& inputs) {
   page.paragraph(intro, ParaStyle::Plain, true);
 }
 
-// The list of charts, drawn or skipped with the reason, and one section per chart.
+// The list of charts, drawn or skipped with the reason, and one section per chart that has
+// something to show. A chart skipped for lack of data is said once, in the list.
 void chartSections(Page& page, const std::vector<Outcome>& outs) {
   page.heading(2, {text("Charts")});
   Table list;
   list.header = {"chart", "id", "status", "reading"};
   for (const auto& o : outs) {
     const Chart& c = o.chart;
-    list.rows.push_back({Cell({link(c.title, "#" + c.id)}), Cell({code(c.id)}),
+    list.rows.push_back({o.filesWritten ? Cell({link(c.title, "#" + c.id)}) : Cell(c.title), Cell({code(c.id)}),
                          o.drawn ? Cell("drawn") : Cell({text("skipped: " + o.reason)}, "skipped"),
                          c.reading});
   }
   page.table(list);
   for (const auto& o : outs) {
+    if (!o.filesWritten) continue;
     const Chart& c = o.chart;
     page.heading(3, {text(c.title + " ("), code(c.id), text(")")}, c.id);
     if (!c.subtitle.empty()) page.paragraph({text(c.subtitle)}, ParaStyle::Note);
@@ -201,12 +203,13 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
   page.heading(2, {text("Training runs")});
   page.paragraph({text("One row per configuration and status; repeats merged by median (also in "),
                   link("runs.csv", "runs.csv"),
-                  text("). Scaling efficiency = samples/s ÷ (N × the same strategy's samples/s "
-                       "at N=1).")});
+                  text("); samples/s min–max is the range over the repeats (— for one). Scaling "
+                       "efficiency = samples/s ÷ (N × the same strategy's samples/s at N=1).")});
   page.table(runs);
   page.heading(2, {text("Allreduce")});
   page.paragraph({text("Median over repeated points (also in "),
-                  link("allreduce.csv", "allreduce.csv"), text(").")});
+                  link("allreduce.csv", "allreduce.csv"),
+                  text("); min–max µs: the fastest and the slowest timed iteration of any of them.")});
   page.table(ar);
   page.heading(2, {text("Inputs")});
   for (const auto& in : inputs) {

@@ -1,6 +1,7 @@
 // report/style.cc — see style.h.
 #include "report/style.h"
 
+#include <cmath>
 #include <cstdint>
 
 #include "report/escape.h"
@@ -21,6 +22,29 @@ std::string spareColor(const std::string& name) {
   return kSpare[stableHash(name) % 5];
 }
 
+int channel(const std::string& hex, int i) { return std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16); }
+
+// Euclidean distance in RGB (0 .. 441): crude, but enough to tell two reds apart from a red and
+// a cyan.
+double colorDistance(const std::string& a, const std::string& b) {
+  double d = 0;
+  for (int i = 0; i < 3; ++i) d += std::pow(channel(a, i) - channel(b, i), 2);
+  return std::sqrt(d);
+}
+
+// Below this, two lines in one chart read as the same series.
+constexpr double kTooClose = 100;
+
+// Of the colours no registry entry uses, the one farthest from `base`.
+std::string contrastingColor(const std::string& base) {
+  static const char* const kCandidates[] = {"#17becf", "#393b79", "#bcbd22"};
+  std::string best = kCandidates[0];
+  for (const char* c : kCandidates) {
+    if (colorDistance(c, base) > colorDistance(best, base)) best = c;
+  }
+  return best;
+}
+
 }  // namespace
 
 void Styles::add(SeriesKind kind, const std::string& name, const EntryRecord& entry) {
@@ -32,6 +56,17 @@ void Styles::add(SeriesKind kind, const std::string& name, const EntryRecord& en
 }
 
 SeriesStyle Styles::of(SeriesKind kind, const std::string& name) const {
+  SeriesStyle s = ownStyle(kind, name);
+  // A reference is drawn beside the strategy it is the reference of: never in its colour, even
+  // where a file recorded two near-identical ones.
+  if (!s.referenceOf.empty() && s.referenceOf != name) {
+    const std::string base = ownStyle(kind, s.referenceOf).color;
+    if (colorDistance(s.color, base) < kTooClose) s.color = contrastingColor(base);
+  }
+  return s;
+}
+
+SeriesStyle Styles::ownStyle(SeriesKind kind, const std::string& name) const {
   SeriesStyle s;
   if (const auto reg = registry_ ? registry_(kind, name) : std::nullopt) {
     s = *reg;

@@ -64,7 +64,8 @@ class Styles {
   void add(SeriesKind kind, const std::string& name, const EntryRecord& entry);
 
   // Order, colour (always isHexColor, report/escape.h) and origin: the records', else the registry's, else
-  // the fallback (see the top of this file).
+  // the fallback (see the top of this file). A PyTorch reference whose colour is close to that of
+  // the series it is the reference of gets a contrasting one instead.
   SeriesStyle of(SeriesKind kind, const std::string& name) const;
 
   int order(SeriesKind kind, const std::string& name) const { return of(kind, name).order; }
@@ -81,6 +82,7 @@ class Styles {
   std::string label(SeriesKind kind, const std::string& name) const;
 
  private:
+  SeriesStyle ownStyle(SeriesKind kind, const std::string& name) const;  // of() before the contrast
   StyleLookup registry_;
   std::map<std::pair<SeriesKind, std::string>, EntryRecord> recorded_;
 };

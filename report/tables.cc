@@ -23,6 +23,20 @@ std::string statusText(const std::string& status, const std::string& error, int 
   return s;
 }
 
+// "low–high" of the finite values, or "—" when there are fewer than two or no spread: the spread
+// a median in the same row is taken over.
+std::string spreadText(const std::vector<double>& lows, const std::vector<double>& highs) {
+  double lo = kNaN, hi = kNaN;
+  for (double x : lows) {
+    if (std::isfinite(x) && !(x >= lo)) lo = x;
+  }
+  for (double x : highs) {
+    if (std::isfinite(x) && !(x <= hi)) hi = x;
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(hi > lo)) return "—";
+  return fmtNum(lo) + "–" + fmtNum(hi);
+}
+
 }  // namespace
 
 Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
@@ -57,9 +71,8 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
     return median(v);
   };
   Table t;
-  t.header = {"strategy", "N",         "batch",          "train_size",
-              "epochs",   "samples/s", "final accuracy", "scaling eff.",
-              "status"};
+  t.header = {"strategy", "N", "batch", "train_size", "epochs", "samples/s", "samples/s min–max",
+              "final accuracy", "scaling eff.", "status"};
   for (const auto& key : order) {
     const Group& g = groups[key];
     const Run& r = *g.first;
@@ -77,7 +90,7 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
     const double a = median(acc), e = median(eff);
     t.rows.push_back({r.strategy, std::to_string(r.n), std::to_string(r.batch),
                       std::to_string(r.trainSize), std::to_string(r.epochsRequested),
-                      fmtNum(median(sps)), std::isfinite(a) ? fmtPct(a) : "—",
+                      fmtNum(median(sps)), spreadText(sps, sps), std::isfinite(a) ? fmtPct(a) : "—",
                       std::isfinite(e) ? printfStr("%.0f", 100 * e) + " %" : "—",
                       statusText(r.status, r.error, static_cast<int>(g.runs.size()))});
   }
@@ -98,14 +111,17 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
             p.device, p.n, p.bytes, p.status}]
         .push_back(&p);
   Table t;
-  t.header = {"algo", "transport", "device", "N", "bytes", "median µs", "busbw GB/s", "status"};
+  t.header = {"algo", "transport", "device", "N", "bytes", "median µs", "min–max µs", "busbw GB/s", "status"};
   for (const auto& [k, ps] : groups) {
-    std::vector<double> us, bw;
-    for (const ArPoint* p : ps) us.push_back(p->medianUs), bw.push_back(p->busbw);
+    std::vector<double> us, lo, hi, bw;
+    for (const ArPoint* p : ps) {
+      us.push_back(p->medianUs), bw.push_back(p->busbw);
+      lo.push_back(p->minUs), hi.push_back(p->maxUs);
+    }
     const ArPoint& p = *ps.front();
     t.rows.push_back({label(p), p.transport, p.device, std::to_string(p.n),
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
-                      fmtNum(median(bw)),
+                      spreadText(lo, hi), fmtNum(median(bw)),
                       statusText(p.status, p.error, static_cast<int>(ps.size()))});
   }
   return t;

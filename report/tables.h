@@ -11,12 +11,13 @@
 
 namespace tpb::report {
 
-// One row per configuration (repeats merged: median of their values) and status, strategies in
-// display order. Scaling efficiency, where a record lacks it, against the same config's N=1
+// One row per configuration (repeats merged: median of their values, and the min–max of their
+// samples/s beside it) and status, strategies in display order. Scaling efficiency, where a record lacks it, against the same config's N=1
 // median in the merged data.
 Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 
-// One row per algorithm, transport, device, N, size and status.
+// One row per algorithm, transport, device, N, size and status: the median time and, beside it,
+// the fastest and the slowest timed iteration of the records merged.
 Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
 
 // One row per traced run: steps, communication beside the host per step and the share of it

@@ -20,7 +20,7 @@ TrainStrategy torchDdpStrategy() {
       "PyTorch's own DistributedDataParallel (scripts/torch_ddp.py, one Python process per rank; Gloo on CPU, NCCL on GPU) "
       "on the same weights, data and order: the measured reference for ddp";
   s.order = 20;
-  s.color = "#a50f15";
+  s.color = "#17becf";
   s.unsupported = [](Device d, int n) { return torchUnsupported(TorchWrapper::Ddp, d, n); };
   s.unsupportedConfig = torchUnsupportedConfig;
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {

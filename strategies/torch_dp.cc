@@ -20,7 +20,7 @@ TrainStrategy torchDpStrategy() {
       "PyTorch's own DataParallel (scripts/torch_ddp.py, one Python process, replicas on cuda:0..N-1) "
       "on the same weights, data and order: the measured reference for data_parallel";
   s.order = 21;
-  s.color = "#a6611a";
+  s.color = "#393b79";
   s.processes = [](int) { return 1; };  // like data_parallel: one process drives the N GPUs
   s.unsupported = [](Device d, int n) { return torchUnsupported(TorchWrapper::DataParallel, d, n); };
   s.unsupportedConfig = torchUnsupportedConfig;

@@ -1,9 +1,11 @@
 // The tpbench command as a user runs it: bad input, the benchmark's output and JSON, and what
 // happens when a rank dies, hangs or the user presses Ctrl-C.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <filesystem>
 #include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli_util.h"
@@ -130,17 +132,24 @@ TEST(Cli, HelpAndVersionAndList) {
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
 }
 
-// A point with more ranks than this machine has cores says so on its progress line (its times
-// include waiting for a core); one with as many does not.
-TEST(Cli, MoreRanksThanCoresIsSaidOnTheProgressLine) {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+// A point with more ranks than the cores this process may use gets a warning line of its own
+// before it launches (its times include waiting for a core); one with as many does not.
+TEST(Cli, MoreRanksThanCoresIsWarnedBeforeLaunch) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cores = CPU_COUNT(&set);
   if (cores < 1 || cores > 8) GTEST_SKIP() << cores << " cores: oversubscribing them would take too many ranks";
   const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", std::to_string(cores) + "," + std::to_string(cores + 1),
                          "--bytes", "4K", "--iters", "1", "--warmup", "0", "--out", test::tempPath("oversub.json")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  const std::string note = " ranks on " + std::to_string(cores) + " cores: they take turns";
-  EXPECT_NE(r.err.find(std::to_string(cores + 1) + note), std::string::npos) << r.err;
+  const std::string note = " ranks on " + std::to_string(cores) + " available cores: they take turns";
+  EXPECT_NE(r.err.find("\nwarning: " + std::to_string(cores + 1) + note), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(std::to_string(cores) + note), std::string::npos) << r.err;
+  // Before the point that oversubscribes runs: right after its progress line.
+  const std::size_t progress = r.err.find("[2/2]");
+  ASSERT_NE(progress, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\nwarning: ", progress), r.err.find('\n', progress)) << r.err;
 }
 
 TEST(Cli, AllreduceWritesTablesAndConsistentJson) {

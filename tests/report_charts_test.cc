@@ -126,5 +126,153 @@ INSTANTIATE_TEST_SUITE_P(ReportRegistered, ReportChart, ::testing::ValuesIn(regi
                            return info.param;
                          });
 
+// ------------------------------------------------------------------------------------------
+// Spread and readings, on hand-made runs: error bars where repeats differ, "within noise" where
+// a stated difference is inside the measured spread, every strategy drawn in the reading.
+// ------------------------------------------------------------------------------------------
+
+EntryRecord entryOf(int order, const std::string& color, const std::string& origin,
+                    const std::string& referenceOf = "") {
+  EntryRecord e;
+  e.order = order;
+  e.color = color;
+  e.origin = origin;
+  if (!referenceOf.empty()) e.referenceOf = referenceOf;
+  return e;
+}
+
+// ring, ddp and torch_ddp as their records style them (torch_ddp in the near-identical red that
+// older files carry for it).
+Inputs stylesOfThree() {
+  Inputs in;
+  in.styles.add(SeriesKind::Strategy, "ring_all_reduce", entryOf(3, "#2ca02c", "from scratch"));
+  in.styles.add(SeriesKind::Strategy, "ddp", entryOf(5, "#d62728", "builtin-equivalent"));
+  in.styles.add(SeriesKind::Strategy, "torch_ddp", entryOf(20, "#a50f15", kOriginPyTorch, "ddp"));
+  return in;
+}
+
+// One ok run per epoch time in `walls` (its repeats), a third of each epoch communicating.
+void addRuns(Inputs& in, const std::string& strategy, int n, const std::vector<double>& walls) {
+  for (std::size_t i = 0; i < walls.size(); ++i) {
+    Run r;
+    r.strategy = strategy;
+    r.n = n;
+    r.batch = 64;
+    r.trainSize = 1024;
+    r.epochsRequested = 1;
+    r.status = "ok";
+    r.config = {{"strategy", strategy}, {"n_gpus", n},         {"batch_size", 64},
+                {"train_size", 1024},   {"epochs", 1},          {"repeat_index", static_cast<int>(i)}};
+    r.wall = {walls[i]};
+    r.compute = {walls[i] * 0.6};
+    r.comm = {walls[i] / 3};
+    r.samplesPerS = 1024 / walls[i];
+    in.runs.push_back(r);
+  }
+}
+
+Chart chartOf(const std::string& id, const Inputs& in) {
+  for (const auto& def : registeredCharts()) {
+    if (def.id == id) return buildChart(def, in);
+  }
+  ADD_FAILURE() << "no chart " << id;
+  return {};
+}
+
+// ring and ddp overlap at N=2 and are far apart at N=1; torch_ddp runs at N=2 only.
+Inputs ringDdpTorch() {
+  Inputs in = stylesOfThree();
+  addRuns(in, "ring_all_reduce", 1, {1.0, 1.01, 1.02});
+  addRuns(in, "ddp", 1, {2.0, 2.1, 2.2});
+  addRuns(in, "ring_all_reduce", 2, {1.0, 1.1, 1.2});
+  addRuns(in, "ddp", 2, {1.15, 1.2, 1.3});
+  addRuns(in, "torch_ddp", 2, {1.5, 1.6, 1.7});
+  return in;
+}
+
+TEST(ReportReadings, RingReadingSaysWithinNoiseAndCoversTheReference) {
+  const Chart c = chartOf("ring_epoch_time", ringDdpTorch());
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("ring_all_reduce vs ddp per epoch: within noise (1.09x faster) at N=2, 2.08x faster at N=1"),
+            std::string::npos)
+      << c.reading;
+  EXPECT_NE(c.reading.find("at N=2, fastest first: ring_all_reduce 1.1, ddp 1.2 (within noise), torch_ddp 1.6 s/epoch"),
+            std::string::npos)
+      << c.reading;
+  EXPECT_NE(c.reading.find("torch_ddp vs ddp: 1.33x slower"), std::string::npos) << c.reading;
+}
+
+// Each series' rows carry the min and max of its repeats, drawn as error bars; the legend keeps
+// the reference's origin, and the reference is not drawn in its rebuild's colour.
+TEST(ReportReadings, LineChartsDrawTheSpreadAsErrorBars) {
+  const Inputs in = ringDdpTorch();
+  const Chart c = chartOf("ring_epoch_time", in);
+  EXPECT_NE(c.dat.find("\n2 1.1 3 1 1.2\n"), std::string::npos) << c.dat;  // x y records lo hi
+  EXPECT_NE(c.gp.find("index 0 using 1:2:4:5 with yerrorlines"), std::string::npos) << c.gp;
+  EXPECT_NE(c.gp.find("\"torch_ddp (PyTorch)\""), std::string::npos) << c.gp;
+  EXPECT_EQ(c.gp.find("#a50f15"), std::string::npos) << c.gp;
+  // One value per point: no spread, no error bars.
+  Inputs one = stylesOfThree();
+  addRuns(one, "ring_all_reduce", 1, {1.0});
+  addRuns(one, "ring_all_reduce", 2, {1.1});
+  addRuns(one, "ddp", 2, {1.2});
+  const Chart plain = chartOf("ring_epoch_time", one);
+  EXPECT_EQ(plain.gp.find("yerrorlines"), std::string::npos) << plain.gp;
+  EXPECT_NE(plain.dat.find("\n2 1.1 1 1.1 1.1\n"), std::string::npos) << plain.dat;
+  EXPECT_EQ(plain.reading.find("within noise"), std::string::npos) << plain.reading;
+}
+
+TEST(ReportReadings, ThroughputLegendsKeepTheReferenceLabel) {
+  const Chart c = chartOf("throughput_scaling", ringDdpTorch());
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.gp.find("\"torch_ddp (PyTorch)\""), std::string::npos) << c.gp;
+  EXPECT_NE(c.gp.find("\"ddp (builtin)\""), std::string::npos) << c.gp;
+}
+
+TEST(ReportReadings, BreakdownReadingNamesEveryStrategy) {
+  const Chart c = chartOf("time_breakdown", ringDdpTorch());
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  for (const char* name : {"ring_all_reduce's", "ddp's", "torch_ddp's"})
+    EXPECT_NE(c.reading.find(name), std::string::npos) << name << ": " << c.reading;
+}
+
+TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
+  Inputs in;
+  addRuns(in, "model_parallel", 2, {1.0, 1.1, 1.2});
+  addRuns(in, "pipeline", 2, {0.9, 1.05, 1.1});
+  const Chart c = chartOf("model_parallel_epoch_time", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("(1.05x faster than model_parallel, within noise)"), std::string::npos) << c.reading;
+}
+
+TEST(ReportReadings, GrowthWithinNoiseSaysSo) {
+  const std::vector<Point> flat = {{1, 10, 3, 9, 11}, {2, 10.5, 3, 10, 12}};
+  const std::vector<Point> steep = {{1, 10, 3, 9, 11}, {2, 20, 3, 19, 21}};
+  const auto g = growthPerStrategy({{"flat", flat}, {"steep", steep}});
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(growthRange(g), "1.05x (flat, within noise) to 2x (steep)");
+  EXPECT_TRUE(withinNoise(flat[0], flat[1]));
+  EXPECT_FALSE(withinNoise(steep[0], steep[1]));
+  // Without spread only equal values are within noise of each other.
+  EXPECT_FALSE(withinNoise({1, 10, 1, 10, 10}, {2, 10.5, 1, 10.5, 10.5}));
+}
+
+// A collective's error bar runs from the bus bandwidth of its slowest iteration to that of its
+// fastest, over every record at that size.
+TEST(ReportReadings, BusbwSpreadComesFromTheIterations) {
+  ArPoint a;
+  a.busbw = 10;
+  a.medianUs = 100;
+  a.minUs = 80;
+  a.maxUs = 200;
+  ArPoint b = a;
+  b.busbw = 12;
+  const auto pts = busbwPoints({{4096, {&a, &b}}});
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_DOUBLE_EQ(pts[0].y, 11);
+  EXPECT_DOUBLE_EQ(pts[0].lo, 5);   // 10 × 100 / 200
+  EXPECT_DOUBLE_EQ(pts[0].hi, 15);  // 12 × 100 / 80
+}
+
 }  // namespace
 }  // namespace tpb::report

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -96,6 +97,35 @@ TEST(ReportStyle, OnlyAValidColourIsHandedOut) {
     EXPECT_THROW(gnuplotColor(c), Error) << c;
 }
 
+double rgbDistance(const std::string& a, const std::string& b) {
+  double d = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int x = std::stoi(a.substr(1 + 2 * i, 2), nullptr, 16), y = std::stoi(b.substr(1 + 2 * i, 2), nullptr, 16);
+    d += double(x - y) * (x - y);
+  }
+  return std::sqrt(d);
+}
+
+// A PyTorch reference is drawn beside the strategy it is the reference of: files that recorded a
+// near-identical colour for it (ddp and torch_ddp, two reds) still draw two distinct lines; a
+// colour already distinct is kept.
+TEST(ReportStyle, AReferenceNeverSharesItsRebuildsColour) {
+  Styles styles;
+  EntryRecord ddp = entry(5, "#d62728", "builtin-equivalent");
+  EntryRecord torch = entry(20, "#a50f15", "reference (PyTorch)");
+  torch.referenceOf = "ddp";
+  styles.add(SeriesKind::Strategy, "ddp", ddp);
+  styles.add(SeriesKind::Strategy, "torch_ddp", torch);
+  const std::string mine = styles.color(SeriesKind::Strategy, "torch_ddp");
+  EXPECT_TRUE(isHexColor(mine)) << mine;
+  EXPECT_GE(rgbDistance(mine, "#d62728"), 200) << mine;
+  EXPECT_EQ(styles.color(SeriesKind::Strategy, "ddp"), "#d62728") << "the rebuild keeps its own";
+  EntryRecord distinct = entry(21, "#123456", "reference (PyTorch)");
+  distinct.referenceOf = "ddp";
+  styles.add(SeriesKind::Strategy, "torch_other", distinct);
+  EXPECT_EQ(styles.color(SeriesKind::Strategy, "torch_other"), "#123456");
+}
+
 // ------------------------------------------------------------------------------------------
 // Through tpbench, which passes this build's registry.
 // ------------------------------------------------------------------------------------------
@@ -149,7 +179,7 @@ TEST_F(ReportStyleCli, AnUnknownStrategyIsStyledByItsEntryFields) {
   EXPECT_NE(readText(out / "ring_epoch_time.gp").find("title \"zz_sync (library)\" lc rgb '#abcdef'"),
             std::string::npos);
   const std::string tp = readText(out / "throughput_scaling.gp");
-  EXPECT_NE(tp.find("index 0 using 1:2 with linespoints title \"zz_sync\" lc rgb '#abcdef'"),
+  EXPECT_NE(tp.find("index 0 using 1:2 with linespoints title \"zz_sync (library)\" lc rgb '#abcdef'"),
             std::string::npos)
       << tp;
   EXPECT_NE(tp.find("ideal: N × one_device at N=1"), std::string::npos) << tp;

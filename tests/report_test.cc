@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "report/chart.h"
+#include "report/format.h"
 #include "tests/file_util.h"
 #include "tests/report_util.h"
 
@@ -127,16 +128,16 @@ TEST_F(ReportTest, DrawsEveryChartFromFixture) {
   }
   // Readings are computed from the numbers (the fixture's ring peak is 14.8 GB/s at 4 MiB, N=2).
   EXPECT_NE(md.find("ring busbw peaks at 14.8 GB/s at 4M, N=2"), std::string::npos);
-  EXPECT_NE(md.find("ring_all_reduce is "), std::string::npos);
+  EXPECT_NE(md.find("ring_all_reduce vs ddp per epoch: "), std::string::npos);
   EXPECT_NE(md.find(" faster at N=2"), std::string::npos);
   // The bubble's reading follows the line with the most values of M (the fixture's N=2
   // pipeline at M = 1, 2, 4, 8), not a lone point at N=1.
   EXPECT_NE(md.find("N=2 gpipe, M=8: measured 51.3 % idle against the formula's 11.1 %; at M=1: 52.0 %."),
             std::string::npos);
   // Tables and the meta block of the input.
-  EXPECT_NE(md.find("| strategy | N | batch | train_size | epochs | samples/s | final accuracy |"),
+  EXPECT_NE(md.find("| strategy | N | batch | train_size | epochs | samples/s | samples/s min–max | final accuracy |"),
             std::string::npos);
-  EXPECT_NE(md.find("| algo | transport | device | N | bytes | median µs | busbw GB/s | status |"),
+  EXPECT_NE(md.find("| algo | transport | device | N | bytes | median µs | min–max µs | busbw GB/s | status |"),
             std::string::npos);
   EXPECT_NE(md.find("rank 2 was killed by signal 9"), std::string::npos)
       << "failed runs are listed";
@@ -155,7 +156,7 @@ TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
   opt.gnuplot = "";  // only the data is looked at
   writeReport(opt);
   const json doc = json::parse(readText(kFixture));
-  std::vector<double> means;
+  std::vector<double> means, rates;
   for (const auto& r : doc.at("runs")) {
     const auto& c = r.at("config");
     if (r.at("status") != "ok" || c.at("strategy") != "ring_all_reduce" || c.at("n_gpus") != 2 ||
@@ -164,6 +165,7 @@ TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
     double sum = 0;
     for (const auto& e : r.at("epochs")) sum += e.at("wall_s").get<double>();
     means.push_back(sum / r.at("epochs").size());
+    rates.push_back(r.at("summary").at("samples_per_s").get<double>());
   }
   ASSERT_EQ(means.size(), 3u);
   std::sort(means.begin(), means.end());
@@ -175,12 +177,15 @@ TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
     if (line.rfind("# [", 0) == 0) inRing = line.find("ring_all_reduce") != std::string::npos;
     if (!inRing || line.empty() || line[0] == '#') continue;
     std::istringstream row(line);
-    double n = 0, t = 0;
+    double n = 0, t = 0, lo = 0, hi = 0;
     int records = 0;
-    row >> n >> t >> records;
+    row >> n >> t >> records >> lo >> hi;
     if (n == 2) {
       EXPECT_NEAR(t, means[1], 1e-5 * means[1]);
       EXPECT_EQ(records, 3);
+      // The spread the error bar draws: the smallest and largest of the repeats.
+      EXPECT_NEAR(lo, means[0], 1e-5 * means[0]);
+      EXPECT_NEAR(hi, means[2], 1e-5 * means[2]);
       found = true;
     }
   }
@@ -188,6 +193,11 @@ TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
   EXPECT_NE(readText(out() / "ring_epoch_time.gp").find("batch 64/device, 8192 samples/epoch"),
             std::string::npos)
       << "the chart names the slice it shows";
+  // The runs table gives the same repeats' samples/s range beside their median.
+  std::sort(rates.begin(), rates.end());
+  const std::string row = "| ring_all_reduce | 2 | 64 | 8192 | 3 | " + report::fmtNum(rates[1]) + " | " +
+                          report::fmtNum(rates[0]) + "–" + report::fmtNum(rates[2]) + " |";
+  EXPECT_NE(readText(out() / "index.md").find(row), std::string::npos) << row;
 }
 
 TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
@@ -199,6 +209,7 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
   EXPECT_EQ(s.drawn, (std::vector<std::string>{"allreduce_busbw", "collective_busbw"}));
   ASSERT_EQ(s.skipped.size(), kTrainingCharts.size() + 1);
   const std::string md = readText(out() / "index.md");
+  const std::string html = readText(out() / "index.html");
   for (const auto& [id, reason] : s.skipped) {
     SCOPED_TRACE(id);
     if (id == "timeline") {
@@ -209,9 +220,13 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
     EXPECT_EQ(reason, "no training runs in the input");
     for (const char* ext : {".png", ".svg", ".dat", ".gp"})
       EXPECT_FALSE(fs::exists(out() / (id + ext)));
-    EXPECT_NE(md.find("(`" + id + "`)"), std::string::npos) << "skipped charts are listed";
+    // Listed once, in the list of charts, with the reason; no section of its own.
+    const std::size_t at = md.find("`" + id + "`");
+    EXPECT_NE(at, std::string::npos) << "skipped charts are listed";
+    EXPECT_EQ(md.find("`" + id + "`", at + 1), std::string::npos) << "listed once";
+    EXPECT_EQ(html.find("id=\"" + id + "\""), std::string::npos) << "no section in index.html";
   }
-  EXPECT_NE(md.find("**Not drawn:** no training runs in the input"), std::string::npos);
+  EXPECT_EQ(md.find("**Not drawn:**"), std::string::npos);
   EXPECT_TRUE(hasPngSignature(out() / "allreduce_busbw.png"));
   EXPECT_TRUE(hasPngSignature(out() / "collective_busbw.png"));
 }

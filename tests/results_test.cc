@@ -4,6 +4,7 @@
 #include "record/results.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,6 +119,38 @@ TEST_F(ResultsTest, MetaHasEveryDesignKey) {
       << meta.at("libtorch");
   for (const char* key : {"driver", "cuda", "nccl"}) {
     EXPECT_TRUE(meta.at(key).is_null() || meta.at(key).is_string()) << key;
+  }
+}
+
+// What competes for the cores: how many this process may use, and the load when it started.
+TEST_F(ResultsTest, MetaRecordsAvailableCoresAndLoadAverage) {
+  const json meta = collectMeta("tpbench run").toJson();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(meta.at("cpus_available"), CPU_COUNT(&set));
+  EXPECT_LE(meta.at("cpus_available").get<long long>(), meta.at("cpu_cores").get<long long>());
+  const json& load = meta.at("load_average");
+  ASSERT_TRUE(load.is_array());
+  ASSERT_EQ(load.size(), 3u);
+  double expected[3];
+  ASSERT_EQ(getloadavg(expected, 3), 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_GE(load[i].get<double>(), 0) << i;
+    EXPECT_NEAR(load[i].get<double>(), expected[i], 1.0) << i;  // a second apart: the load may move
+  }
+  // Read back as written; a load average that is not three numbers is refused by name.
+  const json back = Meta::fromJson(JsonIn(meta, "m.json", "meta")).toJson();
+  EXPECT_EQ(back.at("load_average"), load);
+  for (const json& bad : {json::array({1.0, 2.0}), json::array({1.0, -1.0, 2.0}), json("high")}) {
+    json m = meta;
+    m["load_average"] = bad;
+    try {
+      Meta::fromJson(JsonIn(m, "m.json", "meta"));
+      ADD_FAILURE() << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("load_average"), std::string::npos) << e.what();
+    }
   }
 }
 

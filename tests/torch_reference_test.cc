@@ -104,6 +104,19 @@ TEST(TorchReference, DataParallelOnTheCpuIsUnsupportedWithTheReason) {
   EXPECT_EQ(findStrategy("--strategy", "torch_dp").referenceOf, "data_parallel");
 }
 
+// A reference is drawn beside the strategy it is the reference of, so their colours must tell
+// them apart at a glance (RGB distance; two reds such as #d62728 and #a50f15 are about 56 apart).
+TEST(TorchReference, ColoursDifferFromTheirRebuilds) {
+  auto channel = [](const std::string& c, int i) { return std::stoi(c.substr(1 + 2 * i, 2), nullptr, 16); };
+  for (const char* name : {"torch_ddp", "torch_dp"}) {
+    const auto& ref = findStrategy("--strategy", name);
+    const auto& rebuild = findStrategy("--strategy", ref.referenceOf);
+    double d = 0;
+    for (int i = 0; i < 3; ++i) d += std::pow(channel(ref.color, i) - channel(rebuild.color, i), 2);
+    EXPECT_GE(std::sqrt(d), 150) << name << " " << ref.color << " vs " << rebuild.color;
+  }
+}
+
 bool torchRunsHere(std::string& why) {
   why = findStrategy("--strategy", "torch_ddp").unsupported(Device::Cpu, 2);
   return why.empty();

@@ -5,7 +5,10 @@
 #include <sys/socket.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -211,6 +214,41 @@ TEST(TrainCli, DuplicateListEntriesRunOnce) {
                          "--out", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(readJson(out).at("runs").size(), 1u);
+  std::remove(out.c_str());
+}
+
+// The final table shows the spread of repeats: each configuration's repeats, then a median row
+// with their samples/s min-max; a configuration run once gets no such row.
+TEST(TrainCli, FinalTableHasAMedianRowPerRepeatedConfiguration) {
+  const std::string out = test::tempPath("repeats.json");
+  const auto r = runCli({"sweep", "--strategies", "single", "--n_gpus", "1", "--batch_size", "64,128", "--train_size",
+                         "256", "--test_size", "100", "--epochs", "1", "--repeat", "3", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<double> rates;
+  const json doc = readJson(out);
+  for (const auto& run : doc.at("runs")) {
+    if (run.at("config").at("batch_size") == 64) rates.push_back(run.at("summary").at("samples_per_s").get<double>());
+  }
+  ASSERT_EQ(rates.size(), 3u);
+  std::sort(rates.begin(), rates.end());
+  std::istringstream lines(r.out);
+  std::vector<std::string> medians;
+  std::string batch64;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" median ") == std::string::npos) continue;
+    medians.push_back(line);
+    std::istringstream fields(line);
+    std::string strategy;
+    int n = 0, batch = 0;
+    fields >> strategy >> n >> batch;
+    if (batch == 64) batch64 = line;
+  }
+  ASSERT_EQ(medians.size(), 2u) << r.out;  // batch 64 and batch 128
+  char expected[96];
+  std::snprintf(expected, sizeof expected, " median %12.0f ", rates[1]);
+  EXPECT_NE(batch64.find(expected), std::string::npos) << r.out << "\nwanted " << expected;
+  std::snprintf(expected, sizeof expected, "(samples/s min-max %.0f-%.0f, 3 repeats)", rates[0], rates[2]);
+  EXPECT_NE(batch64.find(expected), std::string::npos) << r.out << "\nwanted " << expected;
   std::remove(out.c_str());
 }
 

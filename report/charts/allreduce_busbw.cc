@@ -51,20 +51,21 @@ void build(Chart& c, const Inputs& in) {
     if (p.ok() && p.op == "allreduce" && p.device == device && namesTransport(p.algo)) transports.insert(p.transport);
   }
   const bool nameTransport = transports.size() > 1;
-  std::map<Key, std::map<double, std::vector<double>>> data;
+  std::map<Key, std::map<double, std::vector<const ArPoint*>>> data;
   std::set<double> sizes, bws;
   std::set<int> ns;
   for (const auto& p : points) {
     if (!charted(p) || p.device != device) continue;
     data[{p.algo, nameTransport && namesTransport(p.algo) ? p.transport : "", p.n}]
         [double(p.bytes)]
-            .push_back(p.busbw);
+            .push_back(&p);
     sizes.insert(double(p.bytes));
     bws.insert(p.busbw);
     ns.insert(p.n);
   }
   c.subtitle =
-      "median time over timed iterations, busbw = algbw × 2(N-1)/N; device " + device +
+      "median time over timed iterations (error bars: slowest to fastest iteration), busbw = algbw × "
+      "2(N-1)/N; device " + device +
       (transports.size() == 1 ? ", from-scratch algorithms over " + *transports.begin() : "") +
       (devices.size() > 1 ? " (" + std::to_string(devices.size() - 1) + " other device not shown)"
                           : "");
@@ -91,7 +92,7 @@ void build(Chart& c, const Inputs& in) {
     ser.dash = 1 + nIndex;
     static const int kPoints[] = {7, 5, 9, 11, 13, 15};
     ser.pointType = kPoints[nIndex % 6];
-    ser.points = medianPoints(data[k]);
+    ser.points = busbwPoints(data[k]);
     if (!peaks.count(name)) algoOrder.push_back(name);
     for (const auto& p : ser.points) {
       if (p.y > peaks[name].bw) peaks[name] = {p.y, p.x, k.n};

@@ -12,7 +12,7 @@ void build(Chart& c, const Inputs& in) {
                      [](const Run& r) { return r.samplesPerS; }, l))
     return;
   c.subtitle =
-      "samples/s of all ranks together, median over repeats; " + describeSlice(l.slice, in.runs);
+      "samples/s of all ranks together, median over repeats (error bars: min to max); " + describeSlice(l.slice, in.runs);
   const auto g = growthPerStrategy(l.points);
   c.reading = "Batch " + intLabel(*l.xs.begin()) + " -> " + intLabel(*l.xs.rbegin()) +
               " per device: throughput changes " + growthRange(g) + ".";

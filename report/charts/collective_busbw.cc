@@ -33,12 +33,12 @@ void build(Chart& c, const Inputs& in) {
       if (!p.inPlace) outOfPlaceOps.insert(p.op);
     }
   // (op, algo) -> bytes -> busbw values
-  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<double>>> data;
+  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<const ArPoint*>>> data;
   std::set<double> sizes, bws;
   std::vector<std::string> opOrder;
   for (const auto& p : in.points) {
     if (!charted(p) || p.device != device || p.n != n || p.inPlace == (outOfPlaceOps.count(p.op) > 0)) continue;
-    data[{p.op, p.algo}][double(p.bytes)].push_back(p.busbw);
+    data[{p.op, p.algo}][double(p.bytes)].push_back(&p);
     sizes.insert(double(p.bytes));
     bws.insert(p.busbw);
     if (std::find(opOrder.begin(), opOrder.end(), p.op) == opOrder.end()) opOrder.push_back(p.op);
@@ -53,14 +53,14 @@ void build(Chart& c, const Inputs& in) {
     s.dash = 1 + opIndex;
     static const int kPoints[] = {7, 5, 9, 11, 13, 15};
     s.pointType = kPoints[opIndex % 6];
-    s.points = medianPoints(byBytes);
+    s.points = busbwPoints(byBytes);
     double best = 0, at = 0;
     for (const auto& pt : s.points)
       if (pt.y > best) best = pt.y, at = pt.x;
     parts.push_back(s.title + " peaks at " + fmtNum(best) + " GB/s at " + fmtBytes(static_cast<long long>(at)));
     series.push_back(s);
   }
-  c.subtitle = "N=" + std::to_string(n) + ", device " + device +
+  c.subtitle = "N=" + std::to_string(n) + ", device " + device + ", error bars from the slowest to the fastest iteration" +
                "; busbw = algbw × the op's factor ((N-1)/N for allgather, reduce_scatter, alltoall; 1 for "
                "broadcast, reduce, sendrecv)";
   c.reading = joinList(parts, "; ") + ".";

@@ -11,7 +11,7 @@ void build(Chart& c, const Inputs& in) {
                      [](const Run& r) { return r.trainSize; },
                      [](const Run& r) { return r.meanWall(); }, l))
     return;
-  c.subtitle = "mean epoch wall time, median over repeats; " + describeSlice(l.slice, in.runs);
+  c.subtitle = "mean epoch wall time, median over repeats (error bars: min to max); " + describeSlice(l.slice, in.runs);
   const auto g = growthPerStrategy(l.points);
   const double x0 = *l.xs.begin(), x1 = *l.xs.rbegin();
   c.reading = intLabel(x1) + " vs " + intLabel(x0) + " samples (" + fmtRatio(x1 / x0) +

@@ -46,7 +46,7 @@ void build(Chart& c, const Inputs& in) {
     c.reason = "no ok model_parallel or pipeline run";
     return;
   }
-  c.subtitle = "mean epoch wall time, median over repeats; single drawn level at its N=1 time; " +
+  c.subtitle = "mean epoch wall time, median over repeats (error bars: min to max); single drawn level at its N=1 time; " +
                describeSlice(s, runs);
   std::vector<Series> series;
   double singleTime = kNaN;
@@ -92,11 +92,14 @@ void build(Chart& c, const Inputs& in) {
     if (name != kModelParallel && std::isfinite(t) && !(t >= bestT)) bestT = t, best = name;
   }
   std::string reading = "At N=" + intLabel(nMax) + ":";
-  const double mp = pts.count(kModelParallel) ? valueAt(pts[kModelParallel], nMax) : kNaN;
+  const Point* mpAt = pts.count(kModelParallel) ? pointAt(pts[kModelParallel], nMax) : nullptr;
+  const double mp = mpAt ? mpAt->y : kNaN;
   if (std::isfinite(mp)) reading += " " + kModelParallel + " " + fmtNum(mp) + " s/epoch";
   if (!best.empty()) {
     reading += std::string(std::isfinite(mp) ? "," : "") + " fastest " + best + " " + fmtNum(bestT) + " s/epoch";
-    if (std::isfinite(mp) && bestT > 0) reading += " (" + fmtRatio(mp / bestT) + " faster than " + kModelParallel + ")";
+    const bool noise = mpAt && withinNoise(*mpAt, *pointAt(pts[best], nMax));
+    if (std::isfinite(mp) && bestT > 0)
+      reading += " (" + fmtRatio(mp / bestT) + " faster than " + kModelParallel + (noise ? ", within noise" : "") + ")";
   }
   if (std::isfinite(singleTime)) reading += "; " + kSingle + " " + fmtNum(singleTime) + " s/epoch on one device";
   c.reading = reading + ".";

@@ -22,7 +22,8 @@ void build(Chart& c, const Inputs& in) {
     c.reason = "needs one strategy at >= 2 values of N with otherwise equal settings";
     return;
   }
-  c.subtitle = "samples/s of all ranks together, median over repeats; " + describeSlice(s, runs);
+  c.subtitle = "samples/s of all ranks together, median over repeats (error bars: min to max); " +
+               describeSlice(s, runs);
   std::vector<Series> series;
   std::map<std::string, std::vector<Point>> pts;
   double base = kNaN;
@@ -57,25 +58,28 @@ void build(Chart& c, const Inputs& in) {
   struct Eff {
     std::string name;
     double n, eff, speedup;
+    bool noise;  // the largest N's throughput is within noise of N=1's
   };
   std::vector<Eff> effs;
   for (const auto& [name, p] : pts) {
-    const double one = valueAt(p, 1);
-    if (p.size() < 2 || !(one > 0) || p.back().x <= 1) continue;
-    effs.push_back({name, p.back().x, p.back().y / (p.back().x * one), p.back().y / one});
+    const Point* one = pointAt(p, 1);
+    if (p.size() < 2 || !one || !(one->y > 0) || p.back().x <= 1) continue;
+    effs.push_back({name, p.back().x, p.back().y / (p.back().x * one->y), p.back().y / one->y,
+                    withinNoise(p.back(), *one)});
   }
   std::sort(effs.begin(), effs.end(), [](const Eff& a, const Eff& b) { return a.eff > b.eff; });
+  auto noise = [](const Eff& e) { return e.noise ? std::string("; within noise of N=1") : std::string(); };
   if (effs.empty()) {
     c.reading = "No strategy has an N=1 point in this slice, so scaling efficiency is not defined.";
   } else {
     const Eff& hi = effs.front();
     c.reading = "Best scaling: " + hi.name + " reaches " + fmtRatio(hi.speedup) +
                 " its N=1 throughput at N=" + intLabel(hi.n) + " (" +
-                printfStr("%.0f", 100 * hi.eff) + " % efficiency)";
+                printfStr("%.0f", 100 * hi.eff) + " % efficiency" + noise(hi) + ")";
     if (effs.size() > 1) {
       const Eff& lo = effs.back();
       c.reading += "; worst: " + lo.name + " " + fmtRatio(lo.speedup) + " at N=" + intLabel(lo.n) +
-                   " (" + printfStr("%.0f", 100 * lo.eff) + " %)";
+                   " (" + printfStr("%.0f", 100 * lo.eff) + " %" + noise(lo) + ")";
     }
     c.reading += ".";
   }

@@ -45,7 +45,7 @@ std::vector<std::pair<std::string, std::vector<Bar>>> barsOf(const Slice& s, con
   return out;
 }
 
-// The communication share at the largest N, most and least.
+// The communication share at the largest N of every strategy drawn there, most first.
 std::string readingOf(const std::vector<std::pair<std::string, std::vector<Bar>>>& bars) {
   int nMax = 0;
   for (const auto& [name, bs] : bars) {
@@ -57,13 +57,17 @@ std::string readingOf(const std::vector<std::pair<std::string, std::vector<Bar>>
       if (b.n == nMax && b.wall > 0) shares.push_back({b.comm / b.wall, name});
     }
   }
-  std::sort(shares.begin(), shares.end());
+  std::sort(shares.rbegin(), shares.rend());
   if (shares.empty()) return "No epoch wall time to split.";
   const std::string at = "At N=" + std::to_string(nMax) + " communication takes ";
   if (shares.size() == 1)
     return at + fmtPct(shares[0].first) + " of " + shares[0].second + "'s epoch.";
-  return at + fmtPct(shares.back().first) + " of " + shares.back().second + "'s epoch and " +
-         fmtPct(shares.front().first) + " of " + shares.front().second + "'s.";
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < shares.size(); ++i)
+    parts.push_back(fmtPct(shares[i].first) + " of " + shares[i].second + (i ? "'s" : "'s epoch"));
+  const std::string last = parts.back();
+  parts.pop_back();
+  return at + joinList(parts, ", ") + " and " + last + ".";
 }
 
 void build(Chart& c, const Inputs& in) {

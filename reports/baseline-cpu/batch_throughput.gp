@@ -5,7 +5,7 @@ set encoding utf8
 set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'batch_throughput.png'
 set label 101 "Effect of batch size on throughput" at screen 0.5, screen 0.964516 center font ',14'
-set label 102 "samples/s of all ranks together, median over repeats; N=1, 4096 samples/epoch, 2 epochs (3 other configs not shown)" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
+set label 102 "samples/s of all ranks together, median over repeats (error bars: min to max); N=1, 4096 samples/epoch, 2 epochs (3 other configs not shown)" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
 set tmargin 5
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
@@ -15,12 +15,12 @@ set logscale x 2
 set xtics ("32" 32, "128" 128)
 set yrange [0:*]
 set offsets graph 0.05, graph 0.05, 0, 0
-plot 'batch_throughput.dat' index 0 using 1:2 with linespoints title "single" lc rgb '#7f7f7f' dt 1 lw 2 pt 7 ps 1.2, \
-     'batch_throughput.dat' index 1 using 1:2 with linespoints title "param_server" lc rgb '#1f77b4' dt 1 lw 2 pt 7 ps 1.2, \
-     'batch_throughput.dat' index 2 using 1:2 with linespoints title "ring_all_reduce" lc rgb '#2ca02c' dt 1 lw 2 pt 7 ps 1.2, \
-     'batch_throughput.dat' index 3 using 1:2 with linespoints title "allreduce" lc rgb '#9467bd' dt 1 lw 2 pt 7 ps 1.2, \
-     'batch_throughput.dat' index 4 using 1:2 with linespoints title "ddp" lc rgb '#d62728' dt 1 lw 2 pt 7 ps 1.2, \
-     'batch_throughput.dat' index 5 using 1:2 with linespoints title "data_parallel" lc rgb '#ff7f0e' dt 1 lw 2 pt 7 ps 1.2
+plot 'batch_throughput.dat' index 0 using 1:2:4:5 with yerrorlines title "single (reference)" lc rgb '#7f7f7f' dt 1 lw 2 pt 7 ps 1.2, \
+     'batch_throughput.dat' index 1 using 1:2:4:5 with yerrorlines title "param_server (from scratch)" lc rgb '#1f77b4' dt 1 lw 2 pt 7 ps 1.2, \
+     'batch_throughput.dat' index 2 using 1:2:4:5 with yerrorlines title "ring_all_reduce (from scratch)" lc rgb '#2ca02c' dt 1 lw 2 pt 7 ps 1.2, \
+     'batch_throughput.dat' index 3 using 1:2:4:5 with yerrorlines title "allreduce (library)" lc rgb '#9467bd' dt 1 lw 2 pt 7 ps 1.2, \
+     'batch_throughput.dat' index 4 using 1:2:4:5 with yerrorlines title "ddp (builtin)" lc rgb '#d62728' dt 1 lw 2 pt 7 ps 1.2, \
+     'batch_throughput.dat' index 5 using 1:2:4:5 with yerrorlines title "data_parallel (builtin)" lc rgb '#ff7f0e' dt 1 lw 2 pt 7 ps 1.2
 set terminal svg noenhanced size 1100,620 dynamic font 'Sans,11' background rgb 'white'
 set output 'batch_throughput.svg'
 replot

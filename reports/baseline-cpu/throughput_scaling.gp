@@ -5,8 +5,9 @@ set encoding utf8
 set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'throughput_scaling.png'
 set label 101 "Throughput scaling with the number of ranks" at screen 0.5, screen 0.964516 center font ',14'
-set label 102 "samples/s of all ranks together, median over repeats; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown)" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
-set tmargin 5
+set label 102 "samples/s of all ranks together, median over repeats (error bars: min to max); batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
+set label 103 "shown)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
+set tmargin 6
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
 set xlabel "ranks N"
@@ -14,12 +15,12 @@ set ylabel "throughput (samples/s)"
 set xtics ("1" 1, "2" 2, "3" 3, "4" 4)
 set yrange [0:*]
 set offsets graph 0.05, graph 0.05, 0, 0
-plot 'throughput_scaling.dat' index 0 using 1:2 with linespoints title "single" lc rgb '#7f7f7f' dt 1 lw 2 pt 7 ps 1.2, \
-     'throughput_scaling.dat' index 1 using 1:2 with linespoints title "param_server" lc rgb '#1f77b4' dt 1 lw 2 pt 7 ps 1.2, \
-     'throughput_scaling.dat' index 2 using 1:2 with linespoints title "ring_all_reduce" lc rgb '#2ca02c' dt 1 lw 2 pt 7 ps 1.2, \
-     'throughput_scaling.dat' index 3 using 1:2 with linespoints title "allreduce" lc rgb '#9467bd' dt 1 lw 2 pt 7 ps 1.2, \
-     'throughput_scaling.dat' index 4 using 1:2 with linespoints title "ddp" lc rgb '#d62728' dt 1 lw 2 pt 7 ps 1.2, \
-     'throughput_scaling.dat' index 5 using 1:2 with linespoints title "data_parallel" lc rgb '#ff7f0e' dt 1 lw 2 pt 7 ps 1.2, \
+plot 'throughput_scaling.dat' index 0 using 1:2:4:5 with yerrorlines title "single (reference)" lc rgb '#7f7f7f' dt 1 lw 2 pt 7 ps 1.2, \
+     'throughput_scaling.dat' index 1 using 1:2:4:5 with yerrorlines title "param_server (from scratch)" lc rgb '#1f77b4' dt 1 lw 2 pt 7 ps 1.2, \
+     'throughput_scaling.dat' index 2 using 1:2:4:5 with yerrorlines title "ring_all_reduce (from scratch)" lc rgb '#2ca02c' dt 1 lw 2 pt 7 ps 1.2, \
+     'throughput_scaling.dat' index 3 using 1:2:4:5 with yerrorlines title "allreduce (library)" lc rgb '#9467bd' dt 1 lw 2 pt 7 ps 1.2, \
+     'throughput_scaling.dat' index 4 using 1:2:4:5 with yerrorlines title "ddp (builtin)" lc rgb '#d62728' dt 1 lw 2 pt 7 ps 1.2, \
+     'throughput_scaling.dat' index 5 using 1:2:4:5 with yerrorlines title "data_parallel (builtin)" lc rgb '#ff7f0e' dt 1 lw 2 pt 7 ps 1.2, \
      'throughput_scaling.dat' index 6 using 1:2 with lines title "ideal: N × single at N=1" lc rgb '#000000' dt 2 lw 2
 set terminal svg noenhanced size 1100,620 dynamic font 'Sans,11' background rgb 'white'
 set output 'throughput_scaling.svg'
