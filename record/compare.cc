@@ -444,14 +444,14 @@ std::string bytesText(double v) {
 }
 
 // "a -> b", or "a" alone when both print the same.
-std::string pair(const std::string& a, const std::string& b) { return a == b ? a : a + " -> " + b; }
+std::string fromTo(const std::string& a, const std::string& b) { return a == b ? a : a + " -> " + b; }
 
 std::string percent(double change) { return fmt("%+.1f %%", change * 100); }
 
 std::string metricCell(const PointComparison& pc, const char* metric, const char* unit = "") {
   const Comparison* c = pc.metric(metric);
   if (!c || c->kind == "status") return "-";
-  return pair(plain(c->base), plain(c->now)) + unit;
+  return fromTo(plain(c->base), plain(c->now)) + unit;
 }
 
 // Traffic: the bytes sent, or the first count that changed, or why it could not be compared.
@@ -461,7 +461,7 @@ std::string trafficCell(const PointComparison& pc) {
     if (!c.note.empty() && c.metric == "traffic") return "not compared";
     const bool bytes = c.metric.find("bytes") != std::string::npos || c.metric == "traffic";
     const std::string name = c.metric == "traffic" ? "" : c.metric.substr(8) + " ";
-    return name + (bytes ? pair(bytesText(c.base), bytesText(c.now)) : pair(plain(c.base), plain(c.now)));
+    return name + (bytes ? fromTo(bytesText(c.base), bytesText(c.now)) : fromTo(plain(c.base), plain(c.now)));
   }
   return "-";
 }
@@ -469,7 +469,9 @@ std::string trafficCell(const PointComparison& pc) {
 std::string splitCell(const PointComparison& pc) {
   if (!pc.split) return "-";
   const TimeSplit& s = *pc.split;
-  const auto part = [](double base, double now) { return base > 0 ? percent(now / base - 1) : pair(plain(base), plain(now)); };
+  const auto part = [](double base, double now) {
+    return base > 0 ? percent(now / base - 1) : fromTo(plain(base), plain(now));
+  };
   return "compute " + part(s.computeBase, s.computeNew) + ", comm " + part(s.commBase, s.commNew);
 }
 
@@ -492,8 +494,8 @@ std::string pCell(const PointComparison& pc) {
   return p < 0 ? "-" : fmt("%.3g", p);
 }
 
-const std::vector<std::string> kHead = {"verdict", "point",    "slower", "epoch",   "rate",    "split",
-                                        "accuracy", "loss",    "traffic", "p",      "n",       "note"};
+const std::vector<std::string> kHead = {"verdict",  "point", "slower by", "time/epoch", "throughput", "compute/comm",
+                                        "accuracy", "loss",  "traffic",   "p",          "n",          "note"};
 
 std::vector<std::string> cells(const PointComparison& pc, const CompareOptions& opt) {
   const Comparison& first = pc.metrics.front();
