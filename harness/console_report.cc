@@ -13,7 +13,10 @@ namespace tpb {
 
 void printProgress(const ProgressLine& line) {
   std::fprintf(stderr, "[%zu/%zu] %s", line.k, line.total, printable(line.what).c_str());
-  if (line.etaS) std::fprintf(stderr, " (ETA %.0f s)", *line.etaS);
+  if (line.elapsedS && line.etaS)
+    std::fprintf(stderr, " (elapsed %.0f s, ETA %.0f s)", *line.elapsedS, *line.etaS);
+  else if (line.elapsedS)
+    std::fprintf(stderr, " (elapsed %.0f s)", *line.elapsedS);
   std::fprintf(stderr, "\n");
   // More ranks than cores here: they take turns, and a turn lost lands in the point's times.
   if (line.cores > 0 && line.ranks > 0 && static_cast<unsigned>(line.ranks) > line.cores)

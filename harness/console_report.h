@@ -15,15 +15,16 @@ namespace tpb {
 
 struct CollectiveRecord;
 
-// The point driver's progress line on stderr: "[k/total] <what>", then for a launched point its
-// ETA; and, before launch, a warning line when its ranks outnumber the cores this process may
-// run on (they take turns, so its times include waiting for one).
+// The point driver's progress line on stderr: "[k/total] <what>", then for a launched point the
+// time elapsed and its ETA; and, before launch, a warning line when its ranks outnumber the cores
+// this process may run on (they take turns, so its times include waiting for one).
 struct ProgressLine {
   std::size_t k = 0, total = 0;
   std::string what;
   std::optional<double> etaS;  // none before the first launch, and for a point not launched
   int ranks = 0;               // this node's ranks of the point; 0: not launched here
   unsigned cores = 0;          // cores available here (harness/meta.h); 0: unknown
+  std::optional<double> elapsedS;  // since the command started; none for a point not launched
 };
 void printProgress(const ProgressLine& line);
 

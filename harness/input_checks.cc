@@ -291,6 +291,19 @@ void checkSettings(const TrainSettings& c) {
       c);
 }
 
+// The checkpoint must be readable, safe and of these settings (loadCheckpoint), and leave
+// something to train: one written after the last epoch, or at --max_steps, would train nothing.
+void checkResumable(const TrainConfig& c) {
+  const Checkpoint ck = loadCheckpoint(c.resumeFrom, c);
+  if (ck.epoch >= c.epochs)
+    TPB_THROW(UsageError, "--resume_from " << c.resumeFrom << ": nothing left to train: the checkpoint was written after "
+                                           << "epoch " << ck.epoch << " and --epochs is " << c.epochs
+                                           << " (give --epochs " << ck.epoch + 1 << " or more to train on)");
+  if (c.maxSteps >= 0 && ck.steps >= c.maxSteps)
+    TPB_THROW(UsageError, "--resume_from " << c.resumeFrom << ": nothing left to train: the checkpoint was written after "
+                                           << ck.steps << " steps and --max_steps is " << c.maxSteps);
+}
+
 }  // namespace
 
 void checkTrainRun(const TrainRunOptions& o) {
@@ -335,7 +348,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   }
   // After the memory check: a checkpoint's size bound comes from the model, which now fits.
   for (const TrainPoint& p : o.points)
-    if (!p.cfg.resumeFrom.empty()) loadCheckpoint(p.cfg.resumeFrom, p.cfg);  // unreadable, hostile, other settings
+    if (!p.cfg.resumeFrom.empty()) checkResumable(p.cfg);
   if (o.nodeRank == 0 && o.masterPort != 0) checkPortFree("--master_port", o.masterPort);
   // The address the ranks will bind to: --iface's (which must exist and be up), else
   // GLOO_SOCKET_IFNAME's, else the one that routes to --master_addr (which must resolve).

@@ -147,6 +147,11 @@ std::string PointDriver::fromLeader(const std::string& name, const std::string& 
   }
 }
 
+std::optional<double> remainingS(double measuredS, std::size_t measured, std::size_t left) {
+  if (measured == 0) return std::nullopt;
+  return measuredS / static_cast<double>(measured) * static_cast<double>(left);
+}
+
 void PointDriver::skip(const std::string& what) {
   ++index_;
   if (reporter()) printProgress({index_, opt_.total, what, std::nullopt, 0, 0});
@@ -161,13 +166,20 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
                               int procsPerNode, int ranks, const FailureRecorder& record,
                               const std::string& needsMpi) {
   ++index_;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const auto now = std::chrono::steady_clock::now();
   if (reporter()) {
     ProgressLine line{index_, opt_.total, what, std::nullopt, external_ ? 0 : procsPerNode,
                       availableCores()};
-    if (launched_ > 0) line.etaS = elapsed / launched_ * (opt_.total - index_ + 1);
+    line.elapsedS = std::chrono::duration<double>(now - start_).count();
+    line.etaS = remainingS(launchedS_, launched_, opt_.total - index_ + 1);
     printProgress(line);
   }
+  // The point's own time, from here to its return: what the ETA extrapolates.
+  struct Clock {
+    double& total;
+    std::chrono::steady_clock::time_point t0;
+    ~Clock() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } clock{launchedS_, now};
 
   PointOutcome out;
   const std::string jobPath = dir_ + "/job.json";

@@ -3,7 +3,7 @@
 // owns what every point does the same way, the runners keep only what differs (the job's
 // content, building records; what they print goes through harness/console_report.h).
 //
-// Per point it prints "[k/total] <what> (ETA n s)", writes the job file into its scratch
+// Per point it prints "[k/total] <what> (elapsed n s, ETA n s)", writes the job file into its scratch
 // directory, fills the LaunchSpec (layout, ports, run id, timeout, the transport's cleanup),
 // launches, and reads what rank 0 wrote to the result file. The scratch directory is made once
 // and removed when the driver goes, on every exit path (errors and interrupts included).
@@ -62,6 +62,11 @@ struct PointDriverOptions {
   // nullptr: the driver launches each point's ranks itself.
   ExternalJob* external = nullptr;
 };
+
+// The ETA: `left` more points at the mean of the `measured` launched points' own times (their
+// sum `measuredS`), so that what comes before the first point (probes, meta) and skipped points
+// do not count; none before a point was measured.
+std::optional<double> remainingS(double measuredS, std::size_t measured, std::size_t left);
 
 // Saves the point in flight as failed with `error` and what rank 0 of the point had written
 // so far (`partial`, an empty object when nothing): rank 0 under an external launcher.
@@ -145,6 +150,7 @@ class PointDriver {
   std::optional<std::string> agreeWithNodeZero(const nlohmann::json& job, const LaunchSpec& spec);
   std::string dir_;
   std::size_t index_ = 0, launched_ = 0;
+  double launchedS_ = 0;  // the launched points' own times, summed (not the time between them)
   std::chrono::steady_clock::time_point start_;
 };
 

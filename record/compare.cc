@@ -18,8 +18,34 @@ namespace tpb {
 
 using nlohmann::json;
 
-bool CompareResult::regressed() const {
-  return std::any_of(rows.begin(), rows.end(), [](const Comparison& c) { return c.regression; });
+bool PointComparison::regression() const {
+  return std::any_of(metrics.begin(), metrics.end(), [](const Comparison& c) { return c.regression; });
+}
+
+double PointComparison::slowdown() const {
+  double worst = NAN;
+  for (const auto& c : metrics)
+    if (c.kind == "timing" && !(c.slowdown <= worst)) worst = c.slowdown;
+  return worst;
+}
+
+const Comparison* PointComparison::metric(const std::string& name) const {
+  for (const auto& c : metrics)
+    if (c.metric == name) return &c;
+  return nullptr;
+}
+
+bool CompareResult::regressed() const { return regressions() > 0; }
+
+std::size_t CompareResult::regressions() const {
+  return static_cast<std::size_t>(
+      std::count_if(points.begin(), points.end(), [](const PointComparison& p) { return p.regression(); }));
+}
+
+std::string slowerPart(const TimeSplit& s) {
+  const double compute = s.computeNew - s.computeBase, comm = s.commNew - s.commBase;
+  if (!(std::max(compute, comm) > 0)) return "";
+  return comm >= compute ? "communication" : "compute";
 }
 
 namespace {
@@ -34,6 +60,7 @@ struct Point {
   std::map<std::string, std::vector<double>> timing;    // higher-is-better metrics end in _per_s/_gbps
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
   std::set<std::string> unmeasured;  // accuracy metrics that an ok repeat left null (or NaN)
+  std::map<std::string, std::vector<double>> split;     // compute_s, comm_s per epoch: no verdict
   // Exact traffic per rank (runs: summed over the epochs), from the first ok repeat that has it;
   // trafficVaries when a later repeat disagrees (the count should never depend on the run).
   std::optional<TrafficRecord> traffic;
@@ -102,6 +129,13 @@ void addAccuracy(Point& p, const char* metric, double v) {
   }
 }
 
+// The mean over a run's epochs of one of their times, when every epoch recorded it.
+void addPerEpoch(std::vector<double>& to, const RunRecord& run, double EpochRecord::*field) {
+  double sum = 0;
+  for (const auto& e : run.epochs) sum += e.*field;
+  if (std::isfinite(sum)) to.push_back(sum / static_cast<double>(run.epochs.size()));
+}
+
 std::vector<Point> collect(const ResultsFile& f) {
   std::vector<Point> points;
   for (const auto& run : f.runs()) {
@@ -117,9 +151,9 @@ std::vector<Point> collect(const ResultsFile& f) {
     p.anyOk = true;
     const RunSummary& s = run.summary;
     if (std::isfinite(s.samplesPerS)) p.timing["samples_per_s"].push_back(s.samplesPerS);
-    double wall = 0;
-    for (const auto& e : run.epochs) wall += e.wallS;
-    if (std::isfinite(wall)) p.timing["epoch_s"].push_back(wall / static_cast<double>(run.epochs.size()));
+    addPerEpoch(p.timing["epoch_s"], run, &EpochRecord::wallS);
+    addPerEpoch(p.split["compute_s"], run, &EpochRecord::computeS);
+    addPerEpoch(p.split["comm_s"], run, &EpochRecord::commS);
     addAccuracy(p, "final_test_accuracy", s.finalTestAccuracy);
     addAccuracy(p, "final_train_loss", s.finalTrainLoss);
     addTraffic(p, runTraffic(run));
@@ -215,75 +249,173 @@ void compareTraffic(const Point& bp, const Point& np, std::vector<Comparison>& r
     row("traffic", static_cast<double>(total(b.bytesSent)), static_cast<double>(total(n.bytesSent)), false, "");
 }
 
+
+// Timings regress when slower beyond the threshold and, with enough repeats, significantly so.
+void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, std::vector<Comparison>& rows) {
+  for (const auto& [metric, bv] : bp.timing) {
+    const auto nv = np.timing.find(metric);
+    if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
+    Comparison c = measured(bp.label, metric, "timing", bv, nv->second);
+    c.change = c.base != 0 ? c.now / c.base - 1 : 0;
+    if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
+    const bool slower = c.slowdown > opt.threshold;
+    if (c.nBase >= opt.minRepeats && c.nNew >= opt.minRepeats) {
+      c.p = mannWhitneyU(bv, nv->second).p;
+      c.regression = slower && c.p < opt.alpha;
+      if (slower && !c.regression) c.note = "slower, but not significant";
+    } else {
+      c.regression = slower;
+      if (slower) c.note = "fewer than " + std::to_string(opt.minRepeats) + " repeats: no U test";
+    }
+    rows.push_back(c);
+  }
+}
+
+// Accuracy and loss are deterministic: any change beyond the tolerance regresses.
+void compareAccuracy(const Point& bp, const Point& np, const CompareOptions& opt, std::vector<Comparison>& rows) {
+  for (const auto& [metric, bv] : bp.accuracy) {
+    // A number in BASE that NEW could not measure (null, NaN) is a change, not a pass.
+    if (np.unmeasured.count(metric)) {
+      Comparison c = statusRow(bp.label, "null in NEW");
+      c.metric = metric;
+      c.kind = "accuracy";
+      rows.push_back(c);
+      continue;
+    }
+    const auto nv = np.accuracy.find(metric);
+    if (nv == np.accuracy.end() || bv.empty() || nv->second.empty()) continue;
+    Comparison c = measured(bp.label, metric, "accuracy", bv, nv->second);
+    const bool isAccuracy = metric == "final_test_accuracy";
+    c.change = isAccuracy ? c.now - c.base : (c.base != 0 ? c.now / c.base - 1 : c.now - c.base);
+    c.regression = std::abs(c.change) > opt.accTolerance;
+    if (c.regression) c.note = "changed beyond --acc_tolerance";
+    rows.push_back(c);
+  }
+}
+
+std::optional<TimeSplit> timeSplit(const Point& bp, const Point& np) {
+  const auto median = [](const Point& p, const char* key, double& out) {
+    const auto it = p.split.find(key);
+    if (it == p.split.end() || it->second.empty()) return false;
+    out = summarize(it->second).median;
+    return true;
+  };
+  TimeSplit s;
+  if (median(bp, "compute_s", s.computeBase) && median(np, "compute_s", s.computeNew) &&
+      median(bp, "comm_s", s.commBase) && median(np, "comm_s", s.commNew))
+    return s;
+  return std::nullopt;
+}
+
+PointComparison statusPoint(const std::string& label, const std::string& note) {
+  PointComparison pc;
+  pc.point = label;
+  pc.metrics.push_back(statusRow(label, note));
+  return pc;
+}
+
+PointComparison comparePoint(const Point& bp, const Point& np, const CompareOptions& opt) {
+  if (!np.anyOk) return statusPoint(bp.label, np.anyFailed ? "failed in NEW" : "not run in NEW");
+  PointComparison pc;
+  pc.point = bp.label;
+  compareTimings(bp, np, opt, pc.metrics);
+  compareAccuracy(bp, np, opt, pc.metrics);
+  compareTraffic(bp, np, pc.metrics);
+  if (bp.isRun) pc.split = timeSplit(bp, np);
+  std::stable_sort(pc.metrics.begin(), pc.metrics.end(),
+                   [](const Comparison& a, const Comparison& c) { return a.regression && !c.regression; });
+  return pc;
+}
+
+std::string differs(const std::string& key, const json& a, const json& b) {
+  return key + " differs (" + a.dump() + " vs " + b.dump() + ")";
+}
+
+// Two records' configs, key by key in the settings table's order (the JSON compares numbers by
+// value, as RunConfig's equality does); a key one of them lacks reads "absent".
+std::vector<std::string> runDifferences(const RunConfig& a, const RunConfig& b) {
+  std::vector<std::string> keys = {"device", "transport"};
+  forEachSetting([&](const SettingInfo& info, const auto&) { keys.push_back(info.key); }, a);
+  json ja = a.toJson(), jb = b.toJson();
+  for (const auto* j : {&ja, &jb})
+    for (const auto& item : j->items())
+      if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) keys.push_back(item.key());
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    if (k == "repeat_index") continue;
+    const json x = ja.value(k, json("absent")), y = jb.value(k, json("absent"));
+    if (x != y) out.push_back(differs(k, x, y));
+  }
+  return out;
+}
+
+std::vector<std::string> collectiveDifferences(const CollectiveRecord& a, const CollectiveRecord& b) {
+  std::vector<std::string> out;
+  const auto check = [&](const char* key, const json& x, const json& y) {
+    if (x != y) out.push_back(differs(key, x, y));
+  };
+  const auto root = [](const CollectiveRecord& r) { return r.root ? json(*r.root) : json("absent"); };
+  check("op", a.op, b.op);
+  check("algo", a.algo, b.algo);
+  check("transport", a.transport, b.transport);
+  check("device", a.device, b.device);
+  check("n_gpus", a.nGpus, b.nGpus);
+  check("bytes", a.bytes, b.bytes);
+  check("in_place", a.isInPlace(), b.isInPlace());
+  check("root", root(a), root(b));
+  return out;
+}
+
+// Why no point matched: the first field that differs between the closest pair of points (the
+// fewest fields apart), BASE's value first.
+std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point>& n) {
+  std::vector<std::string> nearest;
+  for (const Point& bp : b) {
+    if (!bp.anyOk) continue;
+    for (const Point& np : n) {
+      if (np.isRun != bp.isRun) continue;
+      auto d = bp.isRun ? runDifferences(bp.run, np.run) : collectiveDifferences(bp.coll, np.coll);
+      if (nearest.empty() || d.size() < nearest.size()) nearest = std::move(d);
+    }
+  }
+  if (nearest.empty()) return "NEW holds no point of the kinds BASE measured (training runs, collectives)";
+  std::string why = nearest.front();
+  if (nearest.size() > 1) why += " (and " + std::to_string(nearest.size() - 1) + " more fields)";
+  return why;
+}
+
 }  // namespace
 
 CompareResult compareResults(const CompareOptions& opt) {
   if (!(opt.threshold >= 0)) TPB_THROW(UsageError, "--threshold: must be >= 0, got " << opt.threshold);
   if (!(opt.alpha > 0 && opt.alpha < 1)) TPB_THROW(UsageError, "--alpha: must be in (0, 1), got " << opt.alpha);
-  if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc-tolerance: must be >= 0, got " << opt.accTolerance);
+  if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc_tolerance: must be >= 0, got " << opt.accTolerance);
   const auto b = collect(ResultsFile::load(opt.basePath)), n = collect(ResultsFile::load(opt.newPath));
+  if (std::none_of(b.begin(), b.end(), [](const Point& p) { return p.anyOk; }))
+    TPB_THROW(UsageError, "nothing to compare: no point of " << opt.basePath << " measured anything");
 
   CompareResult out;
   std::size_t measuredInNew = 0;
   for (const Point& bp : b) {
     if (!bp.anyOk) continue;  // nothing to hold NEW to
-    const Point* found = findPoint(n, bp);
-    if (!found) {
-      out.rows.push_back(statusRow(bp.label, "missing in NEW"));
+    const Point* np = findPoint(n, bp);
+    if (!np) {
+      out.points.push_back(statusPoint(bp.label, "missing in NEW"));
       continue;
     }
-    const Point& np = *found;
     ++out.matched;
-    if (!np.anyOk) {
-      out.rows.push_back(statusRow(bp.label, np.anyFailed ? "failed in NEW" : "not run in NEW"));
-      continue;
-    }
-    ++measuredInNew;
-    for (const auto& [metric, bv] : bp.timing) {
-      const auto nv = np.timing.find(metric);
-      if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
-      Comparison c = measured(bp.label, metric, "timing", bv, nv->second);
-      c.change = c.base != 0 ? c.now / c.base - 1 : 0;
-      if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
-      const bool slower = c.slowdown > opt.threshold;
-      if (c.nBase >= opt.minRepeats && c.nNew >= opt.minRepeats) {
-        c.p = mannWhitneyU(bv, nv->second).p;
-        c.regression = slower && c.p < opt.alpha;
-        if (slower && !c.regression) c.note = "slower, but not significant";
-      } else {
-        c.regression = slower;
-        if (slower) c.note = "fewer than " + std::to_string(opt.minRepeats) + " repeats: no U test";
-      }
-      out.rows.push_back(c);
-    }
-    for (const auto& [metric, bv] : bp.accuracy) {
-      // A number in BASE that NEW could not measure (null, NaN) is a change, not a pass.
-      if (np.unmeasured.count(metric)) {
-        Comparison c = statusRow(bp.label, "null in NEW");
-        c.metric = metric;
-        c.kind = "accuracy";
-        out.rows.push_back(c);
-        continue;
-      }
-      const auto nv = np.accuracy.find(metric);
-      if (nv == np.accuracy.end() || bv.empty() || nv->second.empty()) continue;
-      Comparison c = measured(bp.label, metric, "accuracy", bv, nv->second);
-      const bool isAccuracy = metric == "final_test_accuracy";
-      c.change = isAccuracy ? c.now - c.base : (c.base != 0 ? c.now / c.base - 1 : c.now - c.base);
-      c.regression = std::abs(c.change) > opt.accTolerance;
-      if (c.regression) c.note = "changed beyond --acc-tolerance";
-      out.rows.push_back(c);
-    }
-    compareTraffic(bp, np, out.rows);
+    measuredInNew += np->anyOk;
+    out.points.push_back(comparePoint(bp, *np, opt));
   }
   if (out.matched == 0)
-    TPB_THROW(UsageError, "nothing in common: no point of " << opt.basePath << " appears in " << opt.newPath
-                                                            << " (compare matches runs by their whole config)");
+    TPB_THROW(UsageError, "no point in common between " << opt.basePath << " and " << opt.newPath << ": "
+                                                        << nothingInCommon(b, n));
   // Every matched point failed in NEW: the rows above say so; this row makes sure that a NEW
   // file which measured nothing can never pass, whatever else the rows hold.
-  if (measuredInNew == 0) out.rows.push_back(statusRow("(all points)", "nothing measured in NEW"));
-  std::stable_sort(out.rows.begin(), out.rows.end(),
-                   [](const Comparison& a, const Comparison& c) { return a.regression && !c.regression; });
+  if (measuredInNew == 0) out.points.push_back(statusPoint("(all points)", "nothing measured in NEW"));
+  std::stable_sort(out.points.begin(), out.points.end(), [](const PointComparison& a, const PointComparison& c) {
+    return a.regression() && !c.regression();
+  });
   return out;
 }
 
@@ -297,65 +429,155 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::vector<std::string> cells(const Comparison& c) {
-  const bool status = c.kind == "status";
-  const bool acc = c.metric == "final_test_accuracy";
-  return {c.regression ? "REGRESSION" : "ok",
-          c.point,
-          c.metric,
-          status ? "-" : fmt("%.6g", c.base),
-          status ? "-" : fmt("%.6g", c.now),
-          status ? "-" : (acc ? fmt("%+.4f", c.change) : fmt("%+.2f%%", c.change * 100)),
-          c.p < 0 ? "-" : fmt("%.3g", c.p),
-          std::to_string(c.nBase) + "/" + std::to_string(c.nNew),
-          c.note};
+// Plain numbers: integers as integers, others to 4 significant digits, no exponent from 100 up.
+std::string plain(double v) {
+  if (std::isfinite(v) && (v == std::floor(v) || std::abs(v) >= 100) && std::abs(v) < 1e15) return fmt("%.0f", v);
+  return fmt("%.4g", v);
 }
-}  // namespace
 
-std::string formatComparison(const CompareResult& r, const CompareOptions& opt, const std::string& format) {
+// A byte count with K/M/G (powers of 1024) and 4 significant digits: 171445000 -> "163.5M".
+std::string bytesText(double v) {
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (std::abs(v) >= 1024 && u < 4) v /= 1024, ++u;
+  return (u == 0 ? plain(v) : fmt("%.4g", v)) + units[u];
+}
+
+// "a -> b", or "a" alone when both print the same.
+std::string fromTo(const std::string& a, const std::string& b) { return a == b ? a : a + " -> " + b; }
+
+std::string percent(double change) { return fmt("%+.1f %%", change * 100); }
+
+std::string metricCell(const PointComparison& pc, const char* metric, const char* unit = "") {
+  const Comparison* c = pc.metric(metric);
+  if (!c || c->kind == "status") return "-";
+  return fromTo(plain(c->base), plain(c->now)) + unit;
+}
+
+// Traffic: the bytes sent, or the first count that changed, or why it could not be compared.
+std::string trafficCell(const PointComparison& pc) {
+  for (const auto& c : pc.metrics) {
+    if (c.metric.rfind("traffic", 0) != 0) continue;
+    if (!c.note.empty() && c.metric == "traffic") return "not compared";
+    const bool bytes = c.metric.find("bytes") != std::string::npos || c.metric == "traffic";
+    const std::string name = c.metric == "traffic" ? "" : c.metric.substr(8) + " ";
+    return name + (bytes ? fromTo(bytesText(c.base), bytesText(c.now)) : fromTo(plain(c.base), plain(c.now)));
+  }
+  return "-";
+}
+
+std::string splitCell(const PointComparison& pc) {
+  if (!pc.split) return "-";
+  const TimeSplit& s = *pc.split;
+  const auto part = [](double base, double now) {
+    return base > 0 ? percent(now / base - 1) : fromTo(plain(base), plain(now));
+  };
+  return "compute " + part(s.computeBase, s.computeNew) + ", comm " + part(s.commBase, s.commNew);
+}
+
+// The metrics' notes, each once, and which part of the time grew when the point is slower.
+std::string noteCell(const PointComparison& pc, const CompareOptions& opt) {
+  std::vector<std::string> notes;
+  if (pc.split && pc.slowdown() > opt.threshold && !slowerPart(*pc.split).empty())
+    notes.push_back(slowerPart(*pc.split) + " got slower");
+  for (const auto& c : pc.metrics)
+    if (!c.note.empty() && std::find(notes.begin(), notes.end(), c.note) == notes.end()) notes.push_back(c.note);
+  std::string out;
+  for (const auto& n : notes) out += (out.empty() ? "" : "; ") + n;
+  return out;
+}
+
+std::string pCell(const PointComparison& pc) {
+  double p = -1;
+  for (const auto& c : pc.metrics)
+    if (c.p >= 0) p = std::max(p, c.p);
+  return p < 0 ? "-" : fmt("%.3g", p);
+}
+
+const std::vector<std::string> kHead = {"verdict",  "point", "slower by", "time/epoch", "throughput", "compute/comm",
+                                        "accuracy", "loss",  "traffic",   "p",          "n",          "note"};
+
+std::vector<std::string> cells(const PointComparison& pc, const CompareOptions& opt) {
+  const Comparison& first = pc.metrics.front();
+  const bool run = pc.metric("samples_per_s") || pc.metric("epoch_s");
+  const std::string rate = run ? metricCell(pc, "samples_per_s", "/s") : metricCell(pc, "busbw_gbps", " GB/s");
+  return {pc.regression() ? "REGRESSION" : "ok",
+          pc.point,
+          std::isnan(pc.slowdown()) ? "-" : percent(pc.slowdown()),
+          metricCell(pc, "epoch_s", " s"),
+          rate,
+          splitCell(pc),
+          metricCell(pc, "final_test_accuracy"),
+          metricCell(pc, "final_train_loss"),
+          trafficCell(pc),
+          pCell(pc),
+          first.kind == "status" ? "-" : std::to_string(first.nBase) + "/" + std::to_string(first.nNew),
+          noteCell(pc, opt)};
+}
+
+json rowJson(const Comparison& c) {
+  return {{"metric", c.metric}, {"kind", c.kind}, {"base", c.base}, {"new", c.now}, {"change", c.change},
+          {"slowdown", c.slowdown}, {"n_base", c.nBase}, {"n_new", c.nNew},
+          {"p", c.p < 0 ? json(nullptr) : json(c.p)}, {"regression", c.regression}, {"note", c.note}};
+}
+
+json pointJson(const PointComparison& pc) {
+  json metrics = json::array();
+  for (const auto& c : pc.metrics) metrics.push_back(rowJson(c));
+  json j = {{"point", pc.point}, {"regression", pc.regression()}, {"metrics", metrics}};
+  if (pc.split)
+    j["split"] = {{"compute_s", {{"base", pc.split->computeBase}, {"new", pc.split->computeNew}}},
+                  {"comm_s", {{"base", pc.split->commBase}, {"new", pc.split->commNew}}},
+                  {"slower", slowerPart(*pc.split)}};
+  return j;
+}
+
+std::string formatJson(const CompareResult& r, const CompareOptions& opt) {
+  json points = json::array();
+  for (const auto& pc : r.points) points.push_back(pointJson(pc));
+  json doc = {{"base", opt.basePath}, {"new", opt.newPath}, {"threshold", opt.threshold},
+              {"alpha", opt.alpha}, {"acc_tolerance", opt.accTolerance}, {"matched_points", r.matched},
+              {"regressions", r.regressions()}, {"points", points}};
+  // ASCII only: names from the files reach the terminal as \u escapes, never as controls.
+  return doc.dump(2, ' ', true, json::error_handler_t::replace) + "\n";
+}
+
+std::string settingsLine(const CompareOptions& opt) {
   std::ostringstream os;
-  const std::vector<std::string> head = {"verdict", "point", "metric", "base", "new", "change", "p", "n", "note"};
-  std::size_t regressions = 0;
-  for (const auto& c : r.rows) regressions += c.regression;
-  if (format == "json") {
-    json rows = json::array();
-    for (const auto& c : r.rows)
-      rows.push_back({{"point", c.point}, {"metric", c.metric}, {"kind", c.kind}, {"base", c.base},
-                      {"new", c.now}, {"change", c.change}, {"slowdown", c.slowdown}, {"n_base", c.nBase},
-                      {"n_new", c.nNew}, {"p", c.p < 0 ? json(nullptr) : json(c.p)},
-                      {"regression", c.regression}, {"note", c.note}});
-    json doc = {{"base", opt.basePath}, {"new", opt.newPath}, {"threshold", opt.threshold},
-                {"alpha", opt.alpha}, {"acc_tolerance", opt.accTolerance}, {"matched_points", r.matched},
-                {"regressions", regressions}, {"rows", rows}};
-    // ASCII only: names from the files reach the terminal as \u escapes, never as controls.
-    return doc.dump(2, ' ', true, json::error_handler_t::replace) + "\n";
-  }
-  if (format == "markdown") {
-    os << "### tpbench compare: " << (regressions ? std::to_string(regressions) + " regression(s)" : "no regression")
-       << "\n\n" << r.matched << " points matched; threshold " << opt.threshold * 100 << " %, alpha " << opt.alpha
-       << ", acc-tolerance " << opt.accTolerance << ".\n\n|";
-    for (const auto& h : head) os << " " << h << " |";
-    os << "\n|";
-    for (std::size_t i = 0; i < head.size(); ++i) os << "---|";
+  os << "threshold " << opt.threshold * 100 << " %, alpha " << opt.alpha << ", acc_tolerance " << opt.accTolerance;
+  return os.str();
+}
+
+std::string formatMarkdown(const CompareResult& r, const CompareOptions& opt) {
+  std::ostringstream os;
+  const std::size_t regressions = r.regressions();
+  os << "### tpbench compare: "
+     << (regressions ? std::to_string(regressions) + " point(s) regressed" : "no regression") << "\n\n"
+     << r.matched << " points matched; " << settingsLine(opt) << ".\n\n|";
+  for (const auto& h : kHead) os << " " << h << " |";
+  os << "\n|";
+  for (std::size_t i = 0; i < kHead.size(); ++i) os << "---|";
+  os << "\n";
+  for (const auto& pc : r.points) {
+    os << "|";
+    // Names and notes come from the files: each cell stays one cell of plain text.
+    for (const auto& x : cells(pc, opt)) os << " " << markdownText(x) << " |";
     os << "\n";
-    for (const auto& c : r.rows) {
-      os << "|";
-      // Names and notes come from the files: each cell stays one cell of plain text.
-      for (const auto& x : cells(c)) os << " " << markdownText(x) << " |";
-      os << "\n";
-    }
-    return os.str();
   }
-  if (format != "text") TPB_THROW(UsageError, "--format: unknown format '" << format << "' (text, markdown or json)");
-  std::vector<std::vector<std::string>> table{head};
-  for (const auto& c : r.rows) {
-    std::vector<std::string> row = cells(c);
+  return os.str();
+}
+
+std::string formatText(const CompareResult& r, const CompareOptions& opt) {
+  std::vector<std::vector<std::string>> table{kHead};
+  for (const auto& pc : r.points) {
+    std::vector<std::string> row = cells(pc, opt);
     for (auto& x : row) x = printable(x);  // names from the files reach the terminal
     table.push_back(std::move(row));
   }
-  std::vector<std::size_t> width(head.size(), 0);
+  std::vector<std::size_t> width(kHead.size(), 0);
   for (const auto& row : table)
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::ostringstream os;
   for (const auto& row : table) {
     for (std::size_t i = 0; i < row.size(); ++i) {
       os << row[i];
@@ -363,9 +585,16 @@ std::string formatComparison(const CompareResult& r, const CompareOptions& opt, 
     }
     os << "\n";
   }
-  os << "\n" << r.matched << " points matched, " << regressions << " regression(s) (threshold "
-     << opt.threshold * 100 << " %, alpha " << opt.alpha << ", acc-tolerance " << opt.accTolerance << ")\n";
+  os << "\n" << r.matched << " points matched, " << r.regressions() << " regressed (" << settingsLine(opt) << ")\n";
   return os.str();
+}
+}  // namespace
+
+std::string formatComparison(const CompareResult& r, const CompareOptions& opt, const std::string& format) {
+  if (format == "json") return formatJson(r, opt);
+  if (format == "markdown") return formatMarkdown(r, opt);
+  if (format != "text") TPB_THROW(UsageError, "--format: unknown format '" << format << "' (text, markdown or json)");
+  return formatText(r, opt);
 }
 
 }  // namespace tpb

@@ -14,8 +14,13 @@
 // Points are matched by value (record/records.h: RunConfig ==, numbers compared numerically, so
 // 1 and 1.0 match): every config field but repeat_index, max_steps included (a file without it
 // means -1, no limit); collectives by op, algo, transport, device, n_gpus, bytes, in_place and root.
+// When nothing matches, the error names the first field that differs from the nearest point.
+//
+// One verdict per point: a slow point is one regression, whichever of its timings show it; a
+// run's verdict comes with its compute/communication split, to say which of the two moved.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,7 @@ struct CompareOptions {
   int minRepeats = 5;  // repetitions each side needs for the U test
 };
 
+// One metric of one point, measured on both sides.
 struct Comparison {
   std::string point;   // readable key, e.g. "run ddp N=2 batch=64 train_size=8192"
   std::string metric;  // "samples_per_s", "epoch_s", "busbw_gbps", "final_test_accuracy", ...
@@ -42,14 +48,35 @@ struct Comparison {
   std::string note;
 };
 
+// A run's seconds per epoch spent computing and communicating (medians over the repeats), on
+// both sides: which of the two a change of the epoch time came from. Not a verdict of its own.
+struct TimeSplit {
+  double computeBase = 0, computeNew = 0, commBase = 0, commNew = 0;
+};
+
+// Every metric of one point and the point's one verdict: a regression when any metric is.
+struct PointComparison {
+  std::string point;
+  std::vector<Comparison> metrics;
+  std::optional<TimeSplit> split;  // runs whose epochs recorded compute_s and comm_s
+  bool regression() const;
+  // The point's timing slowdown: the largest of its timing metrics' (NaN without one).
+  double slowdown() const;
+  const Comparison* metric(const std::string& name) const;
+};
+
 struct CompareResult {
-  std::vector<Comparison> rows;  // regressions first
+  std::vector<PointComparison> points;  // regressions first
   std::size_t matched = 0;
   bool regressed() const;
+  std::size_t regressions() const;  // points, not metrics
 };
 
 // Throws UsageError for unreadable files, a wrong schema or nothing in common.
 CompareResult compareResults(const CompareOptions& opt);
+
+// "communication" or "compute": the part whose seconds per epoch grew more ("" when neither grew).
+std::string slowerPart(const TimeSplit& s);
 
 // Renders as an aligned table ("text"), a Markdown table ("markdown") or JSON ("json").
 std::string formatComparison(const CompareResult& r, const CompareOptions& opt, const std::string& format);

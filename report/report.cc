@@ -273,10 +273,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
       const TracedRun& r = in.traces[i];
       const Overlap& o = overlaps[i];
       if (!o.noHiddenFraction().empty()) continue;  // the table says n/a and why
-      summary.overlap.push_back(r.label + ": " + fmtPct(o.hiddenFraction()) + " of " + fmtNum(o.asyncUs / 1e3) +
-                                " ms/step with communication in flight beside compute hidden behind it (" +
-                                (o.gpu ? "GPU streams" : "host threads") + "); the host waited " +
-                                fmtNum(o.exposedUs / 1e3) + " ms/step");
+      summary.overlap.push_back(overlapLine(r.label, o));
     }
   }
   const Page page = indexPage(in.files, outcomes, runTable, arTable, overlap.get());

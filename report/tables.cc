@@ -145,6 +145,13 @@ Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overl
   return t;
 }
 
+std::string overlapLine(const std::string& label, const Overlap& o) {
+  return label + ": " + fmtNum(o.asyncUs / 1e3) + " ms/step of communication ran beside the computation (" +
+         (o.gpu ? "GPU streams" : "host threads") + "), " + fmtNum(o.hiddenUs / 1e3) + " ms (" +
+         fmtPct(o.hiddenFraction()) + ") of it hidden behind forward and backward; the host waited " +
+         fmtNum(o.exposedUs / 1e3) + " ms/step for communication";
+}
+
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta) {
   Table t;
   t.header = {"field", "value"};

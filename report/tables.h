@@ -24,6 +24,9 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
 // hidden behind computation, the host's own communication per step; overlaps[i] is
 // overlapOf(traces[i]) (report/trace_input.h).
 Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overlap>& overlaps);
+// The overlap of one traced run as a sentence: how long communication ran beside the
+// computation per step, how much of that was hidden, and how long the host waited for it.
+std::string overlapLine(const std::string& label, const Overlap& o);
 
 // field | value
 Table metaTable(const std::vector<std::pair<std::string, std::string>>& meta);

@@ -362,17 +362,17 @@ elif step "sum kernel vs copy" "$OUT/cuda-sum.txt" "$BUILD/tpbench_cuda_sum" --j
 fi
 
 # ---- one-GPU training sweep and its report -----------------------------------------------------
-say "tpbench sweep --device cuda --strategies all --n_gpus 1 --batch_size 64,512 --epochs 3"
+say "tpbench sweep --device cuda --strategies all --n_gpus 1 --batch_size 64,512 --epochs 3 --train_size 0"
 rm -f "$OUT/sweep-cuda.json"
 if step "sweep n=1 (all strategies)" "$OUT/sweep-cuda.txt" "$TPBENCH" sweep --device cuda --strategies all --n_gpus 1 \
-     --batch_size 64,512 --epochs 3 --out "$OUT/sweep-cuda.json" --overwrite; then
+     --batch_size 64,512 --epochs 3 --train_size 0 --out "$OUT/sweep-cuda.json" --overwrite; then
   echo "ok: $OUT/sweep-cuda.json"
 fi
 # A traced run apart from the sweep above, whose timings stay untraced: the GPU streams' timeline.
 say "tpbench sweep --device cuda --strategies single,ddp --n_gpus 1 --epochs 1 --bucket_mb 1 --trace"
 rm -f "$OUT/trace-cuda.json" "$OUT/trace-cuda-results.json"
 if step "traced sweep n=1 (single, ddp)" "$OUT/trace-cuda.txt" "$TPBENCH" sweep --device cuda --strategies single,ddp \
-     --n_gpus 1 --batch_size 64 --epochs 1 --bucket_mb 1 --out "$OUT/trace-cuda-results.json" --overwrite \
+     --n_gpus 1 --batch_size 64 --epochs 1 --train_size 0 --bucket_mb 1 --out "$OUT/trace-cuda-results.json" --overwrite \
      --trace "$OUT/trace-cuda.json"; then
   echo "ok: $OUT/trace-cuda.json"
 fi

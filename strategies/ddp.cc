@@ -161,6 +161,7 @@ class DdpSync final : public GradSync {
     for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // hooks own the gradients
     for (auto& b : buckets_) b.pending = b.params;
     launched_.clear();
+    averaged_ = false;
   }
 
   void finish() override {
@@ -179,10 +180,16 @@ class DdpSync final : public GradSync {
                       "bucket", static_cast<std::int64_t>(k), trace::Track::Comm);
       }
     }
-    scaleInPlace(flat_, 1.0f / static_cast<float>(ctx_.size()));
   }
 
-  torch::Tensor grads() override { return flat_; }
+  // The mean over ranks, taken when the update asks for it rather than at the end of finish():
+  // it is computation, timed with the optimizer; inside finish()'s span it would be drawn as
+  // the host waiting on past the buckets it waits for.
+  torch::Tensor grads() override {
+    if (!averaged_ && ctx_.size() > 1) scaleInPlace(flat_, 1.0f / static_cast<float>(ctx_.size()));
+    averaged_ = true;
+    return flat_;
+  }
   // The host waits for the buckets launched during backward: the communication it did not hide.
   const char* traceName() const override { return "bucket wait"; }
   trace::Category traceCategory() const override { return trace::Category::Wait; }
@@ -221,6 +228,7 @@ class DdpSync final : public GradSync {
   std::deque<Bucket> buckets_;  // a deque: a Bucket holds an atomic and never moves
   torch::Tensor flat_;
   std::unique_ptr<BucketComm> comm_;
+  bool averaged_ = false;  // grads() took this step's mean
 };
 
 TrainStrategy ddpStrategy() {

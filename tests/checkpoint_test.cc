@@ -153,6 +153,35 @@ TEST_F(CheckpointFile, RefusedUpFrontByTheCli) {
       "--hidden 512,512, this run has --hidden 64");
 }
 
+// A number in a mismatch reads as the user typed it, not as the 17 digits the file holds.
+TEST_F(CheckpointFile, MismatchedNumbersReadAsTyped) {
+  const auto r = test::runCli({"run", "--strategy", "single", "--n_gpus", "1", "--batch_size", "16", "--train_size",
+                               "4096", "--lr", "0.05", "--momentum", "0.9", "--seed", "7", "--resume_from", path_});
+  test::expectRefusedUpFront(r, "written with --momentum 0.5, this run has --momentum 0.9");
+  EXPECT_EQ(r.err.find("0.90000000000000002"), std::string::npos) << r.err;
+}
+
+// A checkpoint after the last epoch (or at --max_steps) leaves nothing to train: said up front,
+// with what would train on; given more epochs, the run goes on from it.
+TEST_F(CheckpointFile, NothingLeftToTrainIsSaidPlainly) {
+  const std::vector<std::string> same = {"run", "--strategy", "single", "--n_gpus", "1", "--batch_size", "16",
+                                         "--train_size", "4096", "--lr", "0.05", "--momentum", "0.5", "--seed", "7",
+                                         "--test_size", "100", "--resume_from", path_};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = same;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return test::runCli(a);
+  };
+  test::expectRefusedUpFront(with({"--epochs", "1"}),
+                             "nothing left to train: the checkpoint was written after epoch 1 and --epochs is 1 "
+                             "(give --epochs 2 or more to train on)");
+  test::expectRefusedUpFront(with({"--epochs", "2", "--max_steps", "6"}),
+                             "nothing left to train: the checkpoint was written after 6 steps and --max_steps is 6");
+  const auto more = with({"--epochs", "2", "--max_steps", "10"});
+  EXPECT_EQ(more.exitCode, 0) << more.err;
+  EXPECT_NE(more.out.find("epoch 2/2"), std::string::npos) << more.out;
+}
+
 // Debian's python3-torch (1.13) reads the file: torch.load gives the dict, nn.Sequential takes
 // the model part strictly, torch.optim.SGD takes the optimizer part, and the values are ours.
 TEST_F(CheckpointFile, LoadsInPyTorch) {

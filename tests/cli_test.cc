@@ -4,10 +4,13 @@
 #include <sched.h>
 
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/registry.h"
+#include "harness/point_driver.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -65,7 +68,8 @@ TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
        {{"TMPDIR", "/no/such/dir"}}},
       // non-finite or meaningless thresholds
       {{"compare", fixture, fixture, "--threshold", "inf"}, "--threshold"},
-      {{"compare", fixture, fixture, "--acc-tolerance", "inf"}, "--acc-tolerance"},
+      {{"compare", fixture, fixture, "--acc_tolerance", "inf"}, "--acc_tolerance"},
+      {{"compare", fixture, fixture, "--acc-tolerance", "inf"}, "--acc_tolerance"},  // the old spelling
       {{"compare", fixture, fixture, "--alpha", "nan"}, "--alpha"},
   };
   test::expectAllRefused({}, cases);
@@ -130,6 +134,59 @@ TEST(Cli, HelpAndVersionAndList) {
   for (const char* name : {"single", "ring_all_reduce", "allreduce", "ddp", "data_parallel",
                            "ring_all_reduce_builtin", "param_server_builtin"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
+}
+
+// The help of run and sweep names every registered strategy; list's device line names what the
+// registry says cannot run there (torch_dp on cpu: torch.nn.DataParallel needs CUDA).
+TEST(Cli, HelpNamesEveryStrategyAndListEveryDeviceLimit) {
+  const auto helpOf = [](const char* cmd, const std::string& flag) {
+    const std::string help = runCli({cmd, "--help"}).out;
+    const std::size_t at = help.find(flag + " ");
+    return at == std::string::npos ? std::string() : help.substr(at, help.find("\n  --", at) - at);
+  };
+  const std::string run = helpOf("run", "--strategy"), sweep = helpOf("sweep", "--strategies");
+  for (const auto& name : strategyNames())
+    for (const std::string& help : {run, sweep})
+      EXPECT_TRUE(std::regex_search(help, std::regex(" " + name + "([, ]|$)"))) << name << " in\n" << help;
+  const std::string list = runCli({"list"}).out;
+  const std::size_t cpu = list.find("\n  cpu ");
+  ASSERT_NE(cpu, std::string::npos) << list;
+  const std::string line = list.substr(cpu + 1, list.find('\n', cpu + 1) - cpu - 1);
+  for (const auto& s : trainStrategies()) {
+    const bool named = std::regex_search(line, std::regex(" " + s.name + "([, ]|$)"));
+    EXPECT_EQ(named, !s.unsupported(Device::Cpu, 1).empty()) << s.name << ": " << line;
+  }
+  EXPECT_NE(line.find("torch_dp"), std::string::npos) << line;
+}
+
+// One spelling style, the JSON keys' (underscores); the older hyphenated spellings still work,
+// unlisted.
+TEST(Cli, OldFlagSpellingsAreHiddenAliases) {
+  const std::string fixture = std::string(TPB_SOURCE_DIR) + "/tests/fixtures/report_small.json";
+  const auto help = runCli({"compare", "--help"}).out + runCli({"allreduce", "--help"}).out;
+  for (const char* now : {"--acc_tolerance", "--no_check"}) EXPECT_NE(help.find(now), std::string::npos) << now;
+  for (const char* old : {"--acc-tolerance", "--no-check"}) EXPECT_EQ(help.find(old), std::string::npos) << old;
+  EXPECT_EQ(runCli({"compare", fixture, fixture, "--acc-tolerance", "0.01"}).exitCode, 0);
+  for (const char* flag : {"--no_check", "--no-check"}) {
+    const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--iters", "1",
+                           "--warmup", "0", flag, "--out", test::tempPath(std::string("nocheck") + flag + ".json")});
+    EXPECT_EQ(r.exitCode, 0) << flag << ": " << r.err;
+  }
+}
+
+// The ETA extrapolates the launched points' own times; the progress line shows the time elapsed.
+TEST(Cli, EtaComesFromMeasuredPointTimesBesideTheElapsedTime) {
+  EXPECT_FALSE(remainingS(0, 0, 5).has_value());
+  EXPECT_DOUBLE_EQ(*remainingS(10, 2, 3), 15);
+  const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "1,2", "--bytes", "4K", "--iters", "1",
+                         "--warmup", "0", "--out", test::tempPath("eta.json")});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("[1/2] "), std::string::npos) << r.err;
+  const std::size_t second = r.err.find("[2/2] ");
+  ASSERT_NE(second, std::string::npos) << r.err;
+  const std::string line = r.err.substr(second, r.err.find('\n', second) - second);
+  EXPECT_NE(line.find("(elapsed "), std::string::npos) << line;
+  EXPECT_NE(line.find(" s, ETA "), std::string::npos) << line;
 }
 
 // A point with more ranks than the cores this process may use gets a warning line of its own

@@ -60,10 +60,13 @@ CompareResult compare(const json& base, const json& now, double threshold = 0.10
 }
 
 const Comparison* find(const CompareResult& r, const std::string& metric) {
-  for (const auto& c : r.rows)
-    if (c.metric == metric) return &c;
+  for (const auto& pc : r.points)
+    if (const Comparison* c = pc.metric(metric)) return c;
   return nullptr;
 }
+
+// The first row of the first point: with regressions listed first, the worst news.
+const Comparison& firstRow(const CompareResult& r) { return r.points.front().metrics.front(); }
 
 TEST(Compare, IdenticalFilesHaveNoRegression) {
   const json d = doc({run("ring_all_reduce", 2, 30000, 0.93, 0.5)}, {allreduce("ring", 2, 1 << 20, 14.0)});
@@ -78,11 +81,85 @@ TEST(Compare, SlowerThanTheThresholdRegressesFasterDoesNot) {
   const json base = doc({run("ddp", 2, 20000, 0.93, 0.5)});
   const auto slow = compare(base, doc({run("ddp", 2, 16000, 0.93, 0.5)}));  // 25 % slower
   EXPECT_TRUE(slow.regressed());
-  EXPECT_TRUE(slow.rows.front().regression) << "regressions are listed first";
+  EXPECT_TRUE(slow.points.front().regression()) << "regressions are listed first";
   EXPECT_NEAR(find(slow, "samples_per_s")->slowdown, 0.25, 1e-9);
   EXPECT_TRUE(find(slow, "epoch_s")->regression);
   EXPECT_FALSE(compare(base, doc({run("ddp", 2, 19000, 0.93, 0.5)})).regressed());  // 5 % slower
   EXPECT_FALSE(compare(base, doc({run("ddp", 2, 40000, 0.93, 0.5)})).regressed());  // faster
+}
+
+// A slow point is slow in its epoch time and its samples/s alike: one verdict, one regression.
+TEST(Compare, OneVerdictPerPointWithItsMetricsBeside) {
+  const std::string base = write("v1.json", doc({run("ddp", 2, 20000, 0.93, 0.5), run("ddp", 4, 20000, 0.93, 0.5)}));
+  const std::string slow = write("v2.json", doc({run("ddp", 2, 16000, 0.93, 0.5), run("ddp", 4, 20000, 0.93, 0.5)}));
+  const auto r = compare(json::parse(std::ifstream(base)), json::parse(std::ifstream(slow)));
+  EXPECT_TRUE(find(r, "epoch_s")->regression && find(r, "samples_per_s")->regression);
+  EXPECT_EQ(r.regressions(), 1u);
+  EXPECT_EQ(r.points.size(), 2u);
+  const auto text = test::runCli({"compare", base, slow});
+  ASSERT_EQ(text.exitCode, 3) << text.err;
+  EXPECT_EQ(std::count(text.out.begin(), text.out.end(), '\n'), 5) << text.out;  // head, 2 points, blank, total
+  EXPECT_NE(text.out.find("2 points matched, 1 regressed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("20000 -> 16000/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("+25.0 %"), std::string::npos) << text.out;
+  EXPECT_EQ(json::parse(test::runCli({"compare", base, slow, "--format", "json"}).out).at("regressions"), 1);
+}
+
+// Which part of the epoch got slower, from the epochs' compute_s and comm_s.
+TEST(Compare, SaysWhetherComputeOrCommunicationGotSlower) {
+  const json base = doc({run("ddp", 2, 20000, 0.93, 0.5)});
+  json comm = run("ddp", 2, 10000, 0.93, 0.5), compute = comm;
+  comm["epochs"][0]["comm_s"] = 0.5;
+  compute["epochs"][0]["compute_s"] = 0.5;
+  const auto slowComm = compare(base, doc({comm}));
+  ASSERT_TRUE(slowComm.points.front().split.has_value());
+  EXPECT_EQ(slowerPart(*slowComm.points.front().split), "communication");
+  EXPECT_NEAR(slowComm.points.front().split->commNew, 0.5, 1e-12);
+  EXPECT_EQ(slowerPart(*compare(base, doc({compute})).points.front().split), "compute");
+  const std::string b = write("sb.json", base), n = write("sn.json", doc({comm}));
+  const auto text = test::runCli({"compare", b, n});
+  EXPECT_NE(text.out.find("communication got slower"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("compute +0.0 %, comm +400.0 %"), std::string::npos) << text.out;
+  EXPECT_EQ(test::runCli({"compare", b, b}).out.find("got slower"), std::string::npos);
+}
+
+// Counts print as integers and byte counts with K/M/G, never as 1.71445e+08.
+TEST(Compare, NumbersArePlainAndBytesHaveUnits) {
+  json r = run("ring_all_reduce", 2, 20000, 0.93, 0.5);
+  r["epochs"][0]["traffic"] = {{"bytes_sent", {171445000, 171445000}}, {"bytes_recv", {171445000, 171445000}},
+                               {"msgs_sent", {12, 12}}, {"msgs_recv", {12, 12}}};
+  json more = r;
+  more["epochs"][0]["traffic"]["msgs_sent"] = {12, 14};
+  const std::string base = write("pb.json", doc({r})), now = write("pn.json", doc({more}));
+  const auto same = test::runCli({"compare", base, base});
+  EXPECT_NE(same.out.find("327M"), std::string::npos) << same.out;  // 2 x 171445000 bytes
+  EXPECT_NE(same.out.find(" 20000/s "), std::string::npos) << same.out;
+  EXPECT_EQ(same.out.find("e+"), std::string::npos) << same.out;
+  const auto changed = test::runCli({"compare", base, now});
+  EXPECT_EQ(changed.exitCode, 3);
+  EXPECT_NE(changed.out.find("msgs_sent 24 -> 26"), std::string::npos) << changed.out;
+  EXPECT_NE(changed.out.find("rank 1: 12 -> 14"), std::string::npos) << changed.out;
+}
+
+// With nothing in common, the refusal names the first field that keeps the nearest points apart.
+TEST(Compare, NothingInCommonNamesTheFirstFieldThatDiffers) {
+  json base = run("ddp", 2, 20000, 0.93, 0.5), now = base;
+  base["config"]["batch_size"] = 128;
+  try {
+    compare(doc({base}), doc({now, run("ring_all_reduce", 4, 20000, 0.9, 0.5)}));
+    ADD_FAILURE() << "no refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("no point in common"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(": batch_size differs (128 vs 64)"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("more fields"), std::string::npos) << e.what();
+  }
+  try {
+    compare(doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.0)}),
+            doc(json::array(), {allreduce("ring", 2, 2 << 20, 14.0)}));
+    ADD_FAILURE() << "no refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes differs (1048576 vs 2097152)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Compare, WithRepeatsASlowdownMustAlsoBeSignificant) {
@@ -127,19 +204,19 @@ TEST(Compare, MissingOrFailedPointsRegress) {
   const json base = doc({run("ddp", 2, 20000, 0.9, 0.5), run("allreduce", 2, 15000, 0.9, 0.5)});
   const auto missing = compare(base, doc({run("ddp", 2, 20000, 0.9, 0.5)}));
   ASSERT_TRUE(missing.regressed());
-  EXPECT_EQ(missing.rows.front().note, "missing in NEW");
-  EXPECT_NE(missing.rows.front().point.find("allreduce"), std::string::npos);
+  EXPECT_EQ(firstRow(missing).note, "missing in NEW");
+  EXPECT_NE(firstRow(missing).point.find("allreduce"), std::string::npos);
   const auto failed = compare(base, doc({run("ddp", 2, 20000, 0.9, 0.5), run("allreduce", 2, 0, 0, 0, 0, "failed")}));
   ASSERT_TRUE(failed.regressed());
-  EXPECT_EQ(failed.rows.front().note, "failed in NEW");
+  EXPECT_EQ(firstRow(failed).note, "failed in NEW");
 }
 
 TEST(Compare, AllreduceBandwidthDropRegresses) {
   const json base = doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.0), allreduce("ring", 2, 16 << 20, 8.0)});
   const auto r = compare(base, doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.5), allreduce("ring", 2, 16 << 20, 6.0)}));
   ASSERT_TRUE(r.regressed());
-  EXPECT_NE(r.rows.front().point.find("16M"), std::string::npos);
-  EXPECT_NEAR(r.rows.front().slowdown, 8.0 / 6.0 - 1, 1e-9);
+  EXPECT_NE(firstRow(r).point.find("16M"), std::string::npos);
+  EXPECT_NEAR(r.points.front().slowdown(), 8.0 / 6.0 - 1, 1e-9);
 }
 
 TEST(Compare, BadInputIsAUsageError) {
@@ -200,8 +277,8 @@ TEST(Compare, AccuracyOrLossNullInNewRegresses) {
     now["summary"][metric] = nullptr;
     const auto r = compare(base, doc({now}));
     ASSERT_TRUE(r.regressed()) << metric;
-    EXPECT_EQ(r.rows.front().metric, metric);
-    EXPECT_EQ(r.rows.front().note, "null in NEW");
+    EXPECT_EQ(firstRow(r).metric, metric);
+    EXPECT_EQ(firstRow(r).note, "null in NEW");
   }
   // Null on both sides is nothing to compare, not a regression.
   json nullBase = run("single", 1, 20000, 0.93, 0.5);
@@ -215,8 +292,8 @@ TEST(Compare, ZeroStepsOrSamplesCountAsFailedAndCannotPass) {
   empty["epochs"][0]["samples"] = 0;
   auto r = compare(base, doc({empty}));
   ASSERT_TRUE(r.regressed());
-  EXPECT_EQ(r.rows.front().note, "failed in NEW");
-  EXPECT_EQ(r.rows.back().note, "nothing measured in NEW");
+  EXPECT_EQ(firstRow(r).note, "failed in NEW");
+  EXPECT_EQ(r.points.back().metrics.front().note, "nothing measured in NEW");
   json noSteps = run("ddp", 2, 20000, 0.9, 0.5);
   noSteps["epochs"][0]["steps"] = 0;
   EXPECT_TRUE(compare(base, doc({noSteps})).regressed());
@@ -260,7 +337,7 @@ TEST(Compare, HostileNamesStayTextInEveryFormat) {
   const std::string base = write("hb.json", doc(runs)), now = write("hn.json", doc(slower));
   const auto j = test::runCli({"compare", base, now, "--format", "json"});
   ASSERT_EQ(j.exitCode, 3) << j.err;
-  const std::size_t rows = json::parse(j.out).at("rows").size();
+  const std::size_t rows = json::parse(j.out).at("points").size();
   EXPECT_EQ(j.out.find('\x1b'), std::string::npos);
 
   const auto md = test::runCli({"compare", base, now, "--format", "markdown"});
@@ -277,7 +354,7 @@ TEST(Compare, HostileNamesStayTextInEveryFormat) {
       while (slashes < i && line[i - 1 - slashes] == '\\') ++slashes;
       cells += line[i] == '|' && slashes % 2 == 0;
     }
-    EXPECT_EQ(cells, 10u) << line;
+    EXPECT_EQ(cells, 13u) << line;
   }
   EXPECT_EQ(tableLines, rows + 2) << md.out;  // header, rule, one line per row
   for (const char* raw : {"<script", "[x](javascript:", "\x1b"})
@@ -294,8 +371,8 @@ TEST(Compare, HostileNamesStayTextInEveryFormat) {
   EXPECT_NE(text.out.find("two\\nlines"), std::string::npos) << "a name is one line of the table";
 }
 
-// A change against a base of almost 0 overflows: the tables say n/a, never inf or nan.
-TEST(Compare, AChangeThatOverflowsReadsNotApplicable) {
+// A change against a base of almost 0 overflows: the tables never say inf or nan.
+TEST(Compare, AChangeThatOverflowsPrintsNoInfinity) {
   json tiny = doc({run("ddp", 2, 1e-310, 0.9, 0.5)});
   const std::string base = write("tiny.json", tiny), now = write("big.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
   for (const char* format : {"text", "markdown"}) {
@@ -303,7 +380,7 @@ TEST(Compare, AChangeThatOverflowsReadsNotApplicable) {
     EXPECT_EQ(r.exitCode, 0) << r.err;
     EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("n/a"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("-100.0 %"), std::string::npos) << "NEW is all but infinitely faster\n" << r.out;
   }
 }
 

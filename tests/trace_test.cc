@@ -323,6 +323,34 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
   EXPECT_GE(buckets, 3u);
 }
 
+// The host's wait for ddp's buckets ends when their communication does: averaging the summed
+// gradients is computation, timed with the optimizer, not drawn as waiting past the buckets.
+// (A 2048-wide MLP makes that averaging take milliseconds, far beyond a thread's wake-up.)
+TEST(TraceCli, DdpHostWaitEndsWithItsBuckets) {
+  const std::string out = test::tempPath("ddpwait.json"), tr = test::tempPath("ddpwait.trace.json");
+  const auto r = test::runCli({"run", "--strategy", "ddp", "--n_gpus", "2", "--batch_size", "64", "--epochs", "1",
+                               "--train_size", "256", "--test_size", "100", "--hidden", "2048,2048",
+                               "--bucket_mb", "4", "--out", out, "--trace", tr});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::vector<Span> s = spansOf(test::readJson(tr), 1);
+  std::size_t waits = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    const int host = traceTid(rank, 0), comm = traceTid(rank, 1);
+    double backwardTs = 0;
+    for (const Span& w : s) {  // spans in time order per thread: a step's backward before its wait
+      if (w.tid == host && w.name == "backward") backwardTs = w.ts;
+      if (w.tid != host || w.name != "bucket wait") continue;
+      double lastEnd = w.ts;  // buckets that completed before the wait began leave nothing to wait for
+      for (const Span& c : s)
+        if (c.tid == comm && c.ts >= backwardTs - 1e-3 && c.ts <= w.ts + w.dur) lastEnd = std::max(lastEnd, c.ts + c.dur);
+      EXPECT_LE(w.ts + w.dur, lastEnd + 300) << "rank " << rank << ": the wait runs " << w.ts + w.dur - lastEnd
+                                             << " us past its buckets";
+      ++waits;
+    }
+  }
+  EXPECT_EQ(waits, 4u);  // 2 steps on each of 2 ranks
+}
+
 TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
   const std::string tr = test::tempPath("pipe.trace.json"), out = test::tempPath("pipe.json");
   const auto r = test::runCli({"sweep", "--strategies", "pipeline,ring_all_reduce", "--n_gpus", "2", "--batch_size", "64",
@@ -486,6 +514,19 @@ TEST(TraceReport, OnCudaTheGpuStreamsAreComparedNotTheHost) {
   EXPECT_FALSE(host.gpu);
   EXPECT_DOUBLE_EQ(host.asyncUs, 24.0);
   EXPECT_DOUBLE_EQ(host.hiddenUs, 0.0);
+}
+
+// The overlap sentence says what ran, what of it was hidden and what the host waited, in that
+// order, each with its unit.
+TEST(TraceReport, OverlapLineReadsAsASentence) {
+  report::Overlap o;
+  o.steps = 4;
+  o.asyncUs = 10300;
+  o.hiddenUs = 3300;
+  o.exposedUs = 7400;
+  EXPECT_EQ(report::overlapLine("ddp N=2 batch 64", o),
+            "ddp N=2 batch 64: 10.3 ms/step of communication ran beside the computation (host threads), 3.3 ms "
+            "(32.0 %) of it hidden behind forward and backward; the host waited 7.4 ms/step for communication");
 }
 
 TEST(TraceReport, TheStepShownIsTheMiddleOneWithEachRanksOwnSpans) {

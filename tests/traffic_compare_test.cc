@@ -52,8 +52,8 @@ CompareResult compare(const json& runs0, const json& ar0, const json& runs1, con
 }
 
 const Comparison* find(const CompareResult& r, const std::string& metric) {
-  for (const auto& c : r.rows)
-    if (c.metric == metric) return &c;
+  for (const auto& p : r.points)
+    if (const Comparison* c = p.metric(metric)) return c;
   return nullptr;
 }
 

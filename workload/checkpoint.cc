@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/error.h"
@@ -54,6 +56,21 @@ torch::Tensor tensorOf(const std::vector<float>& flat, std::size_t offset, const
   return torch::from_blob(const_cast<float*>(flat.data() + offset), shape, torch::kFloat32).clone();
 }
 
+
+// A setting's text as a person writes it: a number in its shortest form that reads back the same
+// (the file holds 17 digits, so 0.9 is "0.90000000000000002"), anything else as it is.
+std::string readable(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  // Integers stay as written: a seed above 2^53 is no double.
+  if (text.find_first_of(".eE") == std::string::npos || *end != '\0' || !std::isfinite(v)) return text;
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) {
   TPB_THROW(UsageError, "--resume_from " << path << ": " << why);
@@ -197,8 +214,8 @@ Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg) {
     const auto it = config.find(IValue(key));
     const std::string theirs = it != config.end() && it->value().isString() ? it->value().toStringRef() : "(none)";
     if (theirs != mine)
-      bad(path, "written with --" + key + " " + (theirs.empty() ? "\"\"" : theirs) + ", this run has --" + key + " " +
-                    (mine.empty() ? "\"\"" : mine));
+      bad(path, "written with --" + key + " " + (theirs.empty() ? "\"\"" : readable(theirs)) + ", this run has --" +
+                    key + " " + (mine.empty() ? "\"\"" : readable(mine)));
   }
 
   Checkpoint ck;

@@ -13,7 +13,8 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
       ->capture_default_str();
   cmd->add_option("--iters", f.iters, "Timed iterations per size")->capture_default_str();
   cmd->add_option("--warmup", f.warmup, "Untimed iterations before timing")->capture_default_str();
-  cmd->add_flag("--no-check", f.noCheck, "Skip the untimed verification pass (default: check)");
+  cmd->add_flag("--no_check", f.noCheck, "Skip the untimed verification pass (default: check)");
+  cmd->add_flag("--no-check", f.noCheck)->group("");  // the older spelling, hidden
   cmd->add_option("--transport", f.transport,
                   "P2P transport for from-scratch algorithms: shm (default on one CPU node), gloo, mpi (ranks "
                   "started by mpirun), grouped (shm under NCCL's group semantics), or nccl (the default and "

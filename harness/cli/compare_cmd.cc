@@ -17,20 +17,27 @@ void addCompare(CLI::App& app, Action& action) {
       "compare",
       "Compare two results files point by point; exit 3 if NEW regressed (timing beyond --threshold, "
       "significant by a Mann-Whitney U test where both sides have >= 5 repeats; accuracy or loss "
-      "beyond --acc-tolerance; a point failed or missing)");
+      "beyond --acc_tolerance; a point failed or missing). One verdict per point, with its metrics and, for a "
+      "training run, whether compute or communication got slower");
   cmd->add_option("BASE", a->o.basePath, "Baseline results JSON")->required();
   cmd->add_option("NEW", a->o.newPath, "Results JSON to check")->required();
   cmd->add_option("--threshold", a->o.threshold, "Relative slowdown that counts (0.10 = 10 %)")->capture_default_str();
   cmd->add_option("--alpha", a->o.alpha, "Significance level of the U test")->capture_default_str();
-  cmd->add_option("--acc-tolerance", a->o.accTolerance,
+  cmd->add_option("--acc_tolerance", a->o.accTolerance,
                   "Largest accepted change of final test accuracy (absolute fraction) and loss (relative)")
       ->capture_default_str();
+  // The older spelling, unlisted: read as --acc_tolerance is, and named so in its errors (CLI11
+  // names a hidden option "").
+  cmd->add_option_function<std::string>("--acc-tolerance", [a](const std::string& text) {
+       if (std::string why = realTextProblem(text); !why.empty()) throw CLI::ValidationError("--acc_tolerance", why);
+       a->o.accTolerance = std::stod(text);
+     })->group("");
   cmd->add_option("--format", a->format, "text, markdown or json")->capture_default_str();
   cmd->callback([&action, a] {
     action = [a] {
       checkReal("--threshold", a->o.threshold, kNonNegative);
       checkReal("--alpha", a->o.alpha, {0, 1, true, true});
-      checkReal("--acc-tolerance", a->o.accTolerance, kNonNegative);
+      checkReal("--acc_tolerance", a->o.accTolerance, kNonNegative);
       const CompareResult r = compareResults(a->o);
       std::cout << formatComparison(r, a->o, a->format);
       return r.regressed() ? 3 : 0;

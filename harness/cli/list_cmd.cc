@@ -23,6 +23,21 @@ std::string limits(const Why& why) {
   return out;
 }
 
+// What the registry says `d` cannot run (at N = 1, as the lists above show it), by name.
+std::string exceptOn(Device d) {
+  std::vector<std::string> names;
+  for (const auto& a : allreduceAlgos())
+    if (!a.unsupported(d).empty()) names.push_back(a.name);
+  for (const auto& c : collectiveAlgos())
+    if (c.op != "allreduce" && !c.unsupported(d).empty()) names.push_back(c.name + " (" + c.op + ")");
+  for (const auto& s : trainStrategies())
+    if (!s.unsupported(d, 1).empty()) names.push_back(s.name);
+  if (names.empty()) return "every algorithm and strategy";
+  std::string out = "every algorithm and strategy but";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : " ") + names[i];
+  return out + " (why: above)";
+}
+
 int list() {
   std::cout << "allreduce algorithms (tpbench allreduce --algos):\n";
   for (const auto& a : allreduceAlgos())
@@ -48,7 +63,7 @@ int list() {
   }
   std::cout << "\ntransports (--transport):\n";
   for (const auto& t : transports()) std::cout << column(t.name) << t.description << "\n";
-  std::cout << "\ndevices (--device):\n" << column("cpu") << "every algorithm and strategy\n";
+  std::cout << "\ndevices (--device):\n" << column("cpu") << exceptOn(Device::Cpu) << "\n";
   if (!ncclCompiled()) {
     std::cout << column("cuda") << "not in this build ("
               << (cudaCompiled() ? "CUDA found, NCCL not" : cudaUnavailableReason()) << ")\n";

@@ -20,9 +20,7 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine, Exter
   auto* cmd = app.add_subcommand(
       "run", "Train once with one strategy and print a line per epoch (time, samples/s, loss, accuracy, comm share)");
   cmd->add_option("--strategy", a->strategy,
-                  "single, param_server (N=1: the server trains alone), ring_all_reduce, allreduce, ddp "
-                  "(= ring_all_reduce_builtin), data_parallel (= param_server_builtin), model_parallel, pipeline (N stages of "
-                  "the MLP; the global batch is --batch_size)")
+                  "One of " + strategyChoices() + " (`tpbench list` says what each does and where it runs)")
       ->capture_default_str();
   cmd->add_option("--n_gpus", a->nGpus,
                   "Devices (ranks on CPU; data_parallel: replicas in one process); under torchrun, srun or "

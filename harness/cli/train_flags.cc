@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/registry.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/external_job.h"
 #include "workload/train_config.h"
@@ -66,6 +67,15 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--trace", f.trace,
                   "Write every run's per-rank timeline to FILE (Chrome trace-event JSON: open it in Perfetto or "
                   "chrome://tracing; `tpbench report --trace FILE` draws one step per strategy)");
+}
+
+std::string strategyChoices() {
+  std::string out;
+  for (const auto& s : trainStrategies()) {
+    out += (out.empty() ? "" : ", ") + s.name;
+    for (const auto& a : s.aliases) out += " (or " + a + ")";
+  }
+  return out;
 }
 
 TrainConfig baseConfig(const TrainFlags& f) {

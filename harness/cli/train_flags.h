@@ -28,6 +28,9 @@ struct TrainFlags : TrainSettings {
 };
 
 void addTrainFlags(CLI::App* cmd, TrainFlags& f);
+// Every registered strategy by name, with its aliases: "single, ..., ddp (or
+// ring_all_reduce_builtin), ..." for the help of --strategy and --strategies.
+std::string strategyChoices();
 // Fills everything but strategy, n_gpus, batch_size and train_size; checkTrainRun checks it.
 TrainConfig baseConfig(const TrainFlags& f);
 // Copies the shared launcher options (device, transport, out, timeout, layout) into `o`, after
