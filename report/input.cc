@@ -61,6 +61,7 @@ ArPoint pointOf(const CollectiveRecord& c) {
   a.inPlace = c.isInPlace();
   a.algo = c.algo;
   a.transport = c.transport;
+  a.carrier = c.carriedOver();
   a.device = c.device;
   a.status = c.status;
   a.error = c.error.value_or("");
@@ -68,6 +69,8 @@ ArPoint pointOf(const CollectiveRecord& c) {
   a.bytes = static_cast<long long>(c.bytes);
   a.medianUs = finiteOr(c.timeMedianUs);
   a.busbw = finiteOr(c.busbwGbps);
+  a.minUs = finiteOr(c.timeMinUs);
+  a.maxUs = finiteOr(c.timeMaxUs);
   return a;
 }
 
