@@ -33,6 +33,7 @@ AllreduceAlgo glooAllreduceAlgo() {
   a.description = "Gloo's allreduce through c10d ProcessGroupGloo (TCP, host memory)";
   a.order = 3;
   a.color = "#8c564b";
+  a.carrier = glooCarrier;
   a.unsupported = [](Device d) {
     return d == Device::Cpu ? std::string() : std::string("gloo reduces host memory only; use nccl on cuda");
   };

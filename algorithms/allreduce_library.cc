@@ -26,6 +26,10 @@ AllreduceAlgo libraryAllreduceAlgo() {
   a.order = 2;
   a.color = "#9467bd";
   a.standsFor = defaultLibrary;
+  a.carrier = [](Device d) {
+    const AllreduceAlgo* s = standIn(d);
+    return s && s->carrier ? s->carrier(d) : std::string();
+  };
   a.cost = ringAllreduceCost("modelled as a ring");  // Gloo's and NCCL's choice for large messages
   a.unsupported = [](Device d) {
     const AllreduceAlgo* s = standIn(d);

@@ -53,6 +53,7 @@ AllreduceAlgo mpiAllreduceAlgo() {
   a.order = 4;
   a.color = "#e377c2";
   a.needsMpiLauncher = true;
+  a.carrier = [](Device) { return std::string(kCarrierMpi); };
   a.unsupported = [](Device d) {
     return d == Device::Cpu ? std::string() : std::string("mpi reduces host memory here; use nccl on cuda");
   };

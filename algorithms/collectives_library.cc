@@ -91,6 +91,7 @@ CollectiveAlgo libraryAlgo(const char* op, const char* description, std::optiona
   a.description = description;
   a.order = 2;
   a.color = "#9467bd";
+  a.carrier = glooCarrier;
   const bool hasGloo = static_cast<bool>(gloo);
   a.unsupported = [hasGloo](Device d) -> std::string {
     if (d == Device::Cpu) return hasGloo ? "" : "LibTorch 1.13's ProcessGroupGloo has no such collective";

@@ -69,6 +69,7 @@ CollectiveAlgo mpiAlgo(const char* op, const char* description, CollectiveFactor
   a.order = 4;
   a.color = "#e377c2";
   a.needsMpiLauncher = true;
+  a.carrier = [](Device) { return std::string(kCarrierMpi); };
   a.unsupported = [](Device d) {
     return d == Device::Cpu ? std::string() : std::string("mpi moves host memory here; use nccl on cuda");
   };

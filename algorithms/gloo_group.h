@@ -5,10 +5,15 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "core/comm_context.h"
+#include "core/entry.h"
 
 namespace tpb {
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> glooGroup(CommContext& ctx);
+
+// What carries a library baseline's data that runs Gloo on the CPU and NCCL on the run's nccl
+// transport on GPUs (core/entry.h): Gloo's TCP pairs on the CPU, the run's transport elsewhere.
+inline std::string glooCarrier(Device d) { return d == Device::Cpu ? kCarrierGlooTcp : ""; }
 
 // Waits for a c10d work item, turning a timeout or failure into tpb errors naming `what`.
 void waitWork(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::milliseconds timeout,

@@ -79,6 +79,16 @@ TwoFit robustTwo(const std::vector<double>& u, const std::vector<double>& v, con
   return f;
 }
 
+// What carried a record's data: as recorded, else (files older than the field) what this build's
+// registry says its algorithm sends over.
+std::string carrierOfRecord(const CollectiveRecord& r) {
+  if (r.entry.carrier) return *r.entry.carrier;
+  const Device d = r.device == deviceName(Device::Cuda) ? Device::Cuda : Device::Cpu;
+  for (const auto& c : collectiveAlgos())
+    if (c.op == r.op && c.name == r.algo) return carrierOf(c, d, r.transport);
+  return r.transport;
+}
+
 }  // namespace
 
 std::optional<Formula> formulaOf(const std::string& op, const std::string& algo) {
@@ -124,15 +134,19 @@ std::string whyNoFit(double fixed, double perByte) {
 std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::map<double, std::vector<double>>>
       groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::string> carriers;
   for (const auto& r : records) {
     if (!r.ok() || !r.measured || !(r.timeMedianUs > 0) || r.bytes == 0 || r.nGpus < 2) continue;
-    groups[{r.op, r.algo, r.transport, r.device, r.nGpus, r.isInPlace()}][double(r.bytes)].push_back(r.timeMedianUs);
+    const auto key = std::make_tuple(r.op, r.algo, r.transport, r.device, r.nGpus, r.isInPlace());
+    groups[key][double(r.bytes)].push_back(r.timeMedianUs);
+    carriers.emplace(key, carrierOfRecord(r));
   }
   std::vector<Fit> fits;
   for (const auto& [key, bySize] : groups) {
     if (bySize.size() < 2) continue;
     Fit f;
     std::tie(f.op, f.algo, f.transport, f.device, f.n, f.inPlace) = key;
+    f.carrier = carriers[key];
     for (const auto& [bytes, us] : bySize) f.samples.push_back({bytes, median(us)});  // repeats: their median
     f.line = fitLine(f.samples);
     f.formula = formulaOf(f.op, f.algo);
@@ -161,6 +175,7 @@ std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
     Validation v;
     std::tie(v.op, v.algo, v.transport, v.device, v.inPlace) = key;
     v.predictedN = largest->n;
+    v.carrier = largest->carrier;
     std::vector<double> u, w, t;
     for (const Fit* f : group) {
       if (f == largest) continue;
@@ -194,6 +209,29 @@ std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
   return out;
 }
 
+namespace {
+
+// Whether a's line is below b's at s bytes.
+bool lineFaster(const Fit& a, const Fit& b, double s) { return a.line.a + a.line.b * s < b.line.a + b.line.b * s; }
+
+// The sizes both fits were measured at, and those where the measured medians rank the two
+// otherwise than their lines do (equal medians contradict nothing).
+void checkAgainstMeasured(const Fit& a, const Fit& b, Crossover& c) {
+  for (const Sample& x : a.samples)
+    for (const Sample& y : b.samples) {
+      if (x.bytes != y.bytes) continue;
+      c.measuredSizes.push_back(x.bytes);
+      if (x.us == y.us || (x.us < y.us) == lineFaster(a, b, x.bytes)) continue;
+      c.contradicted.push_back(x.bytes);
+      c.measuredFaster.push_back(x.us < y.us ? a.algo : b.algo);
+    }
+  if (c.measuredSizes.empty()) return;
+  c.fromBytes = c.measuredSizes.front();
+  c.toBytes = c.measuredSizes.back();
+}
+
+}  // namespace
+
 std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
   std::vector<Crossover> out;
   for (std::size_t i = 0; i < fits.size(); ++i)
@@ -202,7 +240,7 @@ std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
       if (a.op != b.op || a.transport != b.transport || a.device != b.device || a.n != b.n || a.inPlace != b.inPlace ||
           a.algo == b.algo || !a.noFit.empty() || !b.noFit.empty())
         continue;  // lines that are no fit cross nothing
-      Crossover c{a.op, a.transport, a.device, a.algo, b.algo, a.n, std::nullopt, ""};
+      Crossover c{a.op, a.transport, a.device, a.algo, b.algo, a.carrier, b.carrier, a.n, std::nullopt, ""};
       // a.a + a.b·S = b.a + b.b·S
       const double db = a.line.b - b.line.b, da = b.line.a - a.line.a;
       if (db != 0 && da / db > 0) {
@@ -213,6 +251,8 @@ std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
         const bool aWins = a.line.a <= b.line.a && a.line.b <= b.line.b;
         c.note = (aWins ? a.algo : b.algo) + " faster at every size";
       }
+      c.trusted = a.trusted() && b.trusted();
+      checkAgainstMeasured(a, b, c);
       out.push_back(std::move(c));
     }
   return out;

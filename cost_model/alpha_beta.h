@@ -35,6 +35,11 @@ struct Sample {
   double bytes = 0, us = 0;
 };
 
+// Above this relative error a fit is marked untrusted: its line's rms error over the sizes it
+// was fitted on, or a leave-one-out prediction's median error. Its numbers are still printed,
+// with the mark, and a crossover drawn from it says so.
+constexpr double kTrustedRelErr = 0.25;
+
 struct LineFit {
   double a = 0, b = 0;  // T(S) = a + b·S, µs and µs/byte
   double rmsRelErr = 0, maxRelErr = 0;  // over the samples fitted
@@ -52,6 +57,7 @@ TwoFit fitTwo(const std::vector<double>& u, const std::vector<double>& v, const 
 // One fitted group of records.
 struct Fit {
   std::string op, algo, transport, device;
+  std::string carrier;  // what carried the data (records' carrier; else this build's registry)
   int n = 0;
   bool inPlace = true;
   LineFit line;
@@ -60,7 +66,8 @@ struct Fit {
   // Why the fit means nothing ("" when it does): a clamped or non-finite A or B. Its alpha and
   // beta are then not reported and nothing is predicted or crossed from it.
   std::string noFit;
-  std::vector<Sample> samples;
+  std::vector<Sample> samples;  // by size, ascending
+  bool trusted() const { return noFit.empty() && line.rmsRelErr <= kTrustedRelErr; }
 };
 
 // Why a fit of time = fixed + perByte·S says nothing about the link ("" when it does): each
@@ -74,6 +81,7 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records);
 // β fitted jointly on every N but the largest, then each size at the largest N predicted.
 struct Validation {
   std::string op, algo, transport, device;
+  std::string carrier;  // as Fit::carrier
   bool inPlace = true;
   int predictedN = 0;
   std::vector<int> fittedNs;
@@ -84,16 +92,27 @@ struct Validation {
   };
   std::vector<Row> rows;
   double medianAbsRelErr = 0;
+  bool trusted() const { return noFit.empty() && medianAbsRelErr <= kTrustedRelErr; }
 };
 std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits);
 
 // Where two fitted algorithms of one op at one (transport, device, N) cross: the size at which
-// the first stops being faster (their lines meet); nullopt when one wins at every size.
+// the first stops being faster (their lines meet); nullopt when one wins at every size. What the
+// lines claim is checked against what was measured: the sizes both were measured at, and at
+// which of them the measured medians put the other algorithm first.
 struct Crossover {
   std::string op, transport, device, first, second;
+  std::string firstCarrier, secondCarrier;  // Fit::carrier of each
   int n = 0;
   std::optional<double> bytes;
   std::string note;  // "first faster below", "second faster at every size", ...
+  double fromBytes = 0, toBytes = 0;  // the smallest and largest size both were measured at
+  std::vector<double> measuredSizes;  // every size both were measured at, ascending
+  std::vector<double> contradicted;   // those where the medians disagree with the lines
+  std::vector<std::string> measuredFaster;  // per contradicted size: the one its medians put first
+  bool trusted = true;                // both fits are (Fit::trusted)
+  // The crossing lies outside [fromBytes, toBytes]: nothing measured shows it.
+  bool outsideMeasured() const { return bytes && (*bytes < fromBytes || *bytes > toBytes); }
 };
 std::vector<Crossover> crossovers(const std::vector<Fit>& fits);
 

@@ -33,10 +33,25 @@ std::string alphaText(double us) { return us > 0 && std::isfinite(us) ? fmt("%.3
 // A number of the fits table, "-" where it is not finite (absurd input can overflow a sum).
 std::string cell(const char* f, double v) { return std::isfinite(v) ? fmt(f, v) : "-"; }
 
-// Names come from the results files: printed, they must not drive the terminal.
-std::string key(const std::string& op, const std::string& algo, const std::string& transport, const std::string& device,
+// Names come from the results files: printed, they must not drive the terminal. A group is
+// named by what carried its data (a library's own, or the run's transport).
+std::string key(const std::string& op, const std::string& algo, const std::string& carrier, const std::string& device,
                 bool inPlace) {
-  return printable(op + " " + algo + " over " + transport + " (" + device + (inPlace ? "" : ", out of place") + ")");
+  return printable(op + " " + algo + " over " + carrier + " (" + device + (inPlace ? "" : ", out of place") + ")");
+}
+
+std::string percent(double fraction) { return fmt("%.0f %%", fraction * 100); }
+
+// "1K..64M": the sizes a fit was measured at.
+std::string rangeText(const Fit& f) {
+  if (f.samples.empty()) return "-";
+  return formatBytes(static_cast<std::size_t>(f.samples.front().bytes)) + ".." +
+         formatBytes(static_cast<std::size_t>(f.samples.back().bytes));
+}
+
+std::string trustText(const Fit& f) {
+  if (!f.noFit.empty()) return "-";
+  return f.trusted() ? "ok" : "UNTRUSTED";
 }
 
 // The formula column: the formula and its assumption, or why there is no fit.
@@ -51,21 +66,23 @@ json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 // The fits table (MEASURED): one line per group, α and β or why there is no fit.
 json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
   os << "MEASURED — alpha-beta fit T(S) = A + B*S per group (robust least squares on relative error),\n"
-     << "then alpha = A / steps(N), beta = B / bytes(N) from the algorithm's formula\n\n";
+     << "then alpha = A / steps(N), beta = B / bytes(N) from the algorithm's formula; a fit whose rms\n"
+     << "error is above " << percent(kTrustedRelErr) << " is UNTRUSTED: its numbers and crossovers are not to be relied on\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-52s %3s %5s %10s %12s %10s %10s %8s %8s  %s\n", "group", "N", "sizes", "A_us",
-                "B_ns/KiB", "alpha_us", "1/beta", "rms_err", "max_err", "formula");
+  std::snprintf(line, sizeof line, "%-52s %3s %5s %11s %10s %12s %10s %10s %8s %8s %9s  %s\n", "group", "N", "sizes",
+                "range", "A_us", "B_ns/KiB", "alpha_us", "1/beta", "rms_err", "max_err", "trust", "formula");
   os << line;
   json jf = json::array();
   for (const auto& f : fits) {
-    std::snprintf(line, sizeof line, "%-52s %3d %5zu %10s %12s %10s %10s %8s %8s  %s\n",
-                  key(f.op, f.algo, f.transport, f.device, f.inPlace).c_str(), f.n, f.line.samples,
-                  cell("%.2f", f.line.a).c_str(), cell("%.3f", f.line.b * 1024 * 1e3).c_str(),
+    std::snprintf(line, sizeof line, "%-52s %3d %5zu %11s %10s %12s %10s %10s %8s %8s %9s  %s\n",
+                  key(f.op, f.algo, f.carrier, f.device, f.inPlace).c_str(), f.n, f.line.samples,
+                  rangeText(f).c_str(), cell("%.2f", f.line.a).c_str(), cell("%.3f", f.line.b * 1024 * 1e3).c_str(),
                   alphaText(f.alphaUs).c_str(), gbpsOfBeta(f.betaUsPerByte).c_str(),
                   cell("%.1f%%", f.line.rmsRelErr * 100).c_str(), cell("%.1f%%", f.line.maxRelErr * 100).c_str(),
-                  formulaText(f).c_str());
+                  trustText(f).c_str(), formulaText(f).c_str());
     os << line;
-    jf.push_back({{"op", f.op}, {"algo", f.algo}, {"transport", f.transport}, {"device", f.device}, {"n_gpus", f.n},
+    jf.push_back({{"op", f.op}, {"algo", f.algo}, {"transport", f.transport}, {"carrier", f.carrier},
+                  {"device", f.device}, {"n_gpus", f.n}, {"trusted", f.trusted()},
                   {"in_place", f.inPlace}, {"sizes", f.line.samples}, {"a_us", f.line.a}, {"b_us_per_byte", f.line.b},
                   {"alpha_us", num(f.alphaUs)}, {"beta_us_per_byte", num(f.betaUsPerByte)},
                   {"rms_rel_err", f.line.rmsRelErr}, {"max_rel_err", f.line.maxRelErr},
@@ -86,13 +103,13 @@ json validationSection(const std::vector<Fit>& fits, std::ostream& os) {
   for (const auto& v : validations) {
     std::string fitted;
     for (int n : v.fittedNs) fitted += (fitted.empty() ? "" : ",") + std::to_string(n);
-    os << "\n  " << key(v.op, v.algo, v.transport, v.device, v.inPlace) << ": fitted on N=" << fitted;
+    os << "\n  " << key(v.op, v.algo, v.carrier, v.device, v.inPlace) << ": fitted on N=" << fitted;
     if (!v.noFit.empty()) {
       // Predictions from a fit that is none would be made up: say why there are none.
       os << ": no fit: " << v.noFit << "; N=" << v.predictedN << " not predicted\n";
-      jv.push_back({{"op", v.op}, {"algo", v.algo}, {"transport", v.transport}, {"device", v.device},
-                    {"in_place", v.inPlace}, {"fitted_n", v.fittedNs}, {"predicted_n", v.predictedN},
-                    {"no_fit", v.noFit}});
+      jv.push_back({{"op", v.op}, {"algo", v.algo}, {"transport", v.transport}, {"carrier", v.carrier},
+                    {"device", v.device}, {"in_place", v.inPlace}, {"fitted_n", v.fittedNs},
+                    {"predicted_n", v.predictedN}, {"trusted", false}, {"no_fit", v.noFit}});
       continue;
     }
     os << " (alpha " << fmt("%.3g", v.alphaUs) << " us, 1/beta " << gbpsOfBeta(v.betaUsPerByte) << "), predicting N="
@@ -106,28 +123,74 @@ json validationSection(const std::vector<Fit>& fits, std::ostream& os) {
       os << line;
       rows.push_back({{"bytes", r.bytes}, {"measured_us", r.measuredUs}, {"predicted_us", r.predictedUs}});
     }
-    os << "  median |error| " << fmt("%.1f", v.medianAbsRelErr * 100) << " %\n";
-    jv.push_back({{"op", v.op}, {"algo", v.algo}, {"transport", v.transport}, {"device", v.device},
+    os << "  median |error| " << fmt("%.1f", v.medianAbsRelErr * 100) << " %"
+       << (v.trusted() ? "" : "; UNTRUSTED: above " + percent(kTrustedRelErr) + ", the formula does not carry to other N here")
+       << "\n";
+    jv.push_back({{"op", v.op}, {"algo", v.algo}, {"transport", v.transport}, {"carrier", v.carrier}, {"device", v.device},
                   {"in_place", v.inPlace}, {"fitted_n", v.fittedNs}, {"predicted_n", v.predictedN},
-                  {"alpha_us", v.alphaUs}, {"beta_us_per_byte", v.betaUsPerByte}, {"rows", rows},
+                  {"trusted", v.trusted()}, {"alpha_us", v.alphaUs}, {"beta_us_per_byte", v.betaUsPerByte}, {"rows", rows},
                   {"median_abs_rel_err", num(v.medianAbsRelErr)}});
   }
   return jv;
 }
 
-// Crossovers of the fitted lines (MEASURED); groups that are no fit are listed as left out.
+std::string sizeText(double bytes) { return formatBytes(static_cast<std::size_t>(bytes)); }
+
+// The sizes of `all` (ascending) that are in `some`, consecutive ones as a range: "8K-128K, 1M".
+std::string sizeRuns(const std::vector<double>& all, const std::vector<double>& some) {
+  auto in = [&](std::size_t i) { return std::find(some.begin(), some.end(), all[i]) != some.end(); };
+  std::string out;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!in(i)) continue;
+    std::size_t j = i;
+    while (j + 1 < all.size() && in(j + 1)) ++j;
+    out += (out.empty() ? "" : ", ") + sizeText(all[i]) + (j > i ? "-" + sizeText(all[j]) : "");
+    i = j;
+  }
+  return out;
+}
+
+// Why a crossover's claim is not to be taken as it stands, one reason a line; none when it is.
+std::vector<std::string> caveats(const Crossover& c) {
+  std::vector<std::string> out;
+  for (const std::string& who : {c.first, c.second}) {
+    std::vector<double> sizes;
+    for (std::size_t i = 0; i < c.contradicted.size(); ++i)
+      if (c.measuredFaster[i] == who) sizes.push_back(c.contradicted[i]);
+    if (!sizes.empty())
+      out.push_back("CONTRADICTED by the measurements: " + who + "'s median was lower at " + sizeRuns(c.measuredSizes, sizes));
+  }
+  if (c.outsideMeasured())
+    out.push_back("the crossing lies outside the sizes both were measured at (" + sizeText(c.fromBytes) + ".." +
+                  sizeText(c.toBytes) + "): an extrapolation");
+  if (!c.trusted) out.push_back("from an UNTRUSTED fit (rms error above " + percent(kTrustedRelErr) + ")");
+  return out;
+}
+
+json crossoverJson(const Crossover& c, const std::vector<std::string>& why) {
+  return {{"op", c.op}, {"n_gpus", c.n}, {"transport", c.transport}, {"device", c.device}, {"first", c.first},
+          {"second", c.second}, {"first_carrier", c.firstCarrier}, {"second_carrier", c.secondCarrier},
+          {"bytes", c.bytes ? json(*c.bytes) : json(nullptr)}, {"note", c.note},
+          {"measured_from", c.fromBytes}, {"measured_to", c.toBytes}, {"outside_measured", c.outsideMeasured()},
+          {"contradicted_bytes", c.contradicted}, {"trusted", c.trusted}, {"caveats", why}};
+}
+
+// Crossovers of the fitted lines (MEASURED), each checked against the measured medians; groups
+// that are no fit are listed as left out.
 json crossoverSection(const std::vector<Fit>& fits, std::ostream& os) {
-  os << "\nMEASURED — crossovers of the fitted lines (same op, transport, device, N)\n";
+  os << "\nMEASURED — crossovers of the fitted lines (same op, run transport, device, N), checked against the\n"
+     << "measured medians at the sizes both algorithms ran\n";
   json jc = json::array();
   for (const auto& f : fits)
-    if (!f.noFit.empty()) os << "  " << key(f.op, f.algo, f.transport, f.device, f.inPlace) << " N=" << f.n << ": omitted (no fit)\n";
+    if (!f.noFit.empty()) os << "  " << key(f.op, f.algo, f.carrier, f.device, f.inPlace) << " N=" << f.n << ": omitted (no fit)\n";
   for (const auto& c : crossovers(fits)) {
-    os << "  " << printable(c.op) << " N=" << c.n << " over " << printable(c.transport) << ": " << printable(c.first)
-       << " vs " << printable(c.second) << ": "
-       << (c.bytes ? "cross at " + formatBytes(static_cast<std::size_t>(*c.bytes)) + "; " : std::string())
-       << printable(c.note) << "\n";
-    jc.push_back({{"op", c.op}, {"n_gpus", c.n}, {"transport", c.transport}, {"device", c.device}, {"first", c.first},
-                  {"second", c.second}, {"bytes", c.bytes ? json(*c.bytes) : json(nullptr)}, {"note", c.note}});
+    const std::vector<std::string> why = caveats(c);
+    os << "  " << printable(c.op) << " N=" << c.n << ": " << printable(c.first + " over " + c.firstCarrier) << " vs "
+       << printable(c.second + " over " + c.secondCarrier) << ": "
+       << (c.bytes ? "cross at " + formatBytesApprox(*c.bytes) + "; " : std::string()) << printable(c.note)
+       << (why.empty() ? "" : " (the fitted lines)") << "\n";
+    for (const auto& w : why) os << "      caveat: " << printable(w) << "\n";
+    jc.push_back(crossoverJson(c, why));
   }
   return jc;
 }
@@ -156,7 +219,7 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
     TPB_THROW(UsageError, "model: nothing to fit in " << names
                                                       << ": no ok collective point with N >= 2 measured at 2 or more sizes");
   }
-  json doc = {{"schema", "tpbench.model/1"}, {"files", opt.files}};
+  json doc = {{"schema", "tpbench.model/1"}, {"files", opt.files}, {"trusted_rel_err", kTrustedRelErr}};
 
   doc["fits"] = fitsSection(fits, os);
   doc["validation"] = validationSection(fits, os);

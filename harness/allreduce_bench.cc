@@ -14,6 +14,7 @@
 #include "harness/mpirun.h"
 #include "harness/point_driver.h"
 #include "harness/runner_session.h"
+#include "record/collective_summary.h"
 #include "record/results.h"
 #include "worker/collective_job.h"
 
@@ -54,6 +55,7 @@ struct BenchPoint {
   const CollectiveAlgo* algo = nullptr;
   int n = 0, perNode = 0;
   std::string transport;
+  std::string carrier;  // what carries its data: the transport, or the library's own
 };
 
 std::string transportFor(const AllreduceBenchOptions& opt, Device device, int n, int perNode) {
@@ -209,6 +211,7 @@ class CollectiveSweep {
   const bool print_;  // only rank 0 of an external job reads what the points measured
   const std::size_t total_;
   CollectiveConsole console_;
+  std::vector<CollectiveTiming> timings_;  // every measured point, for the summary
   std::size_t done_ = 0, failedPoints_ = 0;
   int rc_ = 0;
 };
@@ -220,6 +223,7 @@ BenchPoint CollectiveSweep::pointOf(const OpPlan& op, const CollectiveAlgo& algo
   p.n = n;
   p.perNode = ext_ ? ext_->maxLocalSizeOf(n) : n;
   p.transport = transportFor(opt_, device_, n, p.perNode);
+  p.carrier = carrierOf(algo, device_, p.transport);
   return p;
 }
 
@@ -238,7 +242,7 @@ void CollectiveSweep::runPoint(const BenchPoint& p) {
     save(recordsOf(p, partial, "result of the point in flight", error));
   };
   const std::string& op = p.op->op->name;
-  const PointOutcome po = driver_.run(op + " " + p.algo->name + " N=" + std::to_string(p.n) + " over " + p.transport,
+  const PointOutcome po = driver_.run(op + " " + p.algo->name + " N=" + std::to_string(p.n) + " over " + p.carrier,
                                       jobOf(p), p.transport, p.n, p.n, recordFailed, algoNeedsMpi(*p.algo));
   const LaunchResult& lr = po.launch;
   const std::vector<CollectiveRecord> recs =
@@ -288,6 +292,7 @@ std::vector<CollectiveRecord> CollectiveSweep::recordsOf(const BenchPoint& p, co
       rec.error = error;
     }
     rec.entry = entryRecordOf(*p.algo);
+    rec.entry.carrier = p.carrier;
     recs.push_back(rec);
   }
   return recs;
@@ -296,10 +301,11 @@ std::vector<CollectiveRecord> CollectiveSweep::recordsOf(const BenchPoint& p, co
 void CollectiveSweep::show(const BenchPoint& p, const std::vector<CollectiveRecord>& recs, const LaunchResult& lr) {
   if (!lr.ok) rc_ = 1;
   if (print_) {
-    console_.header(p.op->op->name, p.algo->name, p.n, p.transport, devName_, p.op->how);
+    console_.header({p.op->op->name, p.algo->name, p.n, p.transport, p.carrier, devName_, p.op->how});
     for (const auto& rec : recs) {
       if (rec.status != "ok") rc_ = 1;
       console_.row(rec);
+      if (auto t = timingOf(rec)) timings_.push_back(std::move(*t));
     }
   }
   console_.endPoint();
@@ -324,6 +330,7 @@ void CollectiveSweep::reference() {
 }
 
 int CollectiveSweep::finish() {
+  if (print_) console_.summary(summaryTables(timings_));
   if (opt_.memcpyReference && print_ && !stopped()) reference();
   session_.close();
   if (!print_) return rc_;

@@ -6,6 +6,7 @@
 
 #include "common/format_bytes.h"
 #include "common/text_escape.h"
+#include "record/collective_summary.h"
 #include "record/records.h"
 #include "record/stats.h"
 
@@ -101,11 +102,13 @@ void TrainConsole::lostNodeZero(const std::string& why, int node) const {
 
 // ---- allreduce and collective -----------------------------------------------------------------
 
-void CollectiveConsole::header(const std::string& op, const std::string& algo, int n, const std::string& transport,
-                               const std::string& device, const std::string& how) const {
+void CollectiveConsole::header(const CollectiveHeader& h) const {
   char line[256];
-  std::cout << "\n# " << op << "  algo=" << algo << "  N=" << n << "  transport=" << transport
-            << "  device=" << device << "  (float32" << how << ")\n";
+  // A library with a carrier of its own uses the run's transport for the barriers only.
+  const std::string over = h.carrier == h.transport ? "transport=" + h.transport
+                                                    : "over=" + h.carrier + "  transport=" + h.transport + " (barriers only)";
+  std::cout << "\n# " << h.op << "  algo=" << h.algo << "  N=" << h.n << "  " << over << "  device=" << h.device
+            << "  (float32" << h.how << ")\n";
   std::snprintf(line, sizeof line, "# %10s %11s %5s %11s %11s %11s %11s %11s %7s %12s\n", "bytes", "count", "place",
                 "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong", "sent_B/rank");
   std::cout << line;
@@ -129,6 +132,45 @@ void CollectiveConsole::row(const CollectiveRecord& p) const {
 }
 
 void CollectiveConsole::endPoint() const { std::cout.flush(); }
+
+namespace {
+
+std::string placeText(bool inPlace) { return inPlace ? "in place" : "out of place"; }
+
+// The width of the winner column: the longest "a ≈ b" of the table (≈ is one column wide).
+std::size_t winnerWidth(const SummaryTable& t) {
+  std::size_t w = 6;
+  for (const auto& r : t.rows) w = std::max(w, winnerText(t, r).size() - (r.withinNoise ? 2 : 0));
+  return w;
+}
+
+void summaryTable(const SummaryTable& t) {
+  std::cout << "\n# " << printable(t.op) << " at a glance (" << printable(t.device) << ", " << placeText(t.inPlace)
+            << "): the fastest per N and size by median time, each algorithm's median time over its;\n"
+            << "# a \u2248 b: b's min-max range overlaps a's, so a's lead is within noise\n";
+  const int ww = static_cast<int>(winnerWidth(t));
+  std::printf("# %3s %8s  %-*s %11s", "N", "size", ww, "fastest", "busbw_GB/s");
+  for (const auto& c : t.columns) std::printf(" %*s", static_cast<int>(std::max<std::size_t>(8, c.size())), printable(c).c_str());
+  std::printf("\n");
+  for (const auto& r : t.rows) {
+    const std::string win = printable(winnerText(t, r));
+    // printf pads by bytes: widen by the two extra bytes of a ≈.
+    std::printf("  %3d %8s  %-*s %11.3f", r.n, formatBytes(r.bytes).c_str(), ww + (r.withinNoise ? 2 : 0), win.c_str(),
+                r.cells[r.winner]->busbwGbps);
+    for (std::size_t c = 0; c < t.columns.size(); ++c)
+      std::printf(" %*s", static_cast<int>(std::max<std::size_t>(8, t.columns[c].size())), ratioText(r, c).c_str());
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+void CollectiveConsole::summary(const std::vector<SummaryTable>& tables) const {
+  std::cout.flush();
+  for (const auto& t : tables)
+    if (t.columns.size() > 1) summaryTable(t);
+  std::fflush(stdout);
+}
 
 void CollectiveConsole::pointFailed(const std::string& op, const std::string& algo, int n,
                                     const std::string& error) const {

@@ -14,6 +14,7 @@
 namespace tpb {
 
 struct CollectiveRecord;
+struct SummaryTable;
 
 // The point driver's progress line on stderr: "[k/total] <what>", then for a launched point the
 // time elapsed and its ETA; and, before launch, a warning line when its ranks outnumber the cores
@@ -65,15 +66,27 @@ class TrainConsole {
   std::vector<TrainRow> rows_;
 };
 
-// `allreduce` and `collective`: nccl-tests' table per point, then the memcpy reference.
+// What the header of a point's table says.
+struct CollectiveHeader {
+  std::string op, algo;
+  int n = 0;
+  std::string transport;  // the run's
+  std::string carrier;    // what carried the data: the transport, or the library's own
+  std::string device;
+  std::string how;  // what the parentheses add after "float32" (" sum, in place, root 0")
+};
+
+// `allreduce` and `collective`: nccl-tests' table per point, the summary per op, then the memcpy
+// reference.
 class CollectiveConsole {
  public:
-  // `how`: what the header's parentheses add after "float32" (" sum, in place, root 0").
-  void header(const std::string& op, const std::string& algo, int n, const std::string& transport,
-              const std::string& device, const std::string& how) const;
+  void header(const CollectiveHeader& h) const;
   // A measured record as a table row, any other as a "FAILED" line.
   void row(const CollectiveRecord& rec) const;
   void endPoint() const;  // the point's table is complete: flushed
+  // Per op, device and placement measured with two or more algorithms: the fastest per N and
+  // size, every algorithm's time as a multiple of its (record/collective_summary.h).
+  void summary(const std::vector<SummaryTable>& tables) const;
   void pointFailed(const std::string& op, const std::string& algo, int n, const std::string& error) const;
   void referenceHeader() const;
   void reference(std::size_t bytes, double gbps) const;

@@ -87,7 +87,16 @@ namespace {
 struct PointLayout {
   int procs = 1, perNode = 1, world = 1;
   std::string transport;
+  std::string carrier;  // what carries its data (results' "carrier")
 };
+
+// In one process its replicas share memory; else the strategy's own library (for a strategy
+// that takes --library, that allreduce's), or the run's transport.
+std::string carrierFor(const TrainStrategy& s, const TrainConfig& cfg, Device device, const PointLayout& l) {
+  if (l.procs == 1) return "in-process";
+  if (!s.takesLibrary) return carrierOf(s, device, l.transport);
+  return carrierOf(findAllreduce("--library", cfg.library.empty() ? "library" : cfg.library), device, l.transport);
+}
 
 PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const TrainConfig& cfg, Device device) {
   PointLayout l;
@@ -97,6 +106,7 @@ PointLayout layoutOf(const TrainRunOptions& opt, const TrainStrategy& s, const T
   l.perNode = ext ? ext->maxLocalSizeOf(l.procs) : opt.nprocPerNode > 0 ? opt.nprocPerNode : l.procs;
   l.world = ext ? l.procs : l.perNode * opt.nnodes;
   l.transport = opt.transport.empty() ? defaultTransport(device, l.world, l.perNode) : opt.transport;
+  l.carrier = carrierFor(s, cfg, device, l);
   return l;
 }
 
@@ -335,6 +345,7 @@ RunRecord TrainSweep::recordOf(const PointPlan& plan) const {
   RunRecord run;
   run.config = runConfigOf(canonical, deviceText_, plan.layout.transport, plan.point->repeat);
   run.entry = entryRecordOf(*plan.strategy, plan.strategy->dataRanks(plan.cfg().nGpus));
+  run.entry.carrier = plan.layout.carrier;
   return run;
 }
 
@@ -380,7 +391,7 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   };
   const std::string what = nameOf(plan) + " batch " + std::to_string(cfg.batchSize) + " train_size " +
                            std::to_string(cfg.trainSize) + " epochs " + std::to_string(cfg.epochs) + " over " +
-                           (layout.procs > 1 ? layout.transport : "one process");
+                           (layout.procs > 1 ? layout.carrier : "one process");
   const PointOutcome po = driver_.run(what, jobOf(plan, run), layout.transport, layout.perNode, layout.procs,
                                       recordFailed, plan.libraryMpi);
   const LaunchResult& lr = po.launch;

@@ -436,7 +436,7 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
   r.wallS = optNumber(in, "wall_s", kNonNegativeNumber);
   r.entry = EntryRecord::readFrom(in);
   r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "origin", "order", "color",
-                            "data_ranks", "reference_of"});
+                            "data_ranks", "reference_of", "carrier"});
   return r;
 }
 
@@ -452,6 +452,7 @@ void EntryRecord::writeInto(json& record) const {
   putIfSet(record, "color", color);
   putIfSet(record, "data_ranks", dataRanks);
   putIfSet(record, "reference_of", referenceOf);
+  putIfSet(record, "carrier", carrier);
 }
 
 EntryRecord EntryRecord::readFrom(const JsonIn& record) {
@@ -462,6 +463,7 @@ EntryRecord EntryRecord::readFrom(const JsonIn& record) {
   if (e.color && !isHexColor(*e.color)) record.at("color").fail("a colour \"#rrggbb\"");
   if (const auto d = optInteger(record, "data_ranks", 0, kMaxRanks)) e.dataRanks = static_cast<int>(*d);
   e.referenceOf = optStr(record, "reference_of");
+  e.carrier = optStr(record, "carrier");
   return e;
 }
 
@@ -537,7 +539,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
                             "warmup", "traffic", "origin", "order", "color", "data_ranks",
-                            "reference_of"});
+                            "reference_of", "carrier"});
   return c;
 }
 

@@ -141,6 +141,10 @@ struct EntryRecord {
   std::optional<std::string> color;   // "#rrggbb"
   std::optional<int> dataRanks;       // runs only: ranks that consume training data
   std::optional<std::string> referenceOf;  // a PyTorch reference: the entry rebuilding its algorithm
+  // What carried the point's data: the run's transport, or the library's own ("gloo-tcp",
+  // "mpi", "nccl"; core/entry.h), or "in-process" for a point of one process. `transport` keeps
+  // the run's transport, which compare matches on.
+  std::optional<std::string> carrier;
 
   void writeInto(nlohmann::json& record) const;
   static EntryRecord readFrom(const JsonIn& record);
@@ -192,6 +196,8 @@ struct CollectiveRecord {
 
   bool ok() const { return status == "ok"; }
   bool isInPlace() const { return inPlace.value_or(true); }
+  // What carried its data: the recorded carrier, else (files older than the field) the transport.
+  std::string carriedOver() const { return entry.carrier.value_or(transport); }
   nlohmann::json toJson() const;
   static CollectiveRecord fromJson(const JsonIn& in);
 };

@@ -61,6 +61,7 @@ ArPoint pointOf(const CollectiveRecord& c) {
   a.inPlace = c.isInPlace();
   a.algo = c.algo;
   a.transport = c.transport;
+  a.carrier = c.carriedOver();
   a.device = c.device;
   a.status = c.status;
   a.error = c.error.value_or("");
@@ -70,6 +71,8 @@ ArPoint pointOf(const CollectiveRecord& c) {
   a.minUs = finiteOr(c.timeMinUs);
   a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
+  a.minUs = finiteOr(c.timeMinUs);
+  a.maxUs = finiteOr(c.timeMaxUs);
   return a;
 }
 

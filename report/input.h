@@ -49,6 +49,7 @@ struct ArPoint {
   std::string op = "allreduce";  // the collective (record field "op")
   bool inPlace = true;
   std::string algo, transport, device, status, error;
+  std::string carrier;  // what carried its data (the record's, else its transport)
   int n = 0;
   long long bytes = 0;
   double medianUs = kNaN, busbw = kNaN;

@@ -185,8 +185,22 @@ void chartSections(Page& page, const std::vector<Outcome>& outs) {
   }
 }
 
+// The collectives at a glance, where some op was measured with two or more algorithms.
+void glanceSection(Page& page, const std::vector<GlanceTable>& glance) {
+  if (glance.empty()) return;
+  page.heading(2, {text("Collectives at a glance")});
+  page.paragraph({text("Per N and size, the fastest algorithm by median time and its bus bandwidth; every "
+                       "algorithm's median time as a multiple of the fastest one's. \"a ≈ b (within noise)\": b's "
+                       "min–max range over the iterations overlaps a's, so a's lead is not beyond the measured "
+                       "spread.")});
+  for (const auto& g : glance) {
+    page.heading(3, {text(g.title)});
+    page.table(g.table);
+  }
+}
+
 Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs,
-               const Table& runs, const Table& ar, const Table* overlap) {
+               const Table& runs, const Table& ar, const Table* overlap, const std::vector<GlanceTable>& glance) {
   Page page("tpbench report");
   introduce(page, inputs);
   chartSections(page, outs);
@@ -211,6 +225,7 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
                   link("allreduce.csv", "allreduce.csv"),
                   text("); min–max µs: the fastest and the slowest timed iteration of any of them.")});
   page.table(ar);
+  glanceSection(page, glance);
   page.heading(2, {text("Inputs")});
   for (const auto& in : inputs) {
     page.heading(3, {code(in.path)});
@@ -276,7 +291,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
       summary.overlap.push_back(overlapLine(r.label, o));
     }
   }
-  const Page page = indexPage(in.files, outcomes, runTable, arTable, overlap.get());
+  const Page page = indexPage(in.files, outcomes, runTable, arTable, overlap.get(), glanceTables(in.points, in.styles));
   writeText(dir / "index.md", page.markdown());
   writeText(dir / "index.html", page.html());
   return summary;

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "record/collective_summary.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/style.h"
@@ -107,11 +108,11 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
            std::vector<const ArPoint*>>
       groups;
   for (const auto& p : points)
-    groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Allreduce, p.algo), label(p), p.transport,
+    groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Allreduce, p.algo), label(p), p.carrier,
             p.device, p.n, p.bytes, p.status}]
         .push_back(&p);
   Table t;
-  t.header = {"algo", "transport", "device", "N", "bytes", "median µs", "min–max µs", "busbw GB/s", "status"};
+  t.header = {"algo", "carried over", "device", "N", "bytes", "median µs", "min–max µs", "busbw GB/s", "status"};
   for (const auto& [k, ps] : groups) {
     std::vector<double> us, lo, hi, bw;
     for (const ArPoint* p : ps) {
@@ -119,12 +120,48 @@ Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
       lo.push_back(p->minUs), hi.push_back(p->maxUs);
     }
     const ArPoint& p = *ps.front();
-    t.rows.push_back({label(p), p.transport, p.device, std::to_string(p.n),
+    t.rows.push_back({label(p), p.carrier, p.device, std::to_string(p.n),
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
                       spreadText(lo, hi), fmtNum(median(bw)),
                       statusText(p.status, p.error, static_cast<int>(ps.size()))});
   }
   return t;
+}
+
+namespace {
+
+Table glanceTable(const SummaryTable& s) {
+  Table t;
+  t.header = {"N", "size", "fastest", "its busbw GB/s"};
+  for (const auto& c : s.columns) t.header.push_back(c + " (× time)");
+  for (const auto& r : s.rows) {
+    std::vector<Cell> row = {std::to_string(r.n), fmtBytes(static_cast<long long>(r.bytes)),
+                             winnerText(s, r) + (r.withinNoise ? " (within noise)" : ""),
+                             fmtNum(r.cells[r.winner]->busbwGbps)};
+    for (std::size_t c = 0; c < s.columns.size(); ++c) row.push_back(ratioText(r, c));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<GlanceTable> glanceTables(const std::vector<ArPoint>& points, const Styles& styles) {
+  std::vector<const ArPoint*> sorted;
+  for (const auto& p : points)
+    if (p.ok()) sorted.push_back(&p);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const ArPoint* a, const ArPoint* b) {
+    return styles.less(SeriesKind::Allreduce, a->algo, b->algo);
+  });
+  std::vector<CollectiveTiming> timings;
+  for (const ArPoint* p : sorted)
+    timings.push_back({p->op, p->algo, p->carrier, p->device, p->inPlace, p->n, static_cast<std::uint64_t>(p->bytes),
+                       p->medianUs, p->minUs, p->maxUs, p->busbw});
+  std::vector<GlanceTable> out;
+  for (const SummaryTable& s : summaryTables(timings))
+    if (s.columns.size() > 1)
+      out.push_back({s.op + " (" + s.device + ", " + (s.inPlace ? "in place" : "out of place") + ")", glanceTable(s)});
+  return out;
 }
 
 Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overlap>& overlaps) {

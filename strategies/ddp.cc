@@ -240,6 +240,7 @@ TrainStrategy ddpStrategy() {
       "DDP's algorithm: reverse-order gradient buckets (--bucket_mb), async allreduce from autograd hooks (c10d Gloo on CPU, NCCL on GPU)";
   s.order = 4;
   s.color = "#d62728";
+  s.carrier = glooCarrier;
   s.unsupported = [](Device d, int) {
     return d == Device::Cpu || ncclCompiled() ? std::string() : std::string("this build has no NCCL");
   };

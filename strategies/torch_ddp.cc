@@ -21,6 +21,8 @@ TrainStrategy torchDdpStrategy() {
       "on the same weights, data and order: the measured reference for ddp";
   s.order = 20;
   s.color = "#17becf";
+  // Its Python processes make their own process group: Gloo on the CPU, NCCL on GPUs.
+  s.carrier = [](Device d) { return std::string(d == Device::Cpu ? kCarrierGlooTcp : kCarrierNccl); };
   s.unsupported = [](Device d, int n) { return torchUnsupported(TorchWrapper::Ddp, d, n); };
   s.unsupportedConfig = torchUnsupportedConfig;
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {

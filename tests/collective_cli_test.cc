@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "core/collective.h"
@@ -66,6 +67,33 @@ TEST(CollectiveCli, EveryOpRecordsBusbwTrafficAndVerifies) {
   EXPECT_FALSE(md.at("fits").empty());
   std::remove(out.c_str());
   std::remove(model.c_str());
+}
+
+// A library point names what carried it (Gloo's TCP, not the run's shm) in its header, its
+// progress line and its record; the from-scratch one its transport. After the tables, the
+// summary names the fastest per N and size with the other as a multiple of its time.
+TEST(CollectiveCli, LabelsSayWhatCarriedEachPointAndTheSummaryFollowsTheTables) {
+  const std::string out = test::tempPath("carrier.json");
+  const auto r = runCli({"allreduce", "--algos", "ring,gloo", "--n_gpus", "2", "--bytes", "4K,64K", "--iters", "2",
+                         "--warmup", "1", "--launcher", "tpbench", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("# allreduce  algo=ring  N=2  transport=shm  device=cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# allreduce  algo=gloo  N=2  over=gloo-tcp  transport=shm (barriers only)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("allreduce gloo N=2 over gloo-tcp"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("allreduce gloo N=2 over shm"), std::string::npos) << r.err;
+  const json doc = readJson(out);
+  ASSERT_EQ(doc.at("allreduce").size(), 4u);
+  for (const auto& p : doc.at("allreduce")) {
+    EXPECT_EQ(p.at("transport"), "shm") << p;  // the run's, which compare matches on
+    EXPECT_EQ(p.at("carrier"), p.at("algo") == "gloo" ? "gloo-tcp" : "shm") << p;
+  }
+  const auto summary = r.out.find("# allreduce at a glance (cpu, in place)");
+  ASSERT_NE(summary, std::string::npos) << r.out;
+  EXPECT_GT(summary, r.out.rfind("# allreduce  algo="));
+  const std::regex row("\n +2 +64K +(ring|gloo)( \u2248 (ring|gloo))? +[0-9.]+ +[0-9.]+x +[0-9.]+x\n");
+  EXPECT_TRUE(std::regex_search(r.out.substr(summary), row)) << r.out;
+  std::remove(out.c_str());
 }
 
 TEST(CollectiveCli, BadInputIsRefusedUpFront) {

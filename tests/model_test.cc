@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/format_bytes.h"
 #include "cost_model/alpha_beta.h"
 #include "cost_model/model_report.h"
 #include "record/results.h"
@@ -137,6 +138,110 @@ TEST(AlphaBeta, AbsurdDataIsNoFitNeverInfOrNan) {
     EXPECT_TRUE(f.at("no_fit").is_string()) << f;
   }
   std::remove(path.c_str());
+}
+
+// A point of `algo` timed as given, not by a formula.
+CollectiveRecord timed(const std::string& algo, double bytes, double us) {
+  CollectiveRecord r = point("allreduce", "ring", 2, bytes, 0, 0);
+  r.algo = algo;
+  r.timeMedianUs = us;
+  return r;
+}
+
+// runModel over `recs` written to a results file: what it prints, and the document.
+std::string modelText(const std::vector<CollectiveRecord>& recs, nlohmann::json* doc = nullptr) {
+  const std::string path = ::testing::TempDir() + "tpb_model_text.json";
+  ResultsFile file = ResultsFile::create(path, Meta{});
+  for (const auto& r : recs) file.addCollective(r);
+  file.save();
+  std::ostringstream os;
+  ModelOptions opt;
+  opt.files = {path};
+  const nlohmann::json d = runModel(opt, os);
+  if (doc) *doc = d;
+  std::remove(path.c_str());
+  return os.str();
+}
+
+TEST(ModelTrust, AFitWithLargeErrorIsMarkedUntrusted) {
+  std::vector<CollectiveRecord> recs;
+  int i = 0;
+  for (double b = 1024; b <= 1 << 20; b *= 4) recs.push_back(timed("ring", b, (10 + 1e-4 * b) * (i++ % 2 ? 1.6 : 0.5)));
+  for (double b = 1024; b <= 1 << 20; b *= 4) recs.push_back(timed("tree", b, 12 + 2e-4 * b));
+  const auto fits = fitAll(recs);
+  ASSERT_EQ(fits.size(), 2u);
+  EXPECT_GT(fits[0].line.rmsRelErr, kTrustedRelErr);
+  EXPECT_FALSE(fits[0].trusted());
+  EXPECT_TRUE(fits[1].trusted());
+  nlohmann::json doc;
+  const std::string out = modelText(recs, &doc);
+  EXPECT_NE(out.find("above 25 % is UNTRUSTED"), std::string::npos) << out;
+  const std::regex ringUntrusted("allreduce ring over shm \\(cpu\\)[^\\n]* UNTRUSTED ");
+  EXPECT_TRUE(std::regex_search(out, ringUntrusted)) << out;
+  EXPECT_FALSE(doc.at("fits").at(0).at("trusted").get<bool>());
+  EXPECT_TRUE(doc.at("fits").at(1).at("trusted").get<bool>());
+  EXPECT_NE(out.find("caveat: from an UNTRUSTED fit"), std::string::npos) << out;
+}
+
+TEST(ModelTrust, ACrossingOutsideTheMeasuredSizesIsAnExtrapolationInKMG) {
+  // Lines 40 + 3e-4 S and 60 + 1.5e-4 S meet at 133333 bytes, below the 1M..64M measured.
+  std::vector<CollectiveRecord> recs;
+  for (double b = 1 << 20; b <= 64 << 20; b *= 4) {
+    recs.push_back(timed("halving_doubling", b, 40 + 3e-4 * b));
+    recs.push_back(timed("ring", b, 60 + 1.5e-4 * b));
+  }
+  const auto c = crossovers(fitAll(recs));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_TRUE(c[0].outsideMeasured());
+  EXPECT_EQ(c[0].fromBytes, 1 << 20);
+  const std::string out = modelText(recs);
+  EXPECT_NE(out.find("cross at 130K;"), std::string::npos) << out;
+  EXPECT_EQ(out.find("133333"), std::string::npos) << out;
+  EXPECT_NE(out.find("caveat: the crossing lies outside the sizes both were measured at (1M..64M)"), std::string::npos)
+      << out;
+}
+
+TEST(ModelTrust, AClaimTheMeasuredMediansContradictIsFlagged) {
+  // tree's line is below ring's everywhere, but at 16K and 64K tree's measured medians were
+  // three times slower (two disturbed sizes the robust fit sets aside) and ring's were lower.
+  std::vector<CollectiveRecord> recs;
+  for (double b = 1024; b <= 64 << 20; b *= 4) {
+    recs.push_back(timed("ring", b, 10 + 1e-4 * b));
+    recs.push_back(timed("tree", b, (5 + 0.5e-4 * b) * (b == 16384 || b == 65536 ? 3 : 1)));
+  }
+  const auto c = crossovers(fitAll(recs));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].note, "tree faster at every size");
+  EXPECT_EQ(c[0].contradicted, (std::vector<double>{16384, 65536}));
+  const std::string out = modelText(recs);
+  EXPECT_NE(out.find("tree faster at every size (the fitted lines)"), std::string::npos) << out;
+  EXPECT_NE(out.find("caveat: CONTRADICTED by the measurements: ring's median was lower at 16K-64K"), std::string::npos)
+      << out;
+}
+
+TEST(ModelTrust, ALibraryPointIsNamedByWhatCarriedIt) {
+  std::vector<CollectiveRecord> recs;
+  for (double b = 1024; b <= 1 << 20; b *= 4) {
+    recs.push_back(timed("gloo", b, 50 + 1e-3 * b));  // no carrier recorded: the registry's
+    recs.push_back(timed("ring", b, 10 + 1e-4 * b));
+    recs.back().entry.carrier = "shm";
+  }
+  nlohmann::json doc;
+  const std::string out = modelText(recs, &doc);
+  EXPECT_NE(out.find("allreduce gloo over gloo-tcp (cpu)"), std::string::npos) << out;
+  EXPECT_NE(out.find("gloo over gloo-tcp vs ring over shm"), std::string::npos) << out;
+  EXPECT_EQ(out.find("gloo over shm"), std::string::npos) << out;
+  EXPECT_EQ(doc.at("fits").at(0).at("carrier"), "gloo-tcp");
+}
+
+TEST(FormatBytes, ComputedSizesReadInKMG) {
+  EXPECT_EQ(formatBytesApprox(700), "700");
+  EXPECT_EQ(formatBytesApprox(1000), "1000");
+  EXPECT_EQ(formatBytesApprox(1132), "1.11K");
+  EXPECT_EQ(formatBytesApprox(100000), "97.7K");
+  EXPECT_EQ(formatBytesApprox(1048000), "1023K");
+  EXPECT_EQ(formatBytesApprox(64.0 * (1 << 20)), "64M");
+  EXPECT_EQ(formatBytesApprox(3.0 * (1 << 30)), "3G");
 }
 
 TEST(AlphaBeta, RingOnNvlinkApproachesTheLinkRate) {

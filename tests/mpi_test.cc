@@ -135,6 +135,9 @@ TEST(MpiCli, MpiAllreduceThroughLauncherMpirunVerifiesExactlyBesideGloo) {
   expectAllVerified(doc, 2 * 2 * 2);
   EXPECT_EQ(doc.at("allreduce").at(4).at("algo"), "mpi");
   EXPECT_EQ(doc.at("allreduce").at(4).at("origin"), "library");
+  EXPECT_EQ(doc.at("allreduce").at(4).at("carrier"), "mpi");  // MPI's own, not the run's transport
+  EXPECT_EQ(doc.at("allreduce").at(0).at("carrier"), "gloo-tcp");
+  EXPECT_NE(r.out.find("algo=mpi  N=2  over=mpi  transport="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("algo=gloo"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("algo=mpi"), std::string::npos) << r.out;
   // mpirun's --tag-output lines come back with the launcher's own prefix.

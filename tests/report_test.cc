@@ -137,7 +137,7 @@ TEST_F(ReportTest, DrawsEveryChartFromFixture) {
   // Tables and the meta block of the input.
   EXPECT_NE(md.find("| strategy | N | batch | train_size | epochs | samples/s | samples/s min–max | final accuracy |"),
             std::string::npos);
-  EXPECT_NE(md.find("| algo | transport | device | N | bytes | median µs | min–max µs | busbw GB/s | status |"),
+  EXPECT_NE(md.find("| algo | carried over | device | N | bytes | median µs | min–max µs | busbw GB/s | status |"),
             std::string::npos);
   EXPECT_NE(md.find("rank 2 was killed by signal 9"), std::string::npos)
       << "failed runs are listed";
@@ -312,6 +312,35 @@ TEST_F(ReportTest, MergesSeveralInputs) {
   EXPECT_NE(md.find("From 2 results files"), std::string::npos);
   EXPECT_NE(md.find("### `" + opt.inputs[0] + "`"), std::string::npos);
   EXPECT_NE(md.find("### `" + opt.inputs[1] + "`"), std::string::npos);
+}
+
+// The collectives at a glance: a table per op, device and placement with two or more algorithms,
+// names escaped as in every table; the allreduce table says what carried each point.
+TEST_F(ReportTest, CollectivesAtAGlanceNameTheFastestAndWhatCarriedIt) {
+  json doc = json::parse(readText(kFixture));
+  for (auto& p : doc["allreduce"]) {
+    if (p["algo"] == "param_server") p["algo"] = "<i>ps</i>|y";
+    if (p["algo"] == "library") p["carrier"] = "gloo-tcp";
+  }
+  writeText(path("glance.json"), doc.dump());
+  ReportOptions opt;
+  opt.inputs = {path("glance.json").string()};
+  opt.outDir = out().string();
+  opt.gnuplot = "";
+  writeReport(opt);
+  const std::string md = readText(out() / "index.md");
+  const std::string html = readText(out() / "index.html");
+  EXPECT_NE(md.find("## Collectives at a glance"), std::string::npos) << md;
+  EXPECT_NE(md.find("### allreduce (cpu, in place)\n\n| N | size | fastest | its busbw GB/s | "), std::string::npos)
+      << md;
+  EXPECT_NE(md.find(" | library (× time) | ring (× time) |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("&lt;i&gt;ps&lt;/i&gt;\\|y (× time)"), std::string::npos) << md;
+  EXPECT_NE(md.find("### broadcast (cpu, out of place)"), std::string::npos) << md;
+  EXPECT_NE(html.find("<th>&lt;i&gt;ps&lt;/i&gt;|y (× time)</th>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("<i>ps</i>"), std::string::npos) << html;
+  EXPECT_EQ(md.find("<i>ps</i>|y"), std::string::npos) << md;
+  EXPECT_NE(md.find("| library | gloo-tcp | cpu |"), std::string::npos) << md;
+  EXPECT_NE(readText(out() / "allreduce.csv").find("algo,carried over,device"), std::string::npos);
 }
 
 TEST_F(ReportTest, BadInputsAreUsageErrors) {

@@ -1,6 +1,8 @@
 // Training as a user runs it: accuracy of every strategy, a rank killed in the middle of a
 // sweep, and a two-"node" launch on one machine.
 #include <gtest/gtest.h>
+
+#include <map>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <zlib.h>
@@ -33,6 +35,12 @@ TEST(TrainCli, EveryStrategyLearnsTheSyntheticTask) {
               "--n_gpus", "2", "--batch_size", "64", "--epochs", "3", "--train_size", "8192",
               "--test_size", "2000", "--out", out2});
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  // What carried each point: Gloo's TCP for the library ones, not the run's shm.
+  EXPECT_NE(r.err.find("ddp N=2 batch 64 train_size 8192 epochs 3 over gloo-tcp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ring_all_reduce N=2 batch 64 train_size 8192 epochs 3 over shm"), std::string::npos) << r.err;
+  const std::map<std::string, std::string> carriers = {{"single", "in-process"},    {"param_server", "shm"},
+                                                       {"ring_all_reduce", "shm"},  {"allreduce", "gloo-tcp"},
+                                                       {"ddp", "gloo-tcp"},         {"data_parallel", "in-process"}};
   json runs = readJson(out).at("runs");
   const json sweep = readJson(out2);
   for (const auto& x : sweep.at("runs")) runs.push_back(x);
@@ -40,6 +48,8 @@ TEST(TrainCli, EveryStrategyLearnsTheSyntheticTask) {
   for (const auto& run : runs) {
     SCOPED_TRACE(run.at("config").at("strategy").get<std::string>());
     EXPECT_EQ(run.at("status"), "ok");
+    EXPECT_EQ(run.at("carrier"), carriers.at(run.at("config").at("strategy")));
+    EXPECT_EQ(run.at("config").at("transport"), "shm");  // the run's, which compare matches on
     ASSERT_EQ(run.at("epochs").size(), 3u);
     EXPECT_GE(run.at("summary").at("final_test_accuracy").get<double>(), 0.90);
     // Loss must fall from epoch to epoch on this easy, deterministic task.

@@ -22,7 +22,9 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
       "allgather, reduce_scatter, alltoall (N-1)/N; broadcast, reduce, sendrecv 1; sendrecv is a ping-pong "
       "whose time is a round trip, so its busbw is about half nccl-tests' sendrecv), exact traffic per rank "
       "and an exact verification pass. Sizes follow nccl-tests: allgather's is the gathered output, "
-      "reduce_scatter's the input; blocked ops round the count down to a multiple of N.");
+      "reduce_scatter's the input; blocked ops round the count down to a multiple of N. After the tables: per "
+      "op the fastest algorithm per N and size, the others' time as a multiple of its ('a \u2248 b' where their "
+      "min-max ranges overlap: within noise).");
   cmd->add_option("--op", *ops, "Comma list of collectives, or 'all'")->capture_default_str();
   cmd->add_option("--algos", f->algos,
                   "Comma list of algorithms, or 'all'; with several ops each op runs those it has (see `tpbench list`)")

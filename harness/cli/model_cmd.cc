@@ -14,7 +14,8 @@ void addModel(CLI::App& app, Action& action) {
       "Fit the alpha-beta cost model to collective results (per op, algorithm, transport, device, N): "
       "alpha, beta and the fit's error, a leave-one-out check (fit on the smaller N, predict the largest), "
       "crossover sizes, and projections from published link figures. Output says what is measured and "
-      "what is projected.");
+      "what is projected; a fit above 25 % error is marked UNTRUSTED, and each crossover is checked against "
+      "the measured medians and the sizes measured.");
   cmd->add_option("FILES", o->files, "Results JSON files with collective points (tpbench allreduce/collective)")
       ->required();
   cmd->add_option("--out", o->out, "Write the model as JSON here");
