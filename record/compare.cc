@@ -116,7 +116,7 @@ Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) 
   Point p;
   p.coll = rec;
   p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
-            rec.transport + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
+            "over " + rec.carriedOver() + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
   points.push_back(std::move(p));
   return points.back();
 }
