@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -325,15 +326,17 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
 
 // The host's wait for ddp's buckets ends when their communication does: averaging the summed
 // gradients is computation, timed with the optimizer, not drawn as waiting past the buckets.
-// (A 2048-wide MLP makes that averaging take milliseconds, far beyond a thread's wake-up.)
+// A 2048-wide MLP makes that averaging take a millisecond or more on every step, far beyond a
+// thread's wake-up; a busy machine can delay a single wake-up as much, so the check is on the
+// median over 16 waits, which only a cost paid on most steps moves.
 TEST(TraceCli, DdpHostWaitEndsWithItsBuckets) {
   const std::string out = test::tempPath("ddpwait.json"), tr = test::tempPath("ddpwait.trace.json");
   const auto r = test::runCli({"run", "--strategy", "ddp", "--n_gpus", "2", "--batch_size", "64", "--epochs", "1",
-                               "--train_size", "256", "--test_size", "100", "--hidden", "2048,2048",
+                               "--train_size", "1024", "--test_size", "100", "--hidden", "2048,2048",
                                "--bucket_mb", "4", "--out", out, "--trace", tr});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const std::vector<Span> s = spansOf(test::readJson(tr), 1);
-  std::size_t waits = 0;
+  std::vector<double> pastUs;  // per wait: how long after its last bucket it ended
   for (int rank = 0; rank < 2; ++rank) {
     const int host = traceTid(rank, 0), comm = traceTid(rank, 1);
     double backwardTs = 0;
@@ -343,12 +346,15 @@ TEST(TraceCli, DdpHostWaitEndsWithItsBuckets) {
       double lastEnd = w.ts;  // buckets that completed before the wait began leave nothing to wait for
       for (const Span& c : s)
         if (c.tid == comm && c.ts >= backwardTs - 1e-3 && c.ts <= w.ts + w.dur) lastEnd = std::max(lastEnd, c.ts + c.dur);
-      EXPECT_LE(w.ts + w.dur, lastEnd + 300) << "rank " << rank << ": the wait runs " << w.ts + w.dur - lastEnd
-                                             << " us past its buckets";
-      ++waits;
+      pastUs.push_back(w.ts + w.dur - lastEnd);
     }
   }
-  EXPECT_EQ(waits, 4u);  // 2 steps on each of 2 ranks
+  ASSERT_EQ(pastUs.size(), 16u);  // 8 steps on each of 2 ranks
+  std::vector<double> sorted = pastUs;
+  std::sort(sorted.begin(), sorted.end());
+  std::ostringstream all;
+  for (double us : pastUs) all << " " << us;
+  EXPECT_LE(sorted[sorted.size() / 2], 500) << "waits end this many us after their last bucket:" << all.str();
 }
 
 TEST(TraceCli, PipelineSpansEveryMicroBatchAndSweepsGiveOneProcessPerRun) {
