@@ -240,7 +240,9 @@ std::vector<Crossover> crossovers(const std::vector<Fit>& fits) {
       if (a.op != b.op || a.transport != b.transport || a.device != b.device || a.n != b.n || a.inPlace != b.inPlace ||
           a.algo == b.algo || !a.noFit.empty() || !b.noFit.empty())
         continue;  // lines that are no fit cross nothing
-      Crossover c{a.op, a.transport, a.device, a.algo, b.algo, a.carrier, b.carrier, a.n, std::nullopt, ""};
+      Crossover c;
+      c.op = a.op, c.transport = a.transport, c.device = a.device, c.first = a.algo, c.second = b.algo;
+      c.firstCarrier = a.carrier, c.secondCarrier = b.carrier, c.n = a.n;
       // a.a + a.b·S = b.a + b.b·S
       const double db = a.line.b - b.line.b, da = b.line.a - a.line.a;
       if (db != 0 && da / db > 0) {

@@ -154,7 +154,12 @@ std::optional<double> remainingS(double measuredS, std::size_t measured, std::si
 
 void PointDriver::skip(const std::string& what) {
   ++index_;
-  if (reporter()) printProgress({index_, opt_.total, what, std::nullopt, 0, 0});
+  if (!reporter()) return;
+  ProgressLine line;
+  line.k = index_;
+  line.total = opt_.total;
+  line.what = what;
+  printProgress(line);
 }
 
 std::string needsMpiLauncher(const std::string& transport, const std::string& other) {
@@ -168,8 +173,12 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
   ++index_;
   const auto now = std::chrono::steady_clock::now();
   if (reporter()) {
-    ProgressLine line{index_, opt_.total, what, std::nullopt, external_ ? 0 : procsPerNode,
-                      availableCores()};
+    ProgressLine line;
+    line.k = index_;
+    line.total = opt_.total;
+    line.what = what;
+    line.ranks = external_ ? 0 : procsPerNode;
+    line.cores = availableCores();
     line.elapsedS = std::chrono::duration<double>(now - start_).count();
     line.etaS = remainingS(launchedS_, launched_, opt_.total - index_ + 1);
     printProgress(line);

@@ -372,7 +372,13 @@ void TrainSweep::skip(const PointPlan& plan, RunRecord& run, const std::string& 
   run.status = "skipped";
   run.error = why;
   driver_.skip(nameOf(plan) + " b=" + std::to_string(cfg.batchSize) + ": skipped: " + why);
-  console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, "skipped", 0, 0, 0});
+  TrainRow row;
+  row.strategy = plan.strategy->name;
+  row.n = cfg.nGpus;
+  row.batch = cfg.batchSize;
+  row.trainSize = cfg.trainSize;
+  row.status = "skipped";
+  console_.add(row);
   if (opt_.everyPointMustRun) rc_ = 1;  // `run` ran nothing
 }
 
