@@ -1,6 +1,7 @@
 #include "comm/transports.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 
@@ -25,9 +26,10 @@ std::vector<TransportInfo> buildTable() {
   std::sort(table.begin(), table.end(), [](const TransportInfo& a, const TransportInfo& b) {
     return a.order != b.order ? a.order < b.order : a.name < b.name;
   });
-  for (std::size_t i = 1; i < table.size(); ++i) {
-    if (table[i].name == table[i - 1].name)
-      TPB_THROW(Error, "transport '" << table[i].name << "' is registered twice");
+  // Sorted by order first, two of one name need not be neighbours: check them all.
+  std::set<std::string> names;
+  for (const auto& t : table) {
+    if (!names.insert(t.name).second) TPB_THROW(Error, "transport '" << t.name << "' is registered twice");
   }
   return table;
 }
