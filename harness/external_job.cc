@@ -120,6 +120,9 @@ void ExternalJob::join() {
   try {
     store_ = host ? Store::serve(masterAddr_, port, rendezvous_) : connectStore(rendezvous_);
   } catch (const Error& e) {
+    if (host && env_.masterPort <= 0 && masterPort_ == defaultMasterPort(env_))
+      TPB_THROW(Error, e.what() << " (the port derived from " << env_.launcher << "'s job id; export another free one "
+                                << "as MASTER_PORT)");
     if (host) throw;
     TPB_THROW(Error, "rank 0's store at " << masterAddr_ << ":" << port << " was not reachable within "
                                           << rendezvous_.count() / 1000

@@ -79,7 +79,7 @@ TEST(LaunchEnv, OpenMpiOnOneNodeNeedsNoMaster) {
   // The port derived from the job id: the same on every rank, different for another job.
   const int port = defaultMasterPort(*e);
   EXPECT_GE(port, 20000);
-  EXPECT_LT(port, 40000);
+  EXPECT_LT(port, 32768);  // below the ephemeral ports other processes' connections hold
   LaunchEnv other = *e;
   other.jobKey = "582221826";
   EXPECT_NE(defaultMasterPort(other), port);

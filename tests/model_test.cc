@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <regex>
 #include <sstream>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/format_bytes.h"
@@ -113,7 +114,7 @@ TEST(AlphaBeta, AbsurdDataIsNoFitNeverInfOrNan) {
   EXPECT_TRUE(leaveOneOut(fits).empty());
   EXPECT_TRUE(crossovers(fits).empty());
 
-  const std::string path = ::testing::TempDir() + "tpb_model_absurd.json";
+  const std::string path = ::testing::TempDir() + "tpb_model_absurd_" + std::to_string(getpid()) + ".json";
   ResultsFile file = ResultsFile::create(path, Meta{});
   for (const auto& r : recs) file.addCollective(r);
   file.save();
@@ -150,7 +151,8 @@ CollectiveRecord timed(const std::string& algo, double bytes, double us) {
 
 // runModel over `recs` written to a results file: what it prints, and the document.
 std::string modelText(const std::vector<CollectiveRecord>& recs, nlohmann::json* doc = nullptr) {
-  const std::string path = ::testing::TempDir() + "tpb_model_text.json";
+  // One file per process: ctest runs this file's tests side by side.
+  const std::string path = ::testing::TempDir() + "tpb_model_text_" + std::to_string(getpid()) + ".json";
   ResultsFile file = ResultsFile::create(path, Meta{});
   for (const auto& r : recs) file.addCollective(r);
   file.save();

@@ -311,11 +311,12 @@ std::vector<int> expandSlurmTasksPerNode(const std::string& text) {
 
 int defaultMasterPort(const LaunchEnv& env) {
   if (env.jobKey.empty()) return 29500;
-  // FNV-1a of the job's id (the same on every node, whatever the build) into 20000..39999,
-  // below the usual ephemeral range.
+  // FNV-1a of the job's id (the same on every node, whatever the build) into 20000..32767,
+  // below Linux's ephemeral range (32768..60999 by default), where any process's outgoing
+  // connection may hold a port at any moment.
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : env.jobKey) h = (h ^ c) * 1099511628211ULL;
-  return 20000 + static_cast<int>(h % 20000);
+  return 20000 + static_cast<int>(h % 12768);
 }
 
 }  // namespace tpb

@@ -64,8 +64,8 @@ std::vector<std::string> expandSlurmHostList(const std::string& list);
 std::vector<int> expandSlurmTasksPerNode(const std::string& text);
 
 // The store's port when the environment names none (Slurm, mpirun without MASTER_PORT): derived
-// from the job's id so that two jobs sharing a node pick different ports; 29500 (torchrun's
-// default) without one.
+// from the job's id so that two jobs sharing a node pick different ports, in 20000..32767 (below
+// Linux's default ephemeral range); 29500 (torchrun's default) without one.
 int defaultMasterPort(const LaunchEnv& env);
 
 }  // namespace tpb
