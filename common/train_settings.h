@@ -35,6 +35,7 @@ struct TrainSettings {
   std::uint64_t trainSize = 0;     // 0: the whole training set
   std::uint64_t testSize = 0;      // 0: the whole test set
   std::string hidden = "512,512";  // the MLP's hidden widths, canonical text (workload/model.h)
+  std::string workload = "mlp";    // what is trained, canonical text (workload/network_spec.h)
   double lr = 0.01;
   double momentum = 0.0;
   std::uint64_t seed = 1;
@@ -128,13 +129,16 @@ void forEachSetting(Visit&& visit, Settings&... s) {
   visit(I{"hidden", I::Flag::Shared, "Hidden layer widths of the MLP 784-...-10", I::Check::Unchecked, any, any,
           I::Absent::Required, I::Recorded::Always, true},
         s.hidden...);
+  visit(I{"workload", I::Flag::PerCommand, "", I::Check::Unchecked, any, any, I::Absent::Default,
+          I::Recorded::Always, true},
+        s.workload...);
   visit(I{"lr", I::Flag::Shared, "SGD learning rate", I::Check::Real, positive, {-kMax, kMax}, I::Absent::Required,
           I::Recorded::Always, true},
         s.lr...);
   visit(I{"momentum", I::Flag::Shared, "SGD momentum", I::Check::Real, {0, 1, false, true}, {0, 1e6},
           I::Absent::Kept, I::Recorded::Always, true},
         s.momentum...);
-  visit(I{"bucket_mb", I::Flag::Shared, "ddp: gradient bucket size in MiB", I::Check::Real, positive, {0, 1e9},
+  visit(I{"bucket_mb", I::Flag::PerCommand, "", I::Check::Real, positive, {0, 1e9},
           I::Absent::Kept, I::Recorded::Always, false},
         s.bucketMb...);
   visit(I{"seed", I::Flag::Shared, "Seed of weights, data and sample order", I::Check::Unchecked, any,

@@ -38,6 +38,9 @@ struct TrainStrategy : EntryInfo {
   // True when --microbatches and --schedule shape its work (pipeline): its records carry them,
   // other strategies' records do not.
   bool microbatched = false;
+  // True when --bucket_mb shapes its work (ddp, torch_ddp): a sweep's --bucket_mb list runs it at
+  // each size, other strategies once.
+  bool bucketed = false;
   // Runs the whole training on this rank. ctx is the world of `processes(n)` ranks. Rank 0
   // returns the epochs and calls onEpoch; every rank returns its final parameters.
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;

@@ -45,10 +45,26 @@ void TrainConsole::nodeOk(const std::string& strategy, int n, int batch, int nod
   std::fflush(stdout);
 }
 
+std::string TrainConsole::detailOf(const TrainRow& r) const {
+  bool show = false;
+  double bucket = -1;
+  for (const TrainRow& o : rows_) {
+    show = show || o.workload != "mlp";
+    if (o.bucketMb >= 0) {
+      show = show || (bucket >= 0 && o.bucketMb != bucket);
+      bucket = o.bucketMb;
+    }
+  }
+  if (!show) return "";
+  char mb[32] = "";
+  if (r.bucketMb >= 0) std::snprintf(mb, sizeof mb, " bucket %g MiB", r.bucketMb);
+  return "  " + r.workload + mb;
+}
+
 void TrainConsole::printTable() const {
   if (rows_.empty()) return;
-  std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s\n", "strategy", "N", "batch", "train_size", "status",
-              "samples/s", "test_acc", "train_s");
+  std::printf("\n# %-16s %4s %6s %10s %8s %12s %9s %9s%s\n", "strategy", "N", "batch", "train_size", "status",
+              "samples/s", "test_acc", "train_s", detailOf(rows_[0]).empty() ? "" : "  workload");
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     printRow(rows_[i]);
     printMedianAfter(i);
@@ -57,14 +73,14 @@ void TrainConsole::printTable() const {
 
 void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   if (r.status == "skipped") {
-    std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-                "skipped", "-", "-", "-");
+    std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+                "skipped", "-", "-", "-", printable(detailOf(r)).c_str());
     return;
   }
   char acc[16] = "n/a";
   if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
-  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-              r.status.c_str(), r.samplesPerS, acc, r.trainS, note);
+  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), r.samplesPerS, acc, r.trainS, printable(detailOf(r)).c_str(), note);
 }
 
 void TrainConsole::printMedianAfter(std::size_t i) const {

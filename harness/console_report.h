@@ -43,6 +43,8 @@ struct TrainRow {
   double testAccuracy = -1;   // a fraction; negative: none measured ("n/a")
   double trainS = 0;
   std::string point;          // the configuration without its repeat: rows with the same are repeats
+  std::string workload = "mlp";  // --workload's canonical text
+  double bucketMb = -1;          // a bucketed strategy's --bucket_mb; negative for the others
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.
@@ -61,6 +63,9 @@ class TrainConsole {
 
  private:
   void printRow(const TrainRow& r, const char* note = "") const;
+  // The row's workload and bucket size, when the table shows that column (some row trains
+  // another workload than the mlp, or bucketed rows differ in bucket size); else "".
+  std::string detailOf(const TrainRow& r) const;
   // After the last ok repeat of row i's configuration, when it has two or more.
   void printMedianAfter(std::size_t i) const;
   std::vector<TrainRow> rows_;

@@ -31,6 +31,7 @@
 #include "record/results.h"
 #include "algorithms/allreduce_ring.h"
 #include "workload/dataset_check.h"
+#include "workload/network_spec.h"
 #include "workload/checkpoint.h"
 #include "workload/stages.h"
 
@@ -313,7 +314,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   std::map<std::string, DatasetSizes> datasets;
   double need = 0;
   const TrainConfig* largest = nullptr;
-  int largestReplicas = 0;
+  std::string largestWhat;
   for (const TrainPoint& p : o.points) {
     const TrainConfig& c = p.cfg;
     checkSettings(c);
@@ -324,28 +325,52 @@ void checkTrainRun(const TrainRunOptions& o) {
                                               << c.strategy << " splits each batch into that many micro-batches of "
                                               << "at least one sample each");
     findSchedule("--schedule", c.schedule);
+    if (!c.trainsMlp() && (!c.saveDir.empty() || !c.resumeFrom.empty()))
+      TPB_THROW(UsageError, (c.saveDir.empty() ? "--resume_from" : "--save_dir")
+                                << ": checkpoints hold the mlp only so far, not --workload " << c.workload);
     if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);
-    if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
-    const DatasetSizes& d = datasets[c.dataset];
-    checkSampleCount("--train_size", c.trainSize, d.train, "training samples of " + c.dataset);
-    checkSampleCount("--test_size", c.testSize, d.test, "test samples of " + c.dataset);
-    // Every replica on this node holds the model state: one per rank, data_parallel's N in one.
+    const NetworkSpec spec = parseWorkload("--workload", c.workload, c.hidden);
+    double dataBytes = 0;
+    if (spec.kind == NetworkKind::Mlp || spec.mnistImages) {
+      if (!datasets.count(c.dataset)) datasets[c.dataset] = checkDatasetSpec("--dataset", c.dataset);
+      const DatasetSizes& d = datasets[c.dataset];
+      checkSampleCount("--train_size", c.trainSize, d.train, "training samples of " + c.dataset);
+      checkSampleCount("--test_size", c.testSize, d.test, "test samples of " + c.dataset);
+    } else {
+      // Generated on every rank: no file to read, and only memory bounds --train_size.
+      if (c.dataset != "synthetic")
+        TPB_THROW(UsageError, "--dataset " << c.dataset << ": --workload " << c.workload << " trains on generated "
+                                           << (spec.kind == NetworkKind::Resnet ? "images" : "tokens")
+                                           << "; a dataset is for mlp and resnet:image=mnist");
+      const std::size_t tests = workloadTestSize(spec);
+      checkSampleCount("--test_size", c.testSize, tests, "test samples generated for " + c.workload);
+      const double train = c.trainSize > 0 ? static_cast<double>(c.trainSize) : workloadTrainSize(spec);
+      dataBytes = (train + tests) * sampleBytes(spec);
+    }
+    // Every replica on this node holds the model state, the activations of its batch and (for
+    // generated data) the data: one per rank, data_parallel's N in one process.
     const int replicas = o.nnodes > 1 && o.nprocPerNode > 0 ? o.nprocPerNode : c.nGpus;
-    const double bytes = replicas * mlpParameters(c.model().hidden) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
+    const NetworkCost cost = networkCost(spec);
+    const double state = static_cast<double>(cost.parameters) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
+    const double activations = cost.activationBytes * c.batchSize;
+    const double bytes = replicas * (state + activations + dataBytes);
     if (bytes > need) {
       need = bytes;
       largest = &c;
-      largestReplicas = replicas;
+      largestWhat = [&, state, activations, dataBytes] {
+        std::ostringstream what;
+        what << replicas << " replica" << (replicas == 1 ? "" : "s") << " on this node of " << c.workload << " ("
+             << std::setprecision(3) << static_cast<double>(cost.parameters) << " parameters; float32 weights, "
+             << "gradients" << (c.momentum > 0 ? ", momentum" : "") << ": " << humanBytes(state)
+             << ", activations at batch " << c.batchSize << ": " << humanBytes(activations);
+        if (dataBytes > 0) what << ", generated data: " << humanBytes(dataBytes);
+        what << ", each)";
+        return what.str();
+      }();
     }
   }
-  if (largest && onCpu(o.device)) {
-    std::ostringstream what;
-    const bool momentum = largest->momentum > 0;
-    what << largestReplicas << " replica" << (largestReplicas == 1 ? "" : "s") << " on this node of a "
-         << std::setprecision(3) << mlpParameters(largest->model().hidden) << "-parameter MLP (float32 weights, gradients"
-         << (momentum ? ", momentum" : "") << ": " << humanBytes(need / largestReplicas) << " each)";
-    checkFitsInMemory("--hidden", what.str(), need, memAvailableBytes());
-  }
+  if (largest && onCpu(o.device))
+    checkFitsInMemory(largest->trainsMlp() ? "--hidden" : "--workload", largestWhat, need, memAvailableBytes());
   // After the memory check: a checkpoint's size bound comes from the model, which now fits.
   for (const TrainPoint& p : o.points)
     if (!p.cfg.resumeFrom.empty()) checkResumable(p.cfg);

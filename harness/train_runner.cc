@@ -287,6 +287,19 @@ bool usesMpi(const std::vector<PointPlan>& plans) {
 
 std::string nameOf(const PointPlan& p) { return p.strategy->name + " N=" + std::to_string(p.cfg().nGpus); }
 
+// What a progress line adds after the carrier: the workload when it is not the mlp, and a
+// bucketed strategy's bucket size.
+std::string pointDetail(const PointPlan& p) {
+  const TrainConfig& c = p.cfg();
+  std::string out = c.trainsMlp() ? "" : ", " + c.workload;
+  if (p.strategy->bucketed) {
+    char mb[48];
+    std::snprintf(mb, sizeof mb, ", bucket %g MiB", c.bucketMb);
+    out += mb;
+  }
+  return out;
+}
+
 // The points of one `run` or `sweep`, in order, on the session's driver: each is skipped (already
 // in the results file, or unable to run here) or launched, then recorded and saved.
 class TrainSweep {
@@ -346,6 +359,14 @@ RunRecord TrainSweep::recordOf(const PointPlan& plan) const {
   run.config = runConfigOf(canonical, deviceText_, plan.layout.transport, plan.point->repeat);
   run.entry = entryRecordOf(*plan.strategy, plan.strategy->dataRanks(plan.cfg().nGpus));
   run.entry.carrier = plan.layout.carrier;
+  const NetworkCost cost = networkCost(canonical.network());
+  WorkloadCostRecord w;
+  w.parameters = static_cast<double>(cost.parameters);
+  w.gradientBytes = static_cast<double>(cost.gradientBytes);
+  w.forwardFlopsPerSample = cost.forwardFlops;
+  w.trainFlopsPerSample = cost.trainFlops;
+  w.activationBytesPerSample = cost.activationBytes;
+  run.workloadCost = w;
   return run;
 }
 
@@ -371,8 +392,10 @@ void TrainSweep::skip(const PointPlan& plan, RunRecord& run, const std::string& 
   const TrainConfig& cfg = plan.cfg();
   run.status = "skipped";
   run.error = why;
-  driver_.skip(nameOf(plan) + " b=" + std::to_string(cfg.batchSize) + ": skipped: " + why);
+  driver_.skip(nameOf(plan) + " b=" + std::to_string(cfg.batchSize) + pointDetail(plan) + ": skipped: " + why);
   TrainRow row;
+  row.workload = cfg.workload;
+  row.bucketMb = plan.strategy->bucketed ? cfg.bucketMb : -1.0;
   row.strategy = plan.strategy->name;
   row.n = cfg.nGpus;
   row.batch = cfg.batchSize;
@@ -397,7 +420,7 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   };
   const std::string what = nameOf(plan) + " batch " + std::to_string(cfg.batchSize) + " train_size " +
                            std::to_string(cfg.trainSize) + " epochs " + std::to_string(cfg.epochs) + " over " +
-                           (layout.procs > 1 ? layout.carrier : "one process");
+                           (layout.procs > 1 ? layout.carrier : "one process") + pointDetail(plan);
   const PointOutcome po = driver_.run(what, jobOf(plan, run), layout.transport, layout.perNode, layout.procs,
                                       recordFailed, plan.libraryMpi);
   const LaunchResult& lr = po.launch;
@@ -419,7 +442,8 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   RunConfig point = run.config;
   point.repeatIndex = 0;
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
-                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump()});
+                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
+                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0});
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }

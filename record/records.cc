@@ -408,6 +408,26 @@ std::string RunRecord::nothingMeasured() const {
   return "";
 }
 
+json WorkloadCostRecord::toJson() const {
+  return {{"parameters", static_cast<long long>(parameters)},
+          {"gradient_bytes", static_cast<long long>(gradientBytes)},
+          {"forward_flops_per_sample", num(forwardFlopsPerSample)},
+          {"train_flops_per_sample", num(trainFlopsPerSample)},
+          {"activation_bytes_per_sample", num(activationBytesPerSample)}};
+}
+
+WorkloadCostRecord WorkloadCostRecord::fromJson(const JsonIn& in) {
+  in.object();
+  WorkloadCostRecord c;
+  constexpr double kMax = 1e30;  // finite: a FLOP count of any network there is fits
+  c.parameters = static_cast<double>(in.at("parameters").integer(0, kMaxCount));
+  c.gradientBytes = static_cast<double>(in.at("gradient_bytes").integer(0, kMaxCount));
+  c.forwardFlopsPerSample = in.at("forward_flops_per_sample").number(0, kMax);
+  c.trainFlopsPerSample = in.at("train_flops_per_sample").number(0, kMax);
+  c.activationBytesPerSample = in.at("activation_bytes_per_sample").number(0, kMax);
+  return c;
+}
+
 json RunRecord::toJson() const {
   json j = startWith(extra);
   j["config"] = config.toJson();
@@ -418,6 +438,7 @@ json RunRecord::toJson() const {
   j["epochs"] = std::move(e);
   j["summary"] = summary.toJson();
   if (!std::isnan(wallS)) j["wall_s"] = num(wallS);
+  if (workloadCost) j["workload_cost"] = workloadCost->toJson();
   entry.writeInto(j);
   return j;
 }
@@ -434,9 +455,10 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
   }
   if (const auto s = in.find("summary")) r.summary = RunSummary::fromJson(*s);
   r.wallS = optNumber(in, "wall_s", kNonNegativeNumber);
+  if (const auto c = in.find("workload_cost")) r.workloadCost = WorkloadCostRecord::fromJson(*c);
   r.entry = EntryRecord::readFrom(in);
-  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "origin", "order", "color",
-                            "data_ranks", "reference_of", "carrier"});
+  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "workload_cost", "origin",
+                            "order", "color", "data_ranks", "reference_of", "carrier"});
   return r;
 }
 

@@ -150,6 +150,17 @@ struct EntryRecord {
   static EntryRecord readFrom(const JsonIn& record);
 };
 
+// runs[].workload_cost: what the run's workload costs, from its spec (workload/network_spec.h):
+// trainable parameters, their float32 gradients' bytes (what an allreduce moves per step), and per
+// sample the forward and training FLOPs and the activation bytes kept for backward. Absent in
+// files older than the field.
+struct WorkloadCostRecord {
+  double parameters = 0, gradientBytes = 0;
+  double forwardFlopsPerSample = 0, trainFlopsPerSample = 0, activationBytesPerSample = 0;
+  nlohmann::json toJson() const;
+  static WorkloadCostRecord fromJson(const JsonIn& in);
+};
+
 // runs[]: one training run.
 struct RunRecord {
   RunConfig config;
@@ -158,6 +169,7 @@ struct RunRecord {
   std::vector<EpochRecord> epochs;
   RunSummary summary;
   double wallS = NAN;  // launcher wall time of the whole run, start to exit
+  std::optional<WorkloadCostRecord> workloadCost;
   EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 

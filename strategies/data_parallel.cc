@@ -55,7 +55,7 @@ TrainResult trainDataParallel(CommContext& ctx, const TrainConfig& cfg, const Ep
   loop.loadState = [&](const ModelState& s) {
     for (auto& r : reps) r->load(s);
   };
-  TrainResult result = runEpochs(cfg, loop, sampler, data, reps[0]->model, [&](Step& st) {
+  TrainResult result = runEpochs(cfg, loop, sampler, data, reps[0]->model.get(), [&](Step& st) {
     const double total = static_cast<double>(st.end - st.begin);
     // Scatter + parallel forward/backward. Reading each replica's loss waits for its device,
     // so the compute phase ends when every replica's backward has run.

@@ -3,8 +3,9 @@
 // and stream) on GPUs.
 //
 //  * At start, rank 0's weights are broadcast, so every replica starts identical.
-//  * Gradients are grouped into buckets of about --bucket_mb MiB, filled in REVERSE parameter
-//    order — the order in which backward produces them.
+//  * Gradients are grouped into buckets filled in REVERSE parameter order — the order in which
+//    backward produces them — by PyTorch's rule: a bucket closes once it holds at least 1 MiB
+//    (the first) or --bucket_mb MiB (the others).
 //  * An autograd hook on every parameter copies its gradient into its bucket; when the last
 //    gradient of a bucket arrives, that bucket's allreduce is launched asynchronously
 //    (ProcessGroupGloo runs it on its own threads; on a GPU it is queued on the communication
@@ -12,9 +13,9 @@
 //    of earlier ones.
 //  * Before the optimizer step every bucket's allreduce is waited for, in launch order, and the
 //    sum is divided by the world size.
-// The model here is small (0.67 M parameters = 2.7 MB at the defaults): with the default 25 MiB
-// one bucket holds everything and there is nothing to overlap, exactly as with real DDP;
-// smaller --bucket_mb gives several buckets.
+// The default MLP (0.67 M parameters = 2.7 MB) makes two buckets at any --bucket_mb up to 1.6:
+// the first closes after fc1.weight (1.07 MB), the second takes fc0; --workload trains larger
+// networks, where --bucket_mb decides how many buckets overlap the backward.
 #include <torch/torch.h>
 
 #include <atomic>
@@ -25,6 +26,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "core/registry.h"
+#include "strategies/ddp_buckets.h"
 #include "workload/train.h"
 
 #ifdef TPB_HAVE_NCCL
@@ -135,16 +137,13 @@ class DdpSync final : public GradSync {
       comm_ = makeBucketComm(ctx_);
       comm_->broadcastFromRoot(r.flatParams->flat());
     }
-    // Buckets in reverse parameter order; each is a contiguous slice of flat_.
+    // Buckets in reverse parameter order, each a contiguous slice of flat_, cut by PyTorch's
+    // rule (strategies/ddp_buckets.h).
     bucketOf_.assign(params_.size(), 0);
+    std::vector<double> bytes;
+    for (const auto& p : params_) bytes.push_back(p.numel() * 4.0);
     std::size_t begin = params_.size();
-    while (begin > 0) {
-      std::size_t first = begin - 1;
-      double bytes = static_cast<double>(params_[first].numel()) * 4;
-      while (first > 0 && bytes + params_[first - 1].numel() * 4.0 <= bucketBytes_) {
-        --first;
-        bytes += params_[first].numel() * 4.0;
-      }
+    for (const std::size_t first : ddpBucketFirsts(bytes, bucketBytes_)) {
       for (std::size_t i = first; i < begin; ++i) bucketOf_[i] = buckets_.size();
       Bucket& b = buckets_.emplace_back();
       b.lo = offsets_[first];
@@ -234,6 +233,7 @@ class DdpSync final : public GradSync {
 TrainStrategy ddpStrategy() {
   TrainStrategy s;
   s.name = "ddp";
+  s.bucketed = true;
   s.aliases = {"ring_all_reduce_builtin"};
   s.origin = Origin::BuiltinEquivalent;
   s.description =

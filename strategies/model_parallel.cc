@@ -22,7 +22,12 @@ TrainStrategy modelParallelStrategy() {
   s.color = "#8c564b";
   s.dataRanks = [](int) { return 1; };
   s.splitsModel = true;
-  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model(), c.nGpus, c.split); };
+  s.unsupportedConfig = [](const TrainConfig& c) {
+    if (!c.trainsMlp())
+      return "--workload " + c.workload + ": model_parallel splits the mlp's layers only so far (ddp, "
+             "ring_all_reduce, allreduce, param_server, data_parallel and single train every workload)";
+    return stagesProblem(c.model(), c.nGpus, c.split);
+  };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainStages(ctx.transport, cfg, /*micro=*/1, findSchedule("--schedule", "gpipe"), onEpoch);
   };

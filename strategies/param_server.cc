@@ -91,8 +91,8 @@ TrainResult trainParamServer(CommContext& ctx, const TrainConfig& cfg, const Epo
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count();
     st.stats.commS += push + trace::close("recv weights", trace::Category::Comm, c2, "peer", 0);
   };
-  TrainResult result = rank == 0 ? runEpochs(cfg, loop, sampler, data, rep.model, serve, onEpoch)
-                                 : runEpochs(cfg, loop, sampler, data, rep.model, work, onEpoch);
+  TrainResult result = rank == 0 ? runEpochs(cfg, loop, sampler, data, rep.model.get(), serve, onEpoch)
+                                 : runEpochs(cfg, loop, sampler, data, rep.model.get(), work, onEpoch);
   result.params = rep.hostParams();
   return result;
 }

@@ -24,7 +24,12 @@ TrainStrategy pipelineStrategy() {
   s.dataRanks = [](int) { return 1; };
   s.splitsModel = true;
   s.microbatched = true;
-  s.unsupportedConfig = [](const TrainConfig& c) { return stagesProblem(c.model(), c.nGpus, c.split); };
+  s.unsupportedConfig = [](const TrainConfig& c) {
+    if (!c.trainsMlp())
+      return "--workload " + c.workload + ": pipeline splits the mlp's layers only so far (ddp, "
+             "ring_all_reduce, allreduce, param_server, data_parallel and single train every workload)";
+    return stagesProblem(c.model(), c.nGpus, c.split);
+  };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainStages(ctx.transport, cfg, cfg.microbatches, findSchedule("--schedule", cfg.schedule), onEpoch);
   };

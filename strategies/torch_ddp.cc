@@ -14,6 +14,7 @@ namespace {
 TrainStrategy torchDdpStrategy() {
   TrainStrategy s;
   s.name = "torch_ddp";
+  s.bucketed = true;
   s.origin = Origin::PyTorchReference;
   s.referenceOf = "ddp";
   s.description =

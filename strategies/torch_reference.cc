@@ -246,6 +246,9 @@ std::string str(double x) {
 }  // namespace
 
 std::string torchUnsupportedConfig(const TrainConfig& cfg) {
+  if (!cfg.trainsMlp())
+    return "--workload " + cfg.workload + ": scripts/torch_ddp.py rebuilds the mlp only so far (ddp, "
+           "ring_all_reduce, allreduce, param_server, data_parallel and single train every workload)";
   if (!cfg.saveDir.empty() || !cfg.resumeFrom.empty())
     return std::string(cfg.saveDir.empty() ? "--resume_from" : "--save_dir") +
            ": the PyTorch references train in scripts/torch_ddp.py, which writes and reads no tpbench "

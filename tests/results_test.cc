@@ -171,6 +171,7 @@ TEST_F(ResultsTest, SaveLoadRoundTripPreservesEverything) {
   EXPECT_EQ(run.at("config").at("strategy"), "ring_all_reduce");
   EXPECT_EQ(run.at("config").at("hidden"), "512");  // a number in older files reads as its text
   EXPECT_EQ(run.at("config").at("max_steps"), -1);  // absent: no limit
+  EXPECT_EQ(run.at("config").at("workload"), "mlp");  // absent: the MLP, all older files trained
   EXPECT_EQ(run.at("config").at("n_gpus"), 4);
   EXPECT_DOUBLE_EQ(run.at("config").at("lr").get<double>(), 0.05);
   EXPECT_EQ(run.at("epochs").size(), 2u);
@@ -377,7 +378,7 @@ json everyRecordWithUnknownFields() {
                           {"device", "cpu"}, {"transport", "shm"}, {"dataset", "synthetic"},
                           {"train_size", 8192}, {"test_size", 0}, {"hidden", "512,512"}, {"lr", 0.01},
                           {"momentum", 0.9}, {"bucket_mb", 25.0}, {"seed", 7}, {"repeat_index", 1},
-                          {"max_steps", 100}, {"zero_stage", 4}}},
+                          {"max_steps", 100}, {"workload", "mlp"}, {"zero_stage", 4}}},
               {"status", "ok"}, {"error", nullptr},
               {"epochs", json::array({{{"epoch", 1}, {"wall_s", 1.5}, {"compute_s", 1.0}, {"comm_s", 0.5},
                                        {"samples_per_s", 5461.0}, {"train_loss", 0.7},
@@ -485,6 +486,10 @@ TEST_F(ResultsTest, ConfigsCompareByValue) {
   EXPECT_FALSE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
   a.erase("max_steps");  // older files: no limit
   EXPECT_TRUE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
+  a.erase("workload");  // older files: the mlp
+  EXPECT_TRUE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
+  b["workload"] = "gpt2-small";
+  EXPECT_FALSE(RunConfig::fromJson(JsonIn(a, "a")) == RunConfig::fromJson(JsonIn(b, "b")));
 }
 
 TEST_F(ResultsTest, EveryReadErrorNamesFileAndField) {

@@ -274,11 +274,12 @@ std::size_t countOf(const std::vector<Span>& s, const std::string& name, int tid
 
 TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
   const std::string out = test::tempPath("ddp.json"), tr = test::tempPath("ddp.trace.json");
-  // 512 samples, 2 ranks, batch 64: 4 steps per rank. 0.5 MiB buckets cut the 784-512-512-10 MLP
-  // (2.7 MB) into several.
+  // 512 samples, 2 ranks, batch 64: 4 steps per rank. PyTorch's rule with 0.5 MiB buckets cuts
+  // the 784-512-512-512-10 MLP (3.7 MB) into three: the first closes at 1 MiB (after fc2.weight),
+  // the second after fc1.weight, the third holds fc0.
   const auto r = test::runCli({"run", "--strategy", "ddp", "--n_gpus", "2", "--batch_size", "64", "--epochs", "1",
-                               "--train_size", "512", "--test_size", "200", "--bucket_mb", "0.5", "--out", out,
-                               "--trace", tr});
+                               "--train_size", "512", "--test_size", "200", "--hidden", "512,512,512",
+                               "--bucket_mb", "0.5", "--out", out, "--trace", tr});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.err.find("trace of 1 run(s) written to " + tr), std::string::npos) << r.err;
   const json doc = test::readJson(tr);
@@ -296,7 +297,7 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
     EXPECT_EQ(countOf(s, "optimizer", host), 4u);
     const std::size_t b = countOf(s, "bucket allreduce", comm);
     EXPECT_EQ(b % 4, 0u);
-    EXPECT_GE(b / 4, 3u) << "0.5 MiB buckets of a 2.7 MB model";
+    EXPECT_EQ(b / 4, 3u) << "0.5 MiB buckets of a 3.7 MB model";
     buckets = b / 4;
     // Every bucket is launched by a hook during its step's backward and ends before that
     // step's optimizer starts.

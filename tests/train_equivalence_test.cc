@@ -71,6 +71,62 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, Equivalence, testing::ValuesIn(cases()), name);
 
+// The CNN and the transformers at small sizes: every strategy that trains them (the others say
+// why not, and are skipped with that reason) matches single at the global batch as the MLP does.
+struct WorkloadCase {
+  std::string strategy, workload;
+};
+
+void PrintTo(const WorkloadCase& c, std::ostream* os) { *os << c.strategy << " on " << c.workload; }
+
+class WorkloadEquivalence : public testing::TestWithParam<WorkloadCase> {
+ protected:
+  static void SetUpTestSuite() { at::set_num_threads(1); }
+};
+
+TEST_P(WorkloadEquivalence, MatchesSingleAtTheGlobalBatch) {
+  const auto [strategy, workload] = GetParam();
+  const int n = 2, batch = 8;
+  TrainConfig cfg = smallConfig(strategy, n, batch);
+  cfg.workload = workload;
+  cfg.trainSize = 256;
+  const TrainStrategy& s = findStrategy("--strategy", strategy);
+  if (const std::string why = s.unsupported(Device::Cpu, n); !why.empty())
+    GTEST_SKIP() << strategy << " cannot run here: " << why;
+  if (const std::string why = s.unsupportedConfig(cfg); !why.empty()) {
+    EXPECT_NE(why.find("--workload " + workload), std::string::npos) << why;
+    GTEST_SKIP() << why;
+  }
+  TrainConfig refCfg = test::referenceConfigFor(strategy, n, batch);
+  refCfg.workload = workload;
+  refCfg.trainSize = cfg.trainSize;
+  const auto got = trainAll(cfg);
+  const auto ref = trainAll(refCfg);
+  refCfg.maxSteps = 0;
+  const auto untrained = trainAll(refCfg)[0];
+  ASSERT_EQ(ref[0].size(), networkCost(cfg.network()).parameters);
+  ASSERT_GT(maxRelDiff(ref[0], untrained), 1e-3) << "the reference did not move: the test would prove nothing";
+  for (std::size_t r = 0; r < got.size(); ++r)
+    EXPECT_LE(maxRelDiff(got[r], ref[0]), 1e-5) << strategy << " on " << workload << " rank " << r;
+}
+
+std::vector<WorkloadCase> workloadCases() {
+  std::vector<WorkloadCase> out;
+  for (const std::string& strategy : test::synchronisingStrategies())
+    for (const char* w : {"resnet:depth=10:width=4:image=mnist:norm=group",
+                          "gpt:layers=1:hidden=16:heads=2:ffn=32:vocab=64:seq=8",
+                          "bert:layers=1:hidden=16:heads=2:ffn=32:vocab=64:seq=8:classes=3"})
+      out.push_back({strategy, w});
+  return out;
+}
+
+std::string workloadName(const testing::TestParamInfo<WorkloadCase>& info) {
+  const std::string& w = info.param.workload;
+  return info.param.strategy + "_" + w.substr(0, w.find(':'));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, WorkloadEquivalence, testing::ValuesIn(workloadCases()), workloadName);
+
 // A wrong reference must be told apart: N ranks at batch B do NOT match single at batch B.
 TEST(EquivalenceSanity, DifferentGlobalBatchIsDetected) {
   at::set_num_threads(1);

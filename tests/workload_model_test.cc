@@ -257,11 +257,11 @@ TEST(Evaluate, HandMadeCase) {
   const double l1 = std::log(1.0 + std::exp(3.0)) - 3.0;
   const double l2 = std::log(std::exp(1.0) + 1.0) - 0.0;
   for (std::size_t batch : {1u, 2u, 1000u}) {
-    const auto r = evaluate(m, d, batch);
+    const auto r = evaluate(*m, d, batch);
     EXPECT_NEAR(r.accuracy, 2.0 / 3.0, 1e-12) << batch;
     EXPECT_NEAR(r.loss, (l0 + l1 + l2) / 3.0, 1e-6) << batch;
   }
-  EXPECT_THROW(evaluate(m, Dataset{torch::zeros({0, 2}), torch::zeros({0}, torch::kInt64)}), Error);
+  EXPECT_THROW(evaluate(*m, Dataset{torch::zeros({0, 2}), torch::zeros({0}, torch::kInt64)}), Error);
 }
 
 // ---- learnability ------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ TEST(Learnability, DefaultMlpLearnsSyntheticInThreeEpochs) {
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01));
   FlatGrads grads(orderedParameters(model));
   DistributedSampler sampler(data.train.size(), 1, 0, true, 1);
-  const double chance = evaluate(model, test).accuracy;
+  const double chance = evaluate(*model, test).accuracy;
   double early = 0.0;
   int step = 0;
   for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
@@ -288,10 +288,10 @@ TEST(Learnability, DefaultMlpLearnsSyntheticInThreeEpochs) {
       grads.zero();
       torch::nn::functional::cross_entropy(model->forward(batch.images), batch.labels).backward();
       opt.step();
-      if (++step == 20) early = evaluate(model, test).accuracy;
+      if (++step == 20) early = evaluate(*model, test).accuracy;
     }
   }
-  const auto result = evaluate(model, test);
+  const auto result = evaluate(*model, test);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("learnability: accuracy %.4f at start, %.4f after 20 steps, %.4f after 3 epochs "
               "(loss %.4f), %.1f s\n", chance, early, result.accuracy, result.loss, secs);

@@ -10,12 +10,13 @@
 namespace tpb {
 
 struct EvalResult {
-  double loss;      // mean cross-entropy over the samples
-  double accuracy;  // fraction of samples whose arg-max logit is the label, in [0, 1]
+  double loss;      // mean cross-entropy over the predictions (samples, or a language model's tokens)
+  double accuracy;  // fraction of predictions whose arg-max logit is the target, in [0, 1]
 };
 
-// Runs `data` through `model` in batches of `batch` under NoGradGuard (inputs are moved to the
-// model's device). Throws tpb::Error on an empty dataset or batch == 0.
-EvalResult evaluate(Mlp& model, const Dataset& data, std::size_t batch = 1000);
+// Runs `data` through `model` in batches of `batch` under NoGradGuard and in eval mode (a
+// BatchNorm uses its running statistics; training mode is restored after), inputs moved to the
+// model's device. Throws tpb::Error on an empty dataset or batch == 0.
+EvalResult evaluate(TrainableImpl& model, const Dataset& data, std::size_t batch = 1000);
 
 }  // namespace tpb

@@ -17,37 +17,6 @@
 
 namespace tpb {
 
-std::vector<int> parseHidden(const std::string& flag, const std::string& text) {
-  auto bad = [&](const std::string& why) {
-    TPB_THROW(UsageError, flag << ": " << why << " in '" << text
-                               << "' (expected comma-separated positive layer widths, e.g. 512,512)");
-  };
-  std::vector<int> widths;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) bad("empty width");
-    long long value = 0;
-    for (char c : item) {
-      if (c < '0' || c > '9') bad("'" + item + "' is not a positive integer");
-      value = value * 10 + (c - '0');
-      if (value > (1 << 20)) bad("width '" + item + "' is too large (at most 1048576)");
-    }
-    if (value == 0) bad("width must be positive");
-    widths.push_back(static_cast<int>(value));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return widths;
-}
-
-std::string hiddenText(const std::vector<int>& widths) {
-  std::string text;
-  for (int w : widths) text += (text.empty() ? "" : ",") + std::to_string(w);
-  return text;
-}
-
 MlpImpl::MlpImpl(const ModelConfig& config) : config_(config) {
   if (config.inputs <= 0 || config.classes <= 0) {
     TPB_THROW(UsageError, "model: inputs (" << config.inputs << ") and classes (" << config.classes
@@ -90,6 +59,18 @@ Mlp makeModel(const ModelConfig& config, std::uint64_t seed) {
     }
   }
   return model;
+}
+
+torch::Tensor TrainableImpl::loss(const torch::Tensor& output, const torch::Tensor& targets, bool sum) {
+  namespace F = torch::nn::functional;
+  auto options = F::CrossEntropyFuncOptions();
+  if (sum) options.reduction(torch::kSum);
+  if (output.dim() == 2) return F::cross_entropy(output, targets, options);
+  return F::cross_entropy(output.reshape({-1, output.size(-1)}), targets.reshape({-1}), options);
+}
+
+torch::Tensor TrainableImpl::correct(const torch::Tensor& output, const torch::Tensor& targets) {
+  return output.argmax(-1).eq(targets).sum();
 }
 
 std::vector<torch::Tensor> orderedParameters(Mlp& model) { return model->parameters(/*recurse=*/true); }

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,28 @@
 
 namespace tpb {
 
+// What every strategy trains: a module mapping a batch of inputs to outputs, with its task's loss
+// and score. The MLP below and workload/network.h's networks (--workload).
+class TrainableImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // Cross-entropy of `output` against `targets`: the batch's mean, or its sum when `sum`. A
+  // classifier scores one class per sample; a language model one token per position.
+  virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets, bool sum = false);
+  // How many of the predictions (arg-max over the last dimension) equal `targets`: a 0-dim int64
+  // tensor on output's device; targets.numel() predictions were made.
+  torch::Tensor correct(const torch::Tensor& output, const torch::Tensor& targets);
+  // The parameters in the order gradients are laid out in flat buffers (it must never change).
+  virtual std::vector<torch::Tensor> orderedParameters() { return parameters(/*recurse=*/true); }
+};
+using Trainable = std::shared_ptr<TrainableImpl>;
+
 // Linear layers with ReLU between them; forward() returns logits (no softmax). Submodules are
 // registered as "fc0", "fc1", ... so parameters() lists fc0.weight, fc0.bias, fc1.weight, ...
-class MlpImpl : public torch::nn::Module {
+class MlpImpl : public TrainableImpl {
  public:
   explicit MlpImpl(const ModelConfig& config);
-  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor forward(torch::Tensor x) override;
   const ModelConfig& config() const { return config_; }
 
  private:

@@ -428,7 +428,7 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     st.stats.commS += times.commS;
   };
 
-  TrainResult result = runEpochs(cfg, loop, sampler, data, whole, step, onEpoch);
+  TrainResult result = runEpochs(cfg, loop, sampler, data, whole ? whole.get() : nullptr, step, onEpoch);
   // Every rank returns the whole model: the stages' weights to rank 0, then from it to all.
   if (!first) {
     gatherWeights();

@@ -13,6 +13,8 @@
 #include "common/trace.h"
 #include "workload/checkpoint.h"
 #include "workload/evaluate.h"
+#include "workload/network.h"
+#include "workload/network_data.h"
 #include "workload/sampler.h"
 
 namespace tpb {
@@ -75,8 +77,8 @@ void FlatSgd::step(torch::Tensor& params, const torch::Tensor& grads) {
 }
 
 namespace {
-Mlp modelOn(const TrainConfig& cfg, torch::Device device) {
-  Mlp m = makeModel(cfg.model(), cfg.seed);
+Trainable modelOn(const TrainConfig& cfg, torch::Device device) {
+  Trainable m = makeTrainable(cfg);
   if (!device.is_cpu()) m->to(device);
   return m;
 }
@@ -85,7 +87,7 @@ Mlp modelOn(const TrainConfig& cfg, torch::Device device) {
 Replica::Replica(const TrainConfig& cfg, torch::Device dev)
     : device(dev),
       model(modelOn(cfg, dev)),
-      params(orderedParameters(model)),
+      params(model->orderedParameters()),
       flatParams(std::make_unique<FlatParams>(params)),
       sgd(cfg.lr, cfg.momentum, flatParams->flat()) {}
 
@@ -97,8 +99,8 @@ torch::Tensor Replica::forwardBackward(const Dataset& data, const torch::Tensor&
     trace::Span span("forward", trace::Category::Compute);
     trace::GpuSpan onGpu("forward", trace::Category::Compute, trace::Track::Gpu, gpu, nullptr);
     const Batch b = gatherBatch(data, epochIndices, begin, end);
-    torch::Tensor logits = model->forward(b.images.to(device));
-    loss = torch::nn::functional::cross_entropy(logits, b.labels.to(device));
+    torch::Tensor output = model->forward(b.images.to(device));
+    loss = model->loss(output, b.labels.to(device));
   }
   trace::Span span("backward", trace::Category::Compute);
   trace::GpuSpan onGpu("backward", trace::Category::Compute, trace::Track::Gpu, gpu, nullptr);
@@ -163,7 +165,16 @@ void scaleInPlace(torch::Tensor flat, float factor) {
 }
 
 DataSplit loadTrainData(const TrainConfig& cfg, torch::Device device) {
-  DataSplit d = loadDataset(cfg.dataset, cfg.trainSize, cfg.seed);
+  const NetworkSpec spec = cfg.network();
+  DataSplit d;
+  if (spec.kind == NetworkKind::Mlp || spec.mnistImages) {
+    d = loadDataset(cfg.dataset, cfg.trainSize, cfg.seed);
+    if (spec.mnistImages)
+      for (Dataset* s : {&d.train, &d.test}) s->images = s->images.view({-1, 1, 28, 28});
+  } else {
+    const std::size_t n = cfg.trainSize > 0 ? cfg.trainSize : workloadTrainSize(spec);
+    d = makeNetworkData(spec, n, workloadTestSize(spec), cfg.seed);
+  }
   if (!device.is_cpu()) {
     for (Dataset* s : {&d.train, &d.test}) {
       s->images = s->images.to(device);
@@ -219,7 +230,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
   return s;
 }
 
-void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainConfig& cfg) {
+void evaluateInto(EpochStats& s, TrainableImpl& model, const DataSplit& data, const TrainConfig& cfg) {
   const auto t0 = clock_type::now();
   Dataset test = data.test;
   if (cfg.testSize > 0 && cfg.testSize < test.size()) {
@@ -231,18 +242,21 @@ void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainC
   s.evalS = since(t0);
 }
 
-void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data,
+void closeEpoch(Transport* t, EpochStats mine, TrainableImpl* model, const DataSplit& data,
                 const TrainConfig& cfg, const EpochCallback& onEpoch, TrainResult& result) {
   mine.trainLoss = mine.steps ? mine.trainLoss / mine.steps : 0;
   EpochStats agg = gatherEpoch(t, mine);
   if (t && t->rank() != 0) return;
-  if (cfg.evaluate) evaluateInto(agg, model, data, cfg);
+  if (cfg.evaluate) {
+    TPB_CHECK(model, "rank 0 has no model to evaluate");
+    evaluateInto(agg, *model, data, cfg);
+  }
   if (onEpoch) onEpoch(agg);
   result.epochs.push_back(agg);
 }
 
 TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, DistributedSampler& sampler,
-                      const DataSplit& data, Mlp& evalModel, const std::function<void(Step&)>& step,
+                      const DataSplit& data, TrainableImpl* evalModel, const std::function<void(Step&)>& step,
                       const EpochCallback& onEpoch) {
   TPB_CHECK(loop.rowsPerStep > 0, "a step must consume at least one sample");
   Transport* t = loop.transport;
@@ -345,7 +359,7 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
       clock.restart();
     };
   }
-  TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model, [&](Step& st) {
+  TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model.get(), [&](Step& st) {
     StepMarks m{};
     m.start = clock.mark();
     const auto c0 = clock_type::now();

@@ -54,7 +54,7 @@ struct ModelState {
 struct Replica {
   Replica(const TrainConfig& cfg, torch::Device device);
   torch::Device device;
-  Mlp model;
+  Trainable model;  // --workload's
   std::vector<torch::Tensor> params;
   std::unique_ptr<FlatParams> flatParams;
   FlatSgd sgd;
@@ -158,7 +158,7 @@ struct EpochLoop {
 // loop.rowsPerStep rows, and closeEpoch() aggregates the figures on rank 0, which evaluates
 // `evalModel` and calls onEpoch. The caller fills in TrainResult::params.
 TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, DistributedSampler& sampler,
-                      const DataSplit& data, Mlp& evalModel, const std::function<void(Step&)>& step,
+                      const DataSplit& data, TrainableImpl* evalModel, const std::function<void(Step&)>& step,
                       const EpochCallback& onEpoch);
 
 // The replicated loop. `t` is null on one rank. `dataRank`/`dataWorld` pick the shard.
@@ -172,14 +172,17 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
 // ranks).
 EpochStats gatherEpoch(Transport* t, const EpochStats& mine);
 // Evaluates on the test split (respecting cfg.testSize) and fills testAccuracy/evalS.
-void evaluateInto(EpochStats& s, Mlp& model, const DataSplit& data, const TrainConfig& cfg);
+void evaluateInto(EpochStats& s, TrainableImpl& model, const DataSplit& data, const TrainConfig& cfg);
 // Ends an epoch on every rank: `mine` (with trainLoss = this rank's loss sum over its steps) is
-// aggregated on rank 0 of `t` (t may be null: one process), which then evaluates `model`,
+// aggregated on rank 0 of `t` (t may be null: one process), which then evaluates `model` (null
+// on the other ranks, which never evaluate),
 // calls onEpoch and appends to result.epochs.
-void closeEpoch(Transport* t, EpochStats mine, Mlp& model, const DataSplit& data,
+void closeEpoch(Transport* t, EpochStats mine, TrainableImpl* model, const DataSplit& data,
                 const TrainConfig& cfg, const EpochCallback& onEpoch, TrainResult& result);
-// Loads the configured dataset (same on every rank) and moves it to `device` once, so that
-// batches are gathered where the model is.
+// Loads the workload's data (same on every rank) and moves it to `device` once, so that batches
+// are gathered where the model is: --dataset for the mlp and a resnet on mnist images (seen as
+// 1x28x28), else workload/network_data.h's generated images or tokens, --train_size samples or
+// workloadTrainSize()'s.
 DataSplit loadTrainData(const TrainConfig& cfg, torch::Device device);
 
 }  // namespace tpb

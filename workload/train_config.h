@@ -13,6 +13,7 @@
 
 #include "comm/transport.h"
 #include "common/train_settings.h"
+#include "workload/network_spec.h"
 
 namespace tpb {
 
@@ -44,6 +45,9 @@ struct TrainConfig : TrainSettings {
 
   // The network --hidden describes (checked before launch, so a config that reaches a rank parses).
   ModelConfig model() const { return ModelConfig{784, parseHidden("--hidden", hidden), 10}; }
+  // What --workload (with --hidden for the mlp) trains; checked before launch like the above.
+  NetworkSpec network() const { return parseWorkload("--workload", workload, hidden); }
+  bool trainsMlp() const { return workload == "mlp"; }
 };
 
 struct EpochStats {

@@ -29,6 +29,8 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine, Exter
   cmd->add_option("--batch_size", a->batch, "Batch size per device")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize, "Use the first K training samples (0: all; at most the dataset's size)")
       ->capture_default_str();
+  cmd->add_option("--workload", a->f.workload, workloadHelp())->capture_default_str();
+  cmd->add_option("--bucket_mb", a->f.bucketMb, "ddp, torch_ddp: gradient bucket size in MiB")->capture_default_str();
   cmd->add_option("--out", a->f.out, "Write the run to this results JSON");
   addTrainFlags(cmd, a->f);
   cmd->callback([&action, a, cmd, commandLine, external] {

@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <memory>
 
+#include "common/decimal.h"
 #include "common/error.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
@@ -19,14 +21,15 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine, Ext
       quick.epochs = 1;
       return quick;
     }();
-    std::string strategies = "all", nGpus = "2", batch = "64", trainSize = "4096";
+    std::string strategies = "all", nGpus = "2", batch = "64", trainSize = "4096", workloads = "mlp", buckets = "25";
     int repeat = 1;
     bool resume = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "sweep",
-      "Train every combination of strategies x n_gpus x batch_size x train_size (x repeat), at most 10000 "
+      "Train every combination of workload x strategies x n_gpus x batch_size x train_size (x bucket_mb for "
+      "ddp and torch_ddp) (x repeat), at most 10000 "
       "points; points a strategy cannot run are recorded as skipped. Repeated values in a list (ddp,ddp; "
       "1..4,2; an alias and its name) count once, so no point runs twice. The results file is rewritten "
       "after every point. The defaults (every strategy, N = 2, 4096 samples, 1 epoch) finish in about a "
@@ -36,6 +39,11 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine, Ext
   cmd->add_option("--batch_size", a->batch, "Per-device batch sizes: 32,64,128")->capture_default_str();
   cmd->add_option("--train_size", a->trainSize,
                   "Training-set sizes, e.g. 6000,15000,60000 (0: all; at most the dataset's size)")
+      ->capture_default_str();
+  cmd->add_option("--workload", a->workloads, "A comma list of workloads. " + workloadHelp())->capture_default_str();
+  cmd->add_option("--bucket_mb", a->buckets,
+                  "ddp, torch_ddp: gradient bucket sizes in MiB, e.g. 1,5,25,100 (other strategies run once, at the "
+                  "first)")
       ->capture_default_str();
   cmd->add_option("--repeat", a->repeat, "Runs of every point (timing statistics need >= 5)")->capture_default_str();
   cmd->add_option("--out", a->f.out, "Results JSON (required on node 0, which alone writes it)");
@@ -61,31 +69,54 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine, Ext
       const auto ns = parseIntRange("--n_gpus", a->nGpus, 1, 64);
       const auto batches = parseIntRange("--batch_size", a->batch, 1, 1 << 20);
       const auto sizes = parseIntRange("--train_size", a->trainSize, 0, 1LL << 40);
+      const TrainConfig base = baseConfig(a->f);
+      std::vector<std::string> workloads;
+      for (const auto& item : splitList(a->workloads)) workloads.push_back(canonicalWorkload(item, base.hidden));
+      workloads = withoutDuplicates(workloads);
+      if (workloads.empty()) TPB_THROW(UsageError, "--workload: no workload given");
+      std::vector<double> buckets;
+      for (const auto& item : splitList(a->buckets)) {
+        std::string why;
+        const auto mb = parseDecimalReal(item, why);
+        if (!mb || !(*mb > 0) || *mb > 1e9)
+          TPB_THROW(UsageError, "--bucket_mb: '" << item << "' is not a size in MiB above 0 (at most 1e9)"
+                                                 << (why.empty() ? "" : ": " + why));
+        if (std::find(buckets.begin(), buckets.end(), *mb) == buckets.end()) buckets.push_back(*mb);
+      }
+      if (buckets.empty()) TPB_THROW(UsageError, "--bucket_mb: no size given");
       checkPointCount("sweep", {{"--strategies", names.size()},
                                 {"--n_gpus", ns.size()},
                                 {"--batch_size", batches.size()},
                                 {"--train_size", sizes.size()},
+                                {"--workload", workloads.size()},
+                                {"--bucket_mb", buckets.size()},
                                 {"--repeat", static_cast<std::size_t>(a->repeat)}});
       TrainRunOptions o;
       o.external = external;
       applyRunOptions(cmd, a->f, o);
       o.command = commandLine;
       o.resume = a->resume;
-      const TrainConfig base = baseConfig(a->f);
-      for (long long size : sizes)
-        for (const auto& s : names)
-          for (long long n : ns)
-            for (long long b : batches)
-              for (int r = 0; r < a->repeat; ++r) {
-                TrainPoint p;
-                p.cfg = base;
-                p.cfg.strategy = s;
-                p.cfg.nGpus = static_cast<int>(n);
-                p.cfg.batchSize = static_cast<int>(b);
-                p.cfg.trainSize = static_cast<std::size_t>(size);
-                p.repeat = r;
-                o.points.push_back(p);
-              }
+      for (const auto& w : workloads)
+        for (long long size : sizes)
+          for (const auto& s : names)
+            for (long long n : ns)
+              for (long long b : batches)
+                for (double mb : buckets) {
+                  // A bucket size shapes ddp's and torch_ddp's step only: the others run once.
+                  if (mb != buckets.front() && !findStrategy("--strategies", s).bucketed) continue;
+                  for (int r = 0; r < a->repeat; ++r) {
+                    TrainPoint p;
+                    p.cfg = base;
+                    p.cfg.workload = w;
+                    p.cfg.strategy = s;
+                    p.cfg.nGpus = static_cast<int>(n);
+                    p.cfg.batchSize = static_cast<int>(b);
+                    p.cfg.trainSize = static_cast<std::size_t>(size);
+                    p.cfg.bucketMb = mb;
+                    p.repeat = r;
+                    o.points.push_back(p);
+                  }
+                }
       checkTrainRun(o);
       return runTraining(o);
     };

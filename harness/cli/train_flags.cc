@@ -69,6 +69,17 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
                   "chrome://tracing; `tpbench report --trace FILE` draws one step per strategy)");
 }
 
+std::string workloadHelp() {
+  return "What each run trains: mlp (the default: 784-(--hidden)-10 on --dataset), resnet, gpt or bert, sized by "
+         "KEY=VALUE (resnet:depth=18:image=cifar, gpt:layers=4:hidden=256:seq=128), or a published preset: "
+         "resnet18, resnet50, bert-base, bert-large, gpt2-small, gpt2-medium (res= or seq= may cut a preset's "
+         "input on the CPU; docs/workloads.md lists every key)";
+}
+
+std::string canonicalWorkload(const std::string& text, const std::string& hidden) {
+  return workloadText(parseWorkload("--workload", text, hidden));
+}
+
 std::string strategyChoices() {
   std::string out;
   for (const auto& s : trainStrategies()) {
@@ -82,6 +93,7 @@ TrainConfig baseConfig(const TrainFlags& f) {
   TrainConfig c;
   static_cast<TrainSettings&>(c) = f;
   c.hidden = hiddenText(parseHidden("--hidden", f.hidden));  // checked, and recorded as 512,512
+  c.workload = canonicalWorkload(f.workload, c.hidden);       // checked, and recorded in full
   c.saveDir = f.saveDir;
   return c;
 }

@@ -31,7 +31,12 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f);
 // Every registered strategy by name, with its aliases: "single, ..., ddp (or
 // ring_all_reduce_builtin), ..." for the help of --strategy and --strategies.
 std::string strategyChoices();
-// Fills everything but strategy, n_gpus, batch_size and train_size; checkTrainRun checks it.
+// --workload's help (run's and sweep's), and its value checked and spelled as records keep it
+// (UsageError naming --workload otherwise).
+std::string workloadHelp();
+std::string canonicalWorkload(const std::string& text, const std::string& hidden);
+// Fills everything but strategy, n_gpus, batch_size and train_size (and, for sweep, workload and
+// bucket_mb, which take a list there); checkTrainRun checks it.
 TrainConfig baseConfig(const TrainFlags& f);
 // Copies the shared launcher options (device, transport, out, timeout, layout) into `o`, after
 // the checks only the CLI can make (flags given empty, the port's range, the interface). With
