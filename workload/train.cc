@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
@@ -273,6 +274,24 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
   }
   TPB_CHECK(cfg.saveDir.empty() || loop.saveState, "this training loop cannot write checkpoints");
   const auto stepsLeft = [&] { return cfg.maxSteps < 0 || totalSteps < cfg.maxSteps; };
+  // A slow run (a large --workload on the CPU) says where it is every kProgressEvery on the
+  // reporting rank: steps done of those it will run, the time per step and what is left.
+  constexpr auto kProgressEvery = std::chrono::seconds(10);
+  const auto runStart = clock_type::now();
+  auto lastProgress = runStart;
+  const long firstStep = totalSteps;
+  const auto progress = [&](int epoch, std::size_t epochRows, std::size_t done) {
+    const auto now = clock_type::now();
+    if (!reporter || now - lastProgress < kProgressEvery) return;
+    lastProgress = now;
+    const long perEpoch = static_cast<long>((epochRows + loop.rowsPerStep - 1) / loop.rowsPerStep);
+    long planned = perEpoch * (cfg.epochs - epoch) - static_cast<long>(done) + totalSteps;
+    if (cfg.maxSteps >= 0) planned = std::min<long>(planned, cfg.maxSteps);
+    const double perStep = std::chrono::duration<double>(now - runStart).count() / (totalSteps - firstStep);
+    std::printf("%s N=%d step %ld/%ld (epoch %d/%d): %.2f s/step, about %.0f s left\n", cfg.strategy.c_str(),
+                cfg.nGpus, totalSteps, planned, epoch + 1, cfg.epochs, perStep, perStep * (planned - totalSteps));
+    std::fflush(stdout);
+  };
   for (int epoch = firstEpoch; epoch < cfg.epochs && stepsLeft(); ++epoch) {
     sampler.setEpoch(static_cast<std::uint64_t>(epoch));
     const torch::Tensor idx = epochIndexTensor(sampler.indices(), data.train.size(), loop.device);
@@ -294,6 +313,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
       }
       ++totalSteps;
       faultPoint(loop.rank);
+      progress(epoch, n, (begin + loop.rowsPerStep) / loop.rowsPerStep);
     }
     s.trainLoss = lossSum.item<double>();  // on a GPU this waits for the epoch's last step
     s.wallS = since(t0);
