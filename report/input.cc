@@ -32,6 +32,7 @@ Run runOf(const RunRecord& r) {
     run.compute.push_back(finiteOr(e.computeS));
     run.comm.push_back(finiteOr(e.commS));
     run.accuracy.push_back(finiteOr(e.testAccuracy));
+    run.steps.push_back(e.steps && *e.steps > 0 ? static_cast<double>(*e.steps) : kNaN);
     if (e.bubbleFraction) run.bubble.push_back(finiteOr(*e.bubbleFraction));
     if (e.bubbleFormula) run.bubbleFormula.push_back(finiteOr(*e.bubbleFormula));
     if (e.samples) {

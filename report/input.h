@@ -36,6 +36,7 @@ struct Run {
   std::string status;
   std::string error;
   std::vector<double> wall, compute, comm, accuracy;  // per completed epoch; NaN where null
+  std::vector<double> steps;  // optimizer steps per completed epoch; NaN where the record lacks them
   // Model parallel runs, per epoch (empty elsewhere): measured bubble and GPipe's formula.
   std::vector<double> bubble, bubbleFormula;
   double samplesPerS = kNaN;

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """scripts/torch_ddp.py — PyTorch's own DistributedDataParallel (--mode ddp) or DataParallel
-(--mode dp) training tpbench's MLP: the measured references `tpbench run --strategy torch_ddp`
+(--mode dp) training tpbench's MLP, or with --network one of its networks (a ResNet-style CNN, a
+GPT- or BERT-style transformer, rebuilt module for module by make_network): the measured references `tpbench run --strategy torch_ddp`
 and `torch_dp` run (strategies/torch_reference.cc starts one of these per rank and reads what it
 reports). Needs nothing but torch (no numpy, no torchvision, no network).
 
 Everything that decides the arithmetic comes from tpbench, in IDX files in --data (big-endian,
 as MNIST's): train-images.idx (float32 [n, 784], already normalised), train-labels.idx (uint8),
-test-images.idx / test-labels.idx (the first test_size samples), weights.idx (float32, every
-parameter flattened in order fc0.weight, fc0.bias, fc1.weight, ...), and --order, this rank's
+test-images.idx / test-labels.idx (the first test_size samples; for a network: images float32
+[n, C, H, W] or tokens int32 [n, T], labels int32 [n] or a language model's next tokens [n, T]),
+weights.idx (float32, every parameter flattened in order fc0.weight, fc0.bias, fc1.weight, ...,
+or the network's parameters() order, which is tpbench's), and --order, this rank's
 sample indices per epoch (int32 [epochs, samples], what tpbench's DistributedSampler gives the
 rank). So the model starts from tpbench's weights and sees tpbench's batches in tpbench's order:
 after K steps its weights equal `tpbench run --strategy single` at the global batch.
@@ -45,6 +48,7 @@ Exit: 0 done, 1 a failure (traceback on stderr), 2 bad usage or torch missing.
 import argparse
 import array
 import json
+import math
 import os
 import struct
 import sys
@@ -64,6 +68,7 @@ def parse_args(argv):
     p.add_argument("--order", help="this rank's sample order, IDX int32 [epochs, samples]")
     p.add_argument("--params_out", help="where to write the final weights (IDX float32)")
     p.add_argument("--hidden", default="512,512")
+    p.add_argument("--network", default="", help="a workload other than the mlp: its spec as JSON")
     p.add_argument("--batch_size", type=int, default=64, help="per device")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max_steps", type=int, default=-1, help="optimizer steps in all; -1: no limit")
@@ -155,6 +160,173 @@ def make_model(nn, widths):
     return nn.Sequential(*layers)
 
 
+def groups_for(channels):
+    """GroupNorm's groups as tpbench's: the largest divisor of `channels` up to 32."""
+    for g in range(min(32, channels), 0, -1):
+        if channels % g == 0:
+            return g
+    return 1
+
+
+def make_network(torch, nn, spec):
+    """tpbench's workload/network.h networks, module for module: the same submodules registered
+    in the same order (so parameters() lists them as tpbench's flat buffer does) and the same
+    arithmetic in forward. `spec` is the JSON tpbench passes (--network)."""
+    F = nn.functional
+
+    def conv_unit(owner, name, norm_name, cin, cout, kernel, stride):
+        setattr(owner, name, nn.Conv2d(cin, cout, kernel, stride=stride, padding=kernel // 2, bias=False))
+        setattr(owner, norm_name, nn.BatchNorm2d(cout) if spec["norm"] == "batch"
+                else nn.GroupNorm(groups_for(cout), cout))
+        return lambda x: getattr(owner, norm_name)(getattr(owner, name)(x))
+
+    class Stem(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.unit = conv_unit(self, "conv1", "bn1", spec["in_channels"], spec["width"],
+                                  7 if spec["imagenet_stem"] else 3, 2 if spec["imagenet_stem"] else 1)
+
+        def forward(self, x):
+            x = torch.relu(self.unit(x))
+            return F.max_pool2d(x, 3, 2, 1) if spec["imagenet_stem"] else x
+
+    class Residual(nn.Module):
+        def __init__(self, cin, planes, stride, bottleneck):
+            super().__init__()
+            out = 4 * planes if bottleneck else planes
+            shapes = ([(cin, planes, 1, 1), (planes, planes, 3, stride), (planes, out, 1, 1)] if bottleneck
+                      else [(cin, planes, 3, stride), (planes, planes, 3, 1)])
+            self.units = [conv_unit(self, f"conv{i + 1}", f"bn{i + 1}", *shape) for i, shape in enumerate(shapes)]
+            self.down = (conv_unit(self, "downsample_conv", "downsample_bn", cin, out, 1, stride)
+                         if stride != 1 or cin != out else None)
+            self.out = out
+
+        def forward(self, x):
+            y = x
+            for i, unit in enumerate(self.units):
+                y = unit(y)
+                if i + 1 < len(self.units):
+                    y = torch.relu(y)
+            return torch.relu(y + (self.down(x) if self.down else x))
+
+    class ResnetHead(nn.Module):
+        def __init__(self, cin):
+            super().__init__()
+            self.fc = nn.Linear(cin, spec["classes"])
+
+        def forward(self, x):
+            return self.fc(x.mean((2, 3)))
+
+    def attention(q, k, v, heads, causal):
+        b, t, width = q.shape
+        d = width // heads
+
+        def split(x):
+            return x.reshape(b, t, heads, d).transpose(1, 2)
+        scores = torch.matmul(split(q), split(k).transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        if causal:
+            future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        return torch.matmul(torch.softmax(scores, -1), split(v)).transpose(1, 2).reshape(b, t, width)
+
+    h, ffn = spec.get("hidden", 0), spec.get("ffn", 0)
+
+    class GptEmbedding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(spec["vocab"], h)
+            self.wpe = nn.Embedding(spec["positions"], h)
+
+        def forward(self, ids):
+            return self.wte(ids) + self.wpe(torch.arange(ids.size(1), device=ids.device))
+
+    class GptLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(h, eps=1e-5)
+            self.c_attn = nn.Linear(h, 3 * h)
+            self.attn_c_proj = nn.Linear(h, h)
+            self.ln_2 = nn.LayerNorm(h, eps=1e-5)
+            self.c_fc = nn.Linear(h, ffn)
+            self.mlp_c_proj = nn.Linear(ffn, h)
+
+        def forward(self, x):
+            q, k, v = self.c_attn(self.ln_1(x)).chunk(3, -1)
+            x = x + self.attn_c_proj(attention(q, k, v, spec["heads"], True))
+            return x + self.mlp_c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GptHead(nn.Module):
+        def __init__(self, embedding):
+            super().__init__()
+            self.ln_f = nn.LayerNorm(h, eps=1e-5)
+            self.tied = [embedding]  # a list: the tied weight is the embedding's, not registered twice
+
+        def forward(self, x):
+            return torch.matmul(self.ln_f(x), self.tied[0].wte.weight.t())
+
+    class BertEmbedding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word_embeddings = nn.Embedding(spec["vocab"], h)
+            self.position_embeddings = nn.Embedding(spec["positions"], h)
+            self.token_type_embeddings = nn.Embedding(spec["token_types"], h)
+            self.LayerNorm = nn.LayerNorm(h, eps=1e-12)
+
+        def forward(self, ids):
+            t = ids.size(1)
+            positions = torch.arange(t, device=ids.device)
+            types = torch.div(positions * spec["token_types"], t, rounding_mode="floor")
+            return self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(positions)
+                                  + self.token_type_embeddings(types))
+
+    class BertLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query = nn.Linear(h, h)
+            self.key = nn.Linear(h, h)
+            self.value = nn.Linear(h, h)
+            self.attention_output = nn.Linear(h, h)
+            self.attention_LayerNorm = nn.LayerNorm(h, eps=1e-12)
+            self.intermediate = nn.Linear(h, ffn)
+            self.output = nn.Linear(ffn, h)
+            self.output_LayerNorm = nn.LayerNorm(h, eps=1e-12)
+
+        def forward(self, x):
+            a = attention(self.query(x), self.key(x), self.value(x), spec["heads"], False)
+            x = self.attention_LayerNorm(x + self.attention_output(a))
+            return self.output_LayerNorm(x + self.output(F.gelu(self.intermediate(x))))
+
+    class BertHead(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pooler = nn.Linear(h, h)
+            self.classifier = nn.Linear(h, spec["classes"])
+
+        def forward(self, x):
+            return self.classifier(torch.tanh(self.pooler(x.select(1, 0))))
+
+    blocks = []
+    if spec["kind"] == "resnet":
+        blocks.append(Stem())
+        cin = spec["width"]
+        for s, count in enumerate(spec["stage_blocks"]):
+            for b in range(count):
+                blocks.append(Residual(cin, spec["width"] << s, 2 if s > 0 and b == 0 else 1, spec["bottleneck"]))
+                cin = blocks[-1].out
+        blocks.append(ResnetHead(cin))
+    elif spec["kind"] == "gpt":
+        blocks.append(GptEmbedding())
+        blocks += [GptLayer() for _ in range(spec["layers"])]
+        blocks.append(GptHead(blocks[0]))
+    elif spec["kind"] == "bert":
+        blocks.append(BertEmbedding())
+        blocks += [BertLayer() for _ in range(spec["layers"])]
+        blocks.append(BertHead())
+    else:
+        raise ValueError(f"unknown network kind {spec['kind']!r}")
+    return nn.Sequential(*blocks)
+
+
 def load_weights(torch, model, flat):
     params = list(model.parameters())
     total = sum(p.numel() for p in params)
@@ -196,13 +368,17 @@ def train(a, rep):
     dev = torch.device("cuda", a.device_index) if a.device == "cuda" else torch.device("cpu")
     if a.device == "cuda":
         torch.cuda.set_device(dev)
-    widths = [784] + [int(h) for h in a.hidden.split(",")] + [10]
-    model = make_model(nn, widths)
+    if a.network:
+        model = make_network(torch, nn, json.loads(a.network))
+    else:
+        model = make_model(nn, [784] + [int(h) for h in a.hidden.split(",")] + [10])
     load_weights(torch, model, read_idx(os.path.join(a.data, "weights.idx"), torch))
     model.to(dev)
-    x = read_idx(os.path.join(a.data, "train-images.idx"), torch).to(dev)
+    def inputs(t):  # tokens come as int32 (IDX has no int64); embeddings take int64
+        return t.long() if t.dtype == torch.int32 else t
+    x = inputs(read_idx(os.path.join(a.data, "train-images.idx"), torch)).to(dev)
     y = read_idx(os.path.join(a.data, "train-labels.idx"), torch).long().to(dev)
-    tx = read_idx(os.path.join(a.data, "test-images.idx"), torch).to(dev)
+    tx = inputs(read_idx(os.path.join(a.data, "test-images.idx"), torch)).to(dev)
     ty = read_idx(os.path.join(a.data, "test-labels.idx"), torch).long().to(dev)
     order = read_idx(a.order, torch).long().to(dev)
     if order.dim() != 2 or order.size(0) < a.epochs:
@@ -255,7 +431,8 @@ def train(a, rep):
                 break
             c0 = time.perf_counter()
             sel = idx[begin:begin + rows]
-            loss = F.cross_entropy(model(x.index_select(0, sel)), y.index_select(0, sel))
+            out = model(x.index_select(0, sel))
+            loss = F.cross_entropy(out.reshape(-1, out.size(-1)), y.index_select(0, sel).reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             c1 = time.perf_counter()
@@ -284,11 +461,13 @@ def train(a, rep):
         accuracy, eval_s = None, None
         if a.evaluate and ty.numel() > 0:
             e0 = time.perf_counter()
+            plain.eval()  # a BatchNorm evaluates with its running statistics
             with torch.no_grad():
                 correct = 0
-                for begin in range(0, ty.numel(), 1000):
+                for begin in range(0, ty.size(0), 1000):
                     logits = plain(tx[begin:begin + 1000])
-                    correct += int((logits.argmax(1) == ty[begin:begin + 1000]).sum().item())
+                    correct += int((logits.argmax(-1) == ty[begin:begin + 1000]).sum().item())
+            plain.train()
             accuracy, eval_s = correct / ty.numel(), time.perf_counter() - e0
         rep.send(event="epoch", epoch=epoch + 1, wall_s=wall,
                  compute_s=compute / ranks if measure_comm else None,

@@ -47,6 +47,7 @@
 #include "common/error.h"
 #include "workload/idx_file.h"
 #include "workload/sampler.h"
+#include "workload/network.h"
 #include "workload/train.h"
 
 namespace tpb {
@@ -178,21 +179,27 @@ class SharedFiles {
     if (!::mkdtemp(tmpl.data())) TPB_THROW(Error, "mkdtemp(" << tmpl << "): " << std::strerror(errno));
     dir_ = tmpl;
     {
-      const DataSplit data = loadDataset(cfg.dataset, cfg.trainSize, cfg.seed);
+      // The workload's data as every tpbench rank loads it; IDX has no int64, so tokens and a
+      // network's labels go as int32 (the mlp's labels stay uint8, as MNIST's).
+      const DataSplit data = loadTrainData(cfg, torch::Device(torch::kCPU));
       trainSize_ = data.train.size();
       Dataset test = data.test;
       if (cfg.testSize > 0 && cfg.testSize < test.size()) {
         test.images = test.images.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
         test.labels = test.labels.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
       }
-      writeIdx(dir_ + "/train-images.idx", data.train.images);
-      writeIdx(dir_ + "/train-labels.idx", data.train.labels.to(torch::kUInt8));
-      writeIdx(dir_ + "/test-images.idx", test.images);
-      writeIdx(dir_ + "/test-labels.idx", test.labels.to(torch::kUInt8));
+      const auto labelType = cfg.trainsMlp() ? torch::kUInt8 : torch::kInt32;
+      const auto inputs = [](const torch::Tensor& t) {
+        return t.scalar_type() == torch::kInt64 ? t.to(torch::kInt32) : t.contiguous();
+      };
+      writeIdx(dir_ + "/train-images.idx", inputs(data.train.images));
+      writeIdx(dir_ + "/train-labels.idx", data.train.labels.to(labelType));
+      writeIdx(dir_ + "/test-images.idx", inputs(test.images));
+      writeIdx(dir_ + "/test-labels.idx", test.labels.to(labelType));
     }
-    Mlp model = makeModel(cfg.model(), cfg.seed);
+    Trainable model = makeTrainable(cfg);
     std::vector<torch::Tensor> flat;
-    for (const auto& p : orderedParameters(model)) flat.push_back(p.detach().reshape({-1}));
+    for (const auto& p : model->orderedParameters()) flat.push_back(p.detach().reshape({-1}));
     writeIdx(dir_ + "/weights.idx", torch::cat(flat));
   }
 
@@ -236,6 +243,31 @@ EpochStats epochOf(const json& j) {
   return s;
 }
 
+// A network's shapes for scripts/torch_ddp.py's make_network (--network): what it needs to build
+// the same modules; "" for the mlp (--hidden says it all).
+std::string networkJson(const TrainConfig& cfg) {
+  if (cfg.trainsMlp()) return "";
+  const NetworkSpec s = cfg.network();
+  if (s.kind == NetworkKind::Resnet) {
+    const ResnetSpec& r = s.resnet;
+    return json{{"kind", "resnet"},           {"in_channels", r.inChannels}, {"width", r.width},
+                {"imagenet_stem", r.imagenetStem}, {"stage_blocks", r.stageBlocks}, {"bottleneck", r.bottleneck},
+                {"classes", r.classes},       {"norm", r.norm == ConvNorm::Batch ? "batch" : "group"}}
+        .dump();
+  }
+  const TransformerSpec& t = s.transformer;
+  return json{{"kind", s.kind == NetworkKind::Gpt ? "gpt" : "bert"},
+              {"layers", t.layers},
+              {"hidden", t.hidden},
+              {"heads", t.heads},
+              {"ffn", t.ffnWidth()},
+              {"vocab", t.vocab},
+              {"positions", t.positions},
+              {"token_types", t.tokenTypes},
+              {"classes", t.classes}}
+      .dump();
+}
+
 std::string str(double x) {
   std::ostringstream o;
   o.precision(17);
@@ -246,9 +278,6 @@ std::string str(double x) {
 }  // namespace
 
 std::string torchUnsupportedConfig(const TrainConfig& cfg) {
-  if (!cfg.trainsMlp())
-    return "--workload " + cfg.workload + ": scripts/torch_ddp.py rebuilds the mlp only so far (ddp, "
-           "ring_all_reduce, allreduce, param_server, data_parallel and single train every workload)";
   if (!cfg.saveDir.empty() || !cfg.resumeFrom.empty())
     return std::string(cfg.saveDir.empty() ? "--resume_from" : "--save_dir") +
            ": the PyTorch references train in scripts/torch_ddp.py, which writes and reads no tpbench "
@@ -315,7 +344,7 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
   ChildRun run;
   run.argv = {torchPython(), script, "--mode", ddp ? "ddp" : "dp", "--report_fd", "3",
               "--data", files.dir(), "--order", order, "--params_out", paramsOut,
-              "--hidden", hidden, "--batch_size", std::to_string(cfg.batchSize),
+              "--hidden", hidden, "--network", networkJson(cfg), "--batch_size", std::to_string(cfg.batchSize),
               "--epochs", std::to_string(cfg.epochs), "--max_steps", std::to_string(cfg.maxSteps),
               "--lr", str(cfg.lr), "--momentum", str(cfg.momentum), "--bucket_mb", str(cfg.bucketMb),
               "--evaluate", cfg.evaluate ? "1" : "0", "--device", gpu ? "cuda" : "cpu",

@@ -35,6 +35,7 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"throughput_scaling", ""}, {"time_breakdown", ""},  {"allreduce_busbw", ""},
     {"collective_busbw", ""},
     {"batch_throughput", ""},
+    {"bucket_size", "needs runs of ddp or torch_ddp at two or more --bucket_mb sizes (a sweep's --bucket_mb 1,5,25)"},
     {"model_parallel_epoch_time", ""},
     {"pipeline_bubble", ""},
     {"timeline", ""},
@@ -255,6 +256,39 @@ TEST(ReportReadings, GrowthWithinNoiseSaysSo) {
   EXPECT_FALSE(withinNoise(steep[0], steep[1]));
   // Without spread only equal values are within noise of each other.
   EXPECT_FALSE(withinNoise({1, 10, 1, 10, 10}, {2, 10.5, 1, 10.5, 10.5}));
+}
+
+// ddp at three bucket sizes (three repeats each, 8 steps an epoch) beside a ring run at one size:
+// the chart draws ddp's step time and exposed communication per bucket size and names the best
+// and worst; the ring, shaped by no bucket, is left out.
+TEST(ReportReadings, BucketChartNamesTheBestAndWorstBucket) {
+  Inputs in = stylesOfThree();
+  const std::map<double, std::vector<double>> walls{{1, {0.40, 0.42, 0.44}}, {5, {0.16, 0.17, 0.18}},
+                                                    {25, {0.24, 0.25, 0.26}}};
+  for (const auto& [mb, ws] : walls) {
+    const std::size_t first = in.runs.size();
+    addRuns(in, "ddp", 2, ws);
+    for (std::size_t i = first; i < in.runs.size(); ++i) {
+      in.runs[i].config["bucket_mb"] = mb;
+      in.runs[i].settings.bucketMb = mb;
+      in.runs[i].steps = {8};
+    }
+  }
+  addRuns(in, "ring_all_reduce", 2, {0.2});
+  in.runs.back().steps = {8};
+  const Chart c = chartOf("bucket_size", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  // 0.17 s over 8 steps: 21.25 ms a step; 0.42 s: 52.5 ms, 2.47x slower.
+  EXPECT_NE(c.reading.find("ddp: best at 5 MiB (21.2 ms/step), worst at 1 MiB, 2.47x slower."), std::string::npos)
+      << c.reading;
+  EXPECT_EQ(c.reading.find("ring_all_reduce"), std::string::npos) << c.reading;
+  EXPECT_NE(c.gp.find("exposed comm"), std::string::npos) << c.gp;
+  // Exposed communication: a third of each epoch, per step: 0.17 / 3 / 8 s = 7.08 ms at 5 MiB.
+  EXPECT_NE(c.dat.find("\n5 7.08333 3 "), std::string::npos) << c.dat;
+  // One bucket size only: nothing to draw, and the reason says what to run.
+  Inputs one = stylesOfThree();
+  addRuns(one, "ddp", 2, {0.2, 0.3});
+  EXPECT_FALSE(chartOf("bucket_size", one).hasData());
 }
 
 // A collective's error bar runs from the bus bandwidth of its slowest iteration to that of its
