@@ -35,7 +35,7 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"throughput_scaling", ""}, {"time_breakdown", ""},  {"allreduce_busbw", ""},
     {"collective_busbw", ""},
     {"batch_throughput", ""},
-    {"bucket_size", "needs runs of ddp or torch_ddp at two or more --bucket_mb sizes (a sweep's --bucket_mb 1,5,25)"},
+    {"bucket_size", ""},
     {"model_parallel_epoch_time", ""},
     {"pipeline_bubble", ""},
     {"timeline", ""},

@@ -40,7 +40,8 @@ using test::gnuplotAvailable;
 const std::vector<std::string> kTrainingCharts = {"ps_accuracy",    "ring_epoch_time",
                                                   "data_scaling",   "throughput_scaling",
                                                   "time_breakdown", "batch_throughput",
-                                                  "model_parallel_epoch_time", "pipeline_bubble"};
+                                                  "bucket_size",    "model_parallel_epoch_time",
+                                                  "pipeline_bubble"};
 // Every registered chart's title by id, read when a test first asks (after static
 // initialisation has registered them; the registry's order and completeness are
 // report_charts_test's to check).
