@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sys/prctl.h>
 
 #include <csignal>
@@ -91,11 +92,25 @@ void connectWorker(Worker& w, const nlohmann::json& job, const std::string& jobP
   w.comm = std::make_unique<CommContext>(CommContext{*w.transport, *w.store, bindHost, w.env.runId, {}});
 }
 
+// Keeps freed memory in the process instead of returning it to the kernel after every op. With
+// glibc's defaults a training step's large temporaries (a backward's activation gradients, MBs
+// each) are unmapped, or trimmed off the heap's top, as soon as they are freed and faulted in
+// again, zeroed, on the next step: a small CNN's step took 100 ms in a rank against 40 in
+// PyTorch's Python process, and varied 35-140 ms from step to step. Fixed thresholds (which also
+// stop glibc's dynamic adjustment) make the next step reuse the memory: the same step then took
+// 24 ms, every time. 32 MiB is the largest mmap threshold glibc accepts on 64-bit; a block above
+// it is still mapped for itself. Freed memory up to 1 GiB stays with the rank until it exits.
+void keepFreedMemory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 }  // namespace
 
 void startRankProcess() {
   at::set_num_threads(1);
   pinBlasThreads();
+  keepFreedMemory();
 }
 
 void runRank(Worker& w, const JobFn& kind, const nlohmann::json& job, const std::string& jobPath,
