@@ -46,7 +46,8 @@ const std::map<std::string, JobFn>& jobKinds();
 int workerMain(const std::string& jobPath);
 
 // What a process does before it acts as a rank, however it was started: one intra-op thread
-// (on CPU each rank stands for one device) and OpenBLAS pinned to one thread.
+// (on CPU each rank stands for one device), OpenBLAS pinned to one thread, and glibc told to keep
+// freed memory for the next step instead of returning it to the kernel (worker.cc).
 void startRankProcess();
 
 // The one rank entry point. With w.env and w.store set by whoever started the rank, builds
