@@ -171,7 +171,7 @@ TEST(NetworkInit, TiedHeadIsListedOnceAndUsed) {
   // Only token 0 is looked up, so the embedding alone would leave the other rows' gradients
   // zero: the head, multiplying by every row, fills them if and only if it is tied.
   const auto zeros = torch::zeros({2, 16}, torch::kInt64);
-  networkLoss(spec, n->forward(zeros), zeros).backward();
+  n->loss(n->forward(zeros), zeros).backward();
   EXPECT_GT(params[0].grad().narrow(0, 1, 47).abs().sum().item<double>(), 0.0);
 }
 
@@ -246,7 +246,7 @@ std::pair<double, double> trainLosses(const NetworkSpec& spec, int steps, int ba
   for (int s = 0; s < steps; ++s) {
     const auto rows = torch::arange(s * batch, (s + 1) * batch, torch::kInt64);
     opt.zero_grad();
-    auto loss = networkLoss(spec, n->forward(data.images.index_select(0, rows)), data.labels.index_select(0, rows));
+    auto loss = n->loss(n->forward(data.images.index_select(0, rows)), data.labels.index_select(0, rows));
     loss.backward();
     opt.step();
     if (s < 5) first += loss.item<double>() / 5;

@@ -71,10 +71,5 @@ Trainable makeTrainable(const TrainConfig& cfg) {
   return makeNetwork(cfg.network(), cfg.seed).ptr();
 }
 
-torch::Tensor networkLoss(const NetworkSpec& spec, const torch::Tensor& output, const torch::Tensor& targets) {
-  namespace F = torch::nn::functional;
-  if (spec.kind != NetworkKind::Gpt) return F::cross_entropy(output, targets);
-  return F::cross_entropy(output.reshape({-1, output.size(-1)}), targets.reshape({-1}));
-}
 
 }  // namespace tpb

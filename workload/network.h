@@ -80,9 +80,4 @@ std::vector<torch::Tensor> orderedParameters(Network& network);
 struct TrainConfig;
 Trainable makeTrainable(const TrainConfig& cfg);
 
-// The training loss of a batch: mean cross-entropy over the samples (resnet, bert: output
-// [B, classes], targets [B]) or over every position's next token (gpt: output [B, T, vocab],
-// targets [B, T]).
-torch::Tensor networkLoss(const NetworkSpec& spec, const torch::Tensor& output, const torch::Tensor& targets);
-
 }  // namespace tpb
