@@ -23,7 +23,7 @@ class GlooAllreduce final : public Allreduce {
  private:
   std::chrono::milliseconds timeout_;
   std::vector<at::Tensor> tensors_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  GlooGroup pg_;
 };
 
 AllreduceAlgo glooAllreduceAlgo() {

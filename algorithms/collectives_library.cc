@@ -30,7 +30,7 @@ at::Tensor view(const float* p, std::size_t count) {
 // With one rank (or nothing to move) there is no group: `alone` does what the op means for N = 1.
 class GlooCollective final : public Collective {
  public:
-  using Start = std::function<c10::intrusive_ptr<c10d::Work>(c10d::ProcessGroupGloo&)>;
+  using Start = std::function<c10::intrusive_ptr<c10d::Work>(compat::ProcessGroupBase&)>;
   GlooCollective(CommContext& ctx, const CollectiveArgs& a, Start start, std::function<void()> alone)
       : timeout_(ctx.timeout()), start_(std::move(start)), alone_(std::move(alone)) {
     if (ctx.size() > 1 && a.count > 0) pg_ = glooGroup(ctx);
@@ -44,7 +44,7 @@ class GlooCollective final : public Collective {
   std::chrono::milliseconds timeout_;
   Start start_;
   std::function<void()> alone_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  GlooGroup pg_;
 };
 
 // What N = 1 means for the ops that copy: the input is the output.
@@ -94,6 +94,7 @@ CollectiveAlgo libraryAlgo(const char* op, const char* description, std::optiona
   a.carrier = glooCarrier;
   const bool hasGloo = static_cast<bool>(gloo);
   a.unsupported = [hasGloo](Device d) -> std::string {
+    if (d == Device::Cpu && !glooInThisBuild()) return noGlooReason();
     if (d == Device::Cpu) return hasGloo ? "" : "LibTorch 1.13's ProcessGroupGloo has no such collective";
 #ifdef TPB_HAVE_NCCL
     return "";
@@ -131,7 +132,7 @@ CollectiveAlgo libraryBroadcast() {
         auto t = std::make_shared<std::vector<at::Tensor>>(1, view(a.recv, a.count));
         return std::make_unique<GlooCollective>(
             ctx, a,
-            [t, a, rank = ctx.rank()](c10d::ProcessGroupGloo& pg) {
+            [t, a, rank = ctx.rank()](compat::ProcessGroupBase& pg) {
               if (rank == a.root) copyFloats(Device::Cpu, a.recv, a.send, a.count);  // no-op in place
               c10d::BroadcastOptions o;
               o.rootRank = a.root;
@@ -154,7 +155,7 @@ CollectiveAlgo libraryReduce() {
         auto t = std::make_shared<std::vector<at::Tensor>>(1, view(a.recv, a.count));
         return std::make_unique<GlooCollective>(
             ctx, a,
-            [t, a](c10d::ProcessGroupGloo& pg) {
+            [t, a](compat::ProcessGroupBase& pg) {
               copyFloats(Device::Cpu, a.recv, a.send, a.count);  // Gloo reduces in place
               c10d::ReduceOptions o;
               o.rootRank = a.root;
@@ -180,7 +181,7 @@ CollectiveAlgo libraryAllgather() {
         auto out = std::make_shared<std::vector<std::vector<at::Tensor>>>(1);
         for (int b = 0; b < n; ++b) (*out)[0].push_back(view(a.recv + b * m, m));
         return std::make_unique<GlooCollective>(
-            ctx, a, [in, out](c10d::ProcessGroupGloo& pg) { return pg.allgather(*out, *in); }, copyAlone(a));
+            ctx, a, [in, out](compat::ProcessGroupBase& pg) { return pg.allgather(*out, *in); }, copyAlone(a));
       },
       TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
         const std::size_t m = a.count / static_cast<std::size_t>(ctx.size());
@@ -210,7 +211,7 @@ CollectiveAlgo libraryAlltoall() {
         auto splits = std::make_shared<std::vector<int64_t>>();  // empty: equal blocks
         return std::make_unique<GlooCollective>(
             ctx, a,
-            [in, out, splits](c10d::ProcessGroupGloo& pg) { return pg.alltoall_base(*out, *in, *splits, *splits); },
+            [in, out, splits](compat::ProcessGroupBase& pg) { return pg.alltoall_base(*out, *in, *splits, *splits); },
             copyAlone(a));
       },
       TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
@@ -240,7 +241,7 @@ CollectiveAlgo librarySendrecv() {
         const auto timeout = ctx.timeout();
         return std::make_unique<GlooCollective>(
             ctx, a,
-            [=](c10d::ProcessGroupGloo& pg) -> c10::intrusive_ptr<c10d::Work> {
+            [=](compat::ProcessGroupBase& pg) -> c10::intrusive_ptr<c10d::Work> {
               if (partner >= n) return {};
               if (rank % 2 == 0) {
                 waitWork(pg.send(*s, partner, 0), timeout, "gloo send");

@@ -7,23 +7,14 @@
 
 namespace tpb {
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo> glooGroup(CommContext& ctx) {
-  using Group = c10::intrusive_ptr<c10d::ProcessGroupGloo>;
+GlooGroup glooGroup(CommContext& ctx) {
   auto& slot = ctx.shared["gloo_group"];
   if (!slot) {
-    auto opts = c10d::ProcessGroupGloo::Options::create(ctx.timeout());
-    try {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(ctx.host));
-      auto store = c10::make_intrusive<c10d::PrefixStore>("library/" + ctx.runId + "/",
-                                                          nativeStore(ctx.store));
-      slot = std::make_shared<Group>(
-          c10::make_intrusive<c10d::ProcessGroupGloo>(store, ctx.rank(), ctx.size(), opts));
-    } catch (const std::exception& e) {
-      TPB_THROW(Error, "c10d ProcessGroupGloo setup failed (rank " << ctx.rank() << " of "
-                                                                   << ctx.size() << "): " << e.what());
-    }
+    auto store = c10::make_intrusive<c10d::PrefixStore>("library/" + ctx.runId + "/", nativeStore(ctx.store));
+    slot = std::make_shared<GlooGroup>(
+        makeGlooGroup(store, ctx.host, ctx.rank(), ctx.size(), ctx.timeout(), "c10d ProcessGroupGloo setup"));
   }
-  return *std::static_pointer_cast<Group>(slot);
+  return *std::static_pointer_cast<GlooGroup>(slot);
 }
 
 void waitWork(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::milliseconds timeout,

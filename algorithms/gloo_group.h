@@ -2,14 +2,13 @@
 // baseline of that run (building one connects every pair of ranks, so it is done once).
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-
+#include "comm/gloo/gloo_process_group.h"
 #include "core/comm_context.h"
 #include "core/entry.h"
 
 namespace tpb {
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo> glooGroup(CommContext& ctx);
+GlooGroup glooGroup(CommContext& ctx);
 
 // What carries a library baseline's data that runs Gloo on the CPU and NCCL on the run's nccl
 // transport on GPUs (core/entry.h): Gloo's TCP pairs on the CPU, the run's transport elsewhere.

@@ -44,6 +44,15 @@ struct TrainStrategy : EntryInfo {
   // Runs the whole training on this rank. ctx is the world of `processes(n)` ranks. Rank 0
   // returns the epochs and calls onEpoch; every rank returns its final parameters.
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;
+
+  // Why n devices suit this strategy on no device ("" when one device takes them): what can be
+  // refused before the device is chosen. The CPU's reason is given, as the CPU's is the
+  // general one (a strategy refused there alone, such as ddp in a build without Gloo, or
+  // torch_dp, is refused on the CPU once the device is known).
+  std::string unsupportedAnywhere(int n) const {
+    std::string cpu = unsupported(Device::Cpu, n);
+    return cpu.empty() || unsupported(Device::Cuda, n).empty() ? std::string() : cpu;
+  }
 };
 
 }  // namespace tpb

@@ -222,7 +222,7 @@ Device chooseTrainDevice(const TrainRunOptions& opt, const std::vector<PointPlan
   for (const auto& p : plans) {
     const TrainStrategy& s = *p.strategy;
     const int nGpus = p.cfg().nGpus;
-    if (!s.unsupported(Device::Cpu, nGpus).empty()) continue;  // skipped with a reason
+    if (!s.unsupportedAnywhere(nGpus).empty()) continue;  // skipped with a reason
     gpusNeeded = std::max(gpusNeeded, gpusPerNode(s, p.cfg(), opt.nprocPerNode));
     severalGpusPerProcess = severalGpusPerProcess || (s.processes(nGpus) == 1 && nGpus > 1);
     if (ext && s.processes(nGpus) > ext->worldSize())

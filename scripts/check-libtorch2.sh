@@ -48,7 +48,7 @@ for arg in "$@"; do
 done
 # --api: a source belongs to the subset when it names one of these (directly; the shims and
 # headers that wrap c10d or CUDA are in the list, so their users are too).
-API_PATTERN='torch/csrc/distributed|c10d|c10/cuda|ATen/cuda|torch_compat\.h|store_c10d\.h|gloo_group\.h|getFuture'
+API_PATTERN='torch/csrc/distributed|c10d|c10/cuda|ATen/cuda|torch_compat\.h|store_c10d\.h|gloo_group\.h|gloo_process_group\.h|getFuture'
 
 
 say() { printf '== %s\n' "$*"; }

@@ -74,7 +74,7 @@ class GlooBucketComm final : public BucketComm {
 
  private:
   std::chrono::milliseconds timeout_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  GlooGroup pg_;
   std::vector<c10::intrusive_ptr<c10d::Work>> work_;
 };
 
@@ -242,7 +242,8 @@ TrainStrategy ddpStrategy() {
   s.color = "#d62728";
   s.carrier = glooCarrier;
   s.unsupported = [](Device d, int) {
-    return d == Device::Cpu || ncclCompiled() ? std::string() : std::string("this build has no NCCL");
+    if (d == Device::Cpu) return noGlooReason();  // "" where this build has Gloo
+    return ncclCompiled() ? std::string() : std::string("this build has no NCCL");
   };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     if (cfg.bucketMb <= 0) TPB_THROW(UsageError, "--bucket_mb: must be positive, got " << cfg.bucketMb);

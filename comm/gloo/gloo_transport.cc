@@ -2,15 +2,15 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "comm/gloo/gloo_process_group.h"
 #include "comm/store_c10d.h"
-#include "comm/torch_compat.h"
 #include "comm/transports.h"
 #include "common/error.h"
 
 namespace tpb {
 
 struct GlooTransport::Impl {
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  GlooGroup pg;
 };
 
 namespace {
@@ -65,15 +65,8 @@ GlooTransport::GlooTransport(Store& store, const std::string& prefix, const std:
                              int rank, int size, std::chrono::milliseconds timeout)
     : Transport(rank, size, Device::Cpu, timeout), impl_(std::make_unique<Impl>()) {
   if (size == 1) return;
-  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-  try {
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
-    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, nativeStore(store));
-    impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
-  } catch (const std::exception& e) {
-    TPB_THROW(Error, "gloo transport setup (rank " << rank << " of " << size << ", host " << host
-                                                   << ") failed: " << e.what());
-  }
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, nativeStore(store));
+  impl_->pg = makeGlooGroup(prefixed, host, rank, size, timeout, "gloo transport setup");
 }
 
 GlooTransport::~GlooTransport() = default;

@@ -52,7 +52,7 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine, Exter
       o.points.push_back(p);
       checkTrainRun(o);
       const TrainStrategy& s = findStrategy("--strategy", a->strategy);
-      if (std::string why = s.unsupported(Device::Cpu, a->nGpus); !why.empty())
+      if (std::string why = s.unsupportedAnywhere(a->nGpus); !why.empty())
         TPB_THROW(UsageError, "--strategy " << a->strategy << " with --n_gpus " << a->nGpus << ": " << why);
       if (std::string why = s.unsupportedConfig(p.cfg); !why.empty())
         TPB_THROW(UsageError, why << " (--strategy " << s.name << ")");
