@@ -30,7 +30,10 @@ void faultPoint(int rank) {
   for (int sig = 1; sig < NSIG; ++sig) {
     const char* name = sigabbrev_np(sig);
     if (name && action == name) {
-      std::signal(sig, SIG_DFL);
+      // A program error (SEGV, BUS, ILL, FPE, ABRT) goes through the crash report as a real one
+      // would (common/crash_report.h); any other signal meets its default action.
+      const bool programError = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
+      if (!programError) std::signal(sig, SIG_DFL);
       raise(sig);
     }
   }

@@ -17,9 +17,9 @@
 #      GPU's own architecture, and TORCH_CUDA_ARCH_LIST is set to match;
 #   2. builds tpbench and the tests;
 #   3. runs the tests labelled gpu (ctest -L gpu; finding none fails);
-#   4. runs `tpbench allreduce --device cuda` at 1 GPU (every algorithm must run and verify; no
-#      link is crossed, so busbw is n/a and algbw is one call's cost) and at 2..N when CUDA sees
-#      more, 4K..256M;
+#   4. runs `tpbench allreduce --device cuda` at 1 GPU (every algorithm must run and verify;
+#      nothing moves, so the summary gives one call's fixed cost, not a bandwidth) and at 2..N
+#      when CUDA sees more, 4K..256M;
 #   5. runs tpbench_cuda_sum: the CUDA sum kernel's bandwidth against a device-to-device copy in
 #      the same run, 1M..1G, and whether it reaches the goal of 85 % of the copy at 1 GiB;
 #   6. trains every strategy on one GPU (`tpbench sweep --device cuda --n_gpus 1`, batch 64 and
@@ -32,7 +32,7 @@
 #      sum-kernel table and verdict, training table, tpbench single vs PyTorch (samples/s, median
 #      over epochs 2..5), which libnccl.so.2 tpbench loaded when the machine has several, and
 #      last, a Markdown table for docs/gpu.md: the card, the sum kernel against the copy at 1G,
-#      single against PyTorch, ddp against single at N=1 and each algorithm's algbw at N=1.
+#      single against PyTorch, ddp against single at N=1 and each algorithm's µs per call at N=1.
 # Everything it produces goes to RESULTS_DIR (default results/gpu): deps.log, build.log, environment.txt,
 # gpu-tests.log, allreduce-cuda-*.json, allreduce-cuda-*.txt(.stderr), cuda-sum.json,
 # cuda-sum.txt, sweep-cuda.json, sweep-cuda.txt, trace-cuda.json, trace-cuda-results.json,
@@ -441,7 +441,7 @@ for line in open(os.path.join(out, "environment.txt")):
         print(line.rstrip())
 
 print("\n== allreduce (GB/s, median of timed iterations; wrong = elements failing the exact check;"
-      "\n   at N = 1 nothing crosses a link: busbw n/a, algbw is bytes over one call's time on one GPU)")
+      "\n   at N = 1 nothing moves: algbw and busbw n/a, the time is one call's fixed cost)")
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "allreduce-cuda-*.json"))):
     try:
@@ -463,7 +463,7 @@ for r in rows:
     t = r.get("time_us") or {}
     med = t.get("median")
     one = r.get("n_gpus") == 1
-    algbw = f"{r.get('algbw_gbps', 0) or 0:.2f}"
+    algbw = "n/a" if one else f"{r.get('algbw_gbps', 0) or 0:.2f}"
     busbw = "n/a" if one else f"{r.get('busbw_gbps', 0) or 0:.2f}"
     print(f"{r.get('algo',''):<13} {r.get('n_gpus',''):>2} {size(r.get('bytes', 0)):>6} "
           f"{(f'{med:.1f}' if med is not None else '-'):>11} "
@@ -471,12 +471,14 @@ for r in rows:
           f"{str(r.get('wrong', '-')):>6}  {r.get('status', '')}{(': ' + r['error']) if r.get('error') else ''}")
 bad = [r for r in rows if r.get("status") != "ok"]
 print(f"\n{len(rows)} points, {len(bad)} not ok")
-# At N = 1 busbw is 0 by definition (nothing crosses a link), so docs/gpu.md records algbw there:
-# bytes over time, what one call of the algorithm costs on one GPU, at the largest size.
+# At N = 1 an in-place allreduce moves nothing (the sum of one buffer is itself), so bytes over
+# time would be no bandwidth: docs/gpu.md records what one call costs on one GPU, at the largest
+# size, in µs.
 ones = [r for r in rows if r.get("n_gpus") == 1 and r.get("status") == "ok"]
 top = max((r.get("bytes", 0) for r in ones), default=0)
-readme["allreduce"] = [(f"allreduce {r.get('algo')} at N=1, {size(top)}: algbw GB/s (busbw is 0 at N=1)",
-                        num(r.get("algbw_gbps"), ".1f"), "-", "-", "-") for r in ones if r.get("bytes") == top]
+readme["allreduce"] = [(f"allreduce {r.get('algo')} at N=1, {size(top)}: µs per call (nothing moves at N=1)",
+                        num((r.get("time_us") or {}).get("median"), ".1f"), "-", "-", "-")
+                       for r in ones if r.get("bytes") == top]
 
 # Sum kernel against the D2D copy: the four largest sizes and the misaligned (scalar) row.
 print("\n== sum kernel vs D2D copy (GB/s read + written, medians; cuda-sum.json)")
@@ -566,7 +568,7 @@ print(f"On {env.get('card', 'an unnamed card')}, {env.get('date', '')[:10]}, PyT
 print("| figure | tpbench | reference | ratio | goal |")
 print("|---|---:|---:|---:|---|")
 for key, what in (("sum", "sum kernel vs device-to-device copy"), ("single", "single on cuda vs PyTorch"),
-                  ("ddp", "ddp at N=1 vs single"), ("allreduce", "allreduce at N=1, algbw")):
+                  ("ddp", "ddp at N=1 vs single"), ("allreduce", "allreduce at N=1, µs per call")):
     for row in readme.get(key) or [(what, "-", "-", "-", "missing: its step failed (see the steps above)")]:
         print("| " + " | ".join(row) + " |")
 PY

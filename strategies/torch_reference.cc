@@ -356,9 +356,10 @@ TrainResult trainWithTorch(TorchWrapper wrapper, CommContext& ctx, const TrainCo
               "--store_file", fileStore ? files.dir() + "/rendezvous" : "",
               "--timeout_s", std::to_string(std::chrono::duration<double>(ctx.timeout()).count())};
   // One thread per rank, as every tpbench rank (the launcher pins OpenBLAS the same way); no
-  // __pycache__ written into the source tree; stderr lines as they come.
-  run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
-             "MKL_NUM_THREADS=1"};
+  // __pycache__ written into the source tree; stderr lines as they come; a fatal signal prints
+  // the Python stack of every thread (faulthandler) before the process dies of it.
+  run.env = {"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1", "OMP_NUM_THREADS=1",
+             "OPENBLAS_NUM_THREADS=1", "MKL_NUM_THREADS=1"};
   if (const std::string iface = glooInterface(ctx); !iface.empty()) run.env.push_back("GLOO_SOCKET_IFNAME=" + iface);
   TrainResult result;
   bool done = false;

@@ -249,6 +249,10 @@ TEST(Cli, KilledRankIsReportedAndNothingIsLeftBehind) {
     if (action != "exit") {
       EXPECT_NE(r.err.find("SIG" + action), std::string::npos) << r.err;
     }
+    if (action == "SEGV") {  // the rank's crash report: its stack, its last line quoted
+      EXPECT_NE(r.err.find("stack at a fatal signal"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("(SIGSEGV): tpbench (pid "), std::string::npos) << r.err;
+    }
     const json doc = readJson(out);
     ASSERT_EQ(doc.at("allreduce").size(), 2u);
     for (const auto& p : doc.at("allreduce")) {

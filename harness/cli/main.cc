@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/transports.h"
+#include "common/crash_report.h"
 #include "common/error.h"
 #include "common/out_file.h"
 #include "common/text_escape.h"
@@ -31,9 +32,8 @@ bool rankCommand(int argc, char** argv) {
   return sub == "run" || sub == "sweep" || sub == "allreduce" || sub == "collective";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line's action and its exit status (main's, with a crash report around it).
+int runCommand(int argc, char** argv) {
   std::string commandLine;
   for (int i = 0; i < argc; ++i) commandLine += (i ? " " : "") + std::string(argv[i]);
 
@@ -104,4 +104,13 @@ int main(int argc, char** argv) {
     std::cerr << "tpbench: error: " << tpb::printable(e.what()) << std::endl;
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tpb::installCrashReport();
+  const int rc = runCommand(argc, argv);
+  tpb::markMainReturned();
+  return rc;
 }
