@@ -325,9 +325,6 @@ void checkTrainRun(const TrainRunOptions& o) {
                                               << c.strategy << " splits each batch into that many micro-batches of "
                                               << "at least one sample each");
     findSchedule("--schedule", c.schedule);
-    if (!c.trainsMlp() && (!c.saveDir.empty() || !c.resumeFrom.empty()))
-      TPB_THROW(UsageError, (c.saveDir.empty() ? "--resume_from" : "--save_dir")
-                                << ": checkpoints hold the mlp only so far, not --workload " << c.workload);
     if (!c.saveDir.empty()) checkSaveDir("--save_dir", c.saveDir);
     const NetworkSpec spec = parseWorkload("--workload", c.workload, c.hidden);
     double dataBytes = 0;

@@ -25,6 +25,7 @@
 #include "tests/file_util.h"
 #include "tests/report_util.h"
 #include "workload/checkpoint_check.h"
+#include "workload/checkpoint_layout.h"
 #include "workload/idx.h"
 
 namespace tpb {
@@ -243,6 +244,14 @@ TEST(CheckpointCheck, TorchWrittenFilesPassAndLoad) {
   };
   EXPECT_EQ(rewritten("tpbench_hidden1_momentum.pt"), "");
   EXPECT_NE(rewritten("torch_save_round_trip.pt"), "");
+  // The networks' seeds are of the format this build writes, their shapes recorded.
+  for (const char* name : {"tpbench_gpt_momentum.pt", "tpbench_resnet_batchnorm_momentum.pt"}) {
+    EXPECT_EQ(rewritten(name), "") << name;
+    const std::string b = test::readText(corpus / name);
+    const auto doc = torch::pickle_load(std::vector<char>(b.begin(), b.end())).toGenericDict();
+    EXPECT_EQ(doc.at("format").toStringRef(), kCheckpointFormat) << name;
+    EXPECT_GT(doc.at("shapes").toGenericDict().size(), 0u) << name;
+  }
 }
 
 // storedZip's CRC-32 is tpbench's own (writing a checkpoint needs no zlib); it must be zlib's, or

@@ -3,10 +3,16 @@
 // A checkpoint is one file written with LibTorch's pickle_save (the zip-of-pickle format
 // torch.save writes), so in Python `torch.load(FILE)` returns a dict:
 //
-//   "format"    "tpbench.checkpoint/1"
-//   "model"     the MLP's state_dict under nn.Sequential's names for the same MLP
-//               (Linear, ReLU, Linear, ...: "0.weight", "0.bias", "2.weight", ...), so
-//               nn.Sequential(...).load_state_dict(ck["model"]) loads it
+//   "format"    "tpbench.checkpoint/2" (workload/checkpoint_layout.h; /1 files, MLP only, still load)
+//   "model"     the state_dict of the same module in PyTorch: the parameters under
+//               TrainableImpl::parameterNames() (the MLP's as nn.Sequential names them: "0.weight",
+//               "0.bias", "2.weight", ...; a network's as scripts/torch_ddp.py's nn.Sequential of
+//               its blocks: "0.conv1.weight", ...), then the buffers under bufferNames()
+//               (BatchNorm's running_mean, running_var and num_batches_tracked, rank 0's), so
+//               module.load_state_dict(ck["model"]) loads it
+//   "shapes"    {name: [sizes...]} of every tensor of "model", in its order: parameters in the
+//               flat order of orderedParameters(), then buffers; a run resumes only a file whose
+//               shapes are its model's
 //   "optimizer" torch.optim.SGD's state_dict: {"state": {i: {"momentum_buffer": T}},
 //               "param_groups": [{"lr", "momentum", "dampening", "weight_decay", "nesterov",
 //               "maximize", "foreach", "params": [0, 1, ...]}]} (no state when momentum is 0)
@@ -15,11 +21,13 @@
 //               resumes (checkpoints are taken between epochs)
 //   "config"    {field: text} of every setting that shapes the training (those marked
 //               checkpointed in common/train_settings.h: strategy, n_gpus, batch_size, dataset,
-//               train_size, hidden, lr, momentum, seed, microbatches, schedule, split); a run may
-//               resume only a checkpoint whose settings equal its own
+//               train_size, hidden, workload (its canonical text), lr, momentum, seed,
+//               microbatches, schedule, split); a run may resume only a checkpoint whose settings
+//               equal its own
 //
-// Tensors are float32 on the CPU. Files are written to a temporary name in the same directory
-// and renamed, so a crash never leaves a half-written checkpoint under the final name.
+// Tensors are on the CPU: parameters and momentum float32, buffers of their own type. Files are
+// written to a temporary name in the same directory and renamed, so a crash never leaves a
+// half-written checkpoint under the final name.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "workload/checkpoint_layout.h"
 #include "workload/train.h"
 
 namespace tpb {
-
-constexpr const char* kCheckpointFormat = "tpbench.checkpoint/1";
 
 struct Checkpoint {
   ModelState state;
@@ -48,12 +55,25 @@ std::map<std::string, std::string> checkpointConfig(const TrainConfig& cfg);
 // DIR/<strategy>-n<N>-epoch-<epoch>.pt (a sweep's points of other strategies or N keep theirs).
 std::string checkpointPath(const std::string& dir, const TrainConfig& cfg, int epoch);
 
-// Writes `ck` for `cfg`'s model atomically (temporary file + rename). Throws tpb::Error.
-void saveCheckpoint(const std::string& path, const TrainConfig& cfg, const Checkpoint& ck);
+// The model of cfg's run as its checkpoints hold it (built once, from --workload and --hidden).
+struct CheckpointModel {
+  ModelLayout layout;                     // the parameters, then the buffers
+  std::size_t parameters = 0;             // the first `parameters` entries of layout
+  std::vector<c10::ScalarType> bufferTypes;  // the element type of each buffer
+  std::string what;                       // "this run's --workload ..." for messages
+};
+CheckpointModel checkpointModel(const TrainConfig& cfg);
 
-// Reads the checkpoint at `path` for a run of `cfg`. Throws UsageError, one line naming the file
-// and what is wrong, when it cannot be read, is not a tpbench checkpoint (truncated, foreign),
-// or was written with other settings (naming the first that differs and both values).
+// Writes `ck` of `model` for `cfg`'s run atomically (temporary file + rename). Throws tpb::Error.
+void saveCheckpoint(const std::string& path, const TrainConfig& cfg, const CheckpointModel& model,
+                    const Checkpoint& ck);
+
+// Reads the checkpoint at `path` for a run of `cfg` whose model is `model`. Throws UsageError,
+// one line naming the file and what is wrong, when it cannot be read, is not a tpbench
+// checkpoint (truncated, foreign, a newer format), was written with other settings (naming the
+// first that differs and both values) or holds tensors of other names or shapes.
+Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg, const CheckpointModel& model);
+// The same, building cfg's model to know its shapes.
 Checkpoint loadCheckpoint(const std::string& path, const TrainConfig& cfg);
 
 }  // namespace tpb

@@ -40,6 +40,13 @@ torch::Tensor MlpImpl::forward(torch::Tensor x) {
   return x;
 }
 
+std::vector<std::string> MlpImpl::parameterNames() {
+  std::vector<std::string> names;
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    for (const char* what : {".weight", ".bias"}) names.push_back(std::to_string(2 * l) + what);
+  return names;
+}
+
 Mlp makeModel(const ModelConfig& config, std::uint64_t seed) {
   Mlp model(config);
   // Overwrite LibTorch's initialisation (drawn from its global generator) with values from our
@@ -68,6 +75,10 @@ torch::Tensor TrainableImpl::loss(const torch::Tensor& output, const torch::Tens
   if (output.dim() == 2) return F::cross_entropy(output, targets, options);
   return F::cross_entropy(output.reshape({-1, output.size(-1)}), targets.reshape({-1}), options);
 }
+
+std::vector<std::string> TrainableImpl::parameterNames() { return named_parameters(/*recurse=*/true).keys(); }
+
+std::vector<std::string> TrainableImpl::bufferNames() { return named_buffers(/*recurse=*/true).keys(); }
 
 torch::Tensor TrainableImpl::correct(const torch::Tensor& output, const torch::Tensor& targets) {
   return output.argmax(-1).eq(targets).sum();

@@ -42,6 +42,11 @@ class TrainableImpl : public torch::nn::Module {
   torch::Tensor correct(const torch::Tensor& output, const torch::Tensor& targets);
   // The parameters in the order gradients are laid out in flat buffers (it must never change).
   virtual std::vector<torch::Tensor> orderedParameters() { return parameters(/*recurse=*/true); }
+  // The names a checkpoint gives orderedParameters() and buffers(), in the same orders: the
+  // state_dict names of the PyTorch module that loads it (named_parameters()'s and
+  // named_buffers()'s here).
+  virtual std::vector<std::string> parameterNames();
+  virtual std::vector<std::string> bufferNames();
 };
 using Trainable = std::shared_ptr<TrainableImpl>;
 
@@ -51,6 +56,8 @@ class MlpImpl : public TrainableImpl {
  public:
   explicit MlpImpl(const ModelConfig& config);
   torch::Tensor forward(torch::Tensor x) override;
+  // nn.Sequential's names for the same MLP (Linear, ReLU, Linear, ...): 0.weight, 0.bias, 2.weight, ...
+  std::vector<std::string> parameterNames() override;
   const ModelConfig& config() const { return config_; }
 
  private:

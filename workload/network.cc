@@ -49,6 +49,14 @@ void NetworkImpl::add(std::shared_ptr<NetworkBlock> block) {
   blocks_.push_back(register_module("block" + std::to_string(blocks_.size()), std::move(block)));
 }
 
+std::vector<std::string> NetworkImpl::blockNames(bool buffers) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < blocks_.size(); ++i)
+    for (const std::string& key : (buffers ? blocks_[i]->named_buffers() : blocks_[i]->named_parameters()).keys())
+      names.push_back(std::to_string(i) + "." + key);
+  return names;
+}
+
 torch::Tensor NetworkImpl::forwardBlocks(torch::Tensor x, std::size_t begin, std::size_t end) {
   TPB_CHECK(begin <= end && end <= blocks_.size(), "blocks [" << begin << ", " << end << ") of " << blocks_.size());
   for (std::size_t i = begin; i < end; ++i) x = blocks_[i]->forward(x);

@@ -53,9 +53,14 @@ class NetworkImpl : public TrainableImpl {
   std::size_t blockCount() const { return blocks_.size(); }
   NetworkBlock& block(std::size_t i) { return *blocks_.at(i); }
   const NetworkSpec& spec() const { return spec_; }
+  // nn.Sequential's names for the same blocks, as scripts/torch_ddp.py builds them:
+  // "0.conv1.weight", ..., "1.bn1.running_mean", ...
+  std::vector<std::string> parameterNames() override { return blockNames(/*buffers=*/false); }
+  std::vector<std::string> bufferNames() override { return blockNames(/*buffers=*/true); }
 
  private:
   void add(std::shared_ptr<NetworkBlock> block);
+  std::vector<std::string> blockNames(bool buffers);
   NetworkSpec spec_;
   std::vector<std::shared_ptr<NetworkBlock>> blocks_;
 };

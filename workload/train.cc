@@ -134,11 +134,19 @@ void fromHost(torch::Tensor t, const std::vector<float>& v, const char* what) {
 }
 }  // namespace
 
-ModelState Replica::state() { return {hostParams(), toHost(sgd.velocity())}; }
+ModelState Replica::state() {
+  ModelState s{hostParams(), toHost(sgd.velocity()), {}};
+  for (const torch::Tensor& b : model->buffers()) s.buffers.push_back(b.to(torch::kCPU).clone());
+  return s;
+}
 
 void Replica::load(const ModelState& s) {
   fromHost(flatParams->flat(), s.weights, "weights");
   if (sgd.velocity().defined()) fromHost(sgd.velocity(), s.velocity, "momentum values");
+  std::vector<torch::Tensor> mine = model->buffers();
+  TPB_CHECK(mine.size() == s.buffers.size(), "checkpoint: " << s.buffers.size() << " buffers for " << mine.size());
+  torch::NoGradGuard noGrad;
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i].copy_(s.buffers[i]);
 }
 
 FlatGradSync::FlatGradSync(int worldSize, ReduceFn reduce) : world_(worldSize), reduce_(std::move(reduce)) {}
@@ -256,6 +264,20 @@ void closeEpoch(Transport* t, EpochStats mine, TrainableImpl* model, const DataS
   result.epochs.push_back(agg);
 }
 
+namespace {
+// The checkpoint after `epochs` epochs and `steps` steps: every rank gives its state (saveState
+// may gather it), the reporter writes it.
+void saveEpoch(const TrainConfig& cfg, const EpochLoop& loop, const CheckpointModel& model, int epochs, long steps,
+               bool reporter) {
+  Checkpoint ck;
+  ck.state = loop.saveState();
+  ck.epoch = epochs;
+  ck.steps = steps;
+  ck.samplerSeed = cfg.seed;
+  if (reporter) saveCheckpoint(checkpointPath(cfg.saveDir, cfg, epochs), cfg, model, ck);
+}
+}  // namespace
+
 TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, DistributedSampler& sampler,
                       const DataSplit& data, TrainableImpl* evalModel, const std::function<void(Step&)>& step,
                       const EpochCallback& onEpoch) {
@@ -265,9 +287,12 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
   TrainResult result;
   long totalSteps = 0;
   int firstEpoch = 0;
+  // The model's names and shapes, for the file: built once, only when checkpoints are kept.
+  const CheckpointModel ckModel = cfg.resumeFrom.empty() && cfg.saveDir.empty() ? CheckpointModel{}
+                                                                                 : checkpointModel(cfg);
   if (!cfg.resumeFrom.empty()) {
     TPB_CHECK(loop.loadState, "this training loop cannot resume from a checkpoint");
-    const Checkpoint ck = loadCheckpoint(cfg.resumeFrom, cfg);
+    const Checkpoint ck = loadCheckpoint(cfg.resumeFrom, cfg, ckModel);
     loop.loadState(ck.state);
     firstEpoch = ck.epoch;
     totalSteps = ck.steps;
@@ -326,14 +351,7 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     }
     if (loop.beforeClose) loop.beforeClose(s);
     closeEpoch(t, s, evalModel, data, cfg, onEpoch, result);
-    if (!cfg.saveDir.empty()) {
-      Checkpoint ck;
-      ck.state = loop.saveState();
-      ck.epoch = epoch + 1;
-      ck.steps = totalSteps;
-      ck.samplerSeed = cfg.seed;
-      if (reporter) saveCheckpoint(checkpointPath(cfg.saveDir, cfg, epoch + 1), cfg, ck);
-    }
+    if (!cfg.saveDir.empty()) saveEpoch(cfg, loop, ckModel, epoch + 1, totalSteps, reporter);
   }
   if (t) t->barrier();
   return result;

@@ -47,6 +47,9 @@ class FlatSgd {
 struct ModelState {
   std::vector<float> weights;
   std::vector<float> velocity;  // empty when momentum is 0
+  // The model's buffers (BatchNorm's running statistics), copies on the CPU in buffers() order;
+  // empty for a model without.
+  std::vector<torch::Tensor> buffers;
 };
 
 // Model, data and optimizer state of one replica, on `device` (the same seed gives the same
@@ -72,7 +75,7 @@ struct Replica {
   }
   // The flat parameters, copied to host memory.
   std::vector<float> hostParams();
-  // Weights and momentum copied to host memory, and back (checkpoints).
+  // Weights, momentum and buffers copied to host memory, and back (checkpoints).
   ModelState state();
   void load(const ModelState& s);
 };
