@@ -53,11 +53,19 @@ class NetworkImpl : public TrainableImpl {
   std::size_t blockCount() const { return blocks_.size(); }
   NetworkBlock& block(std::size_t i) { return *blocks_.at(i); }
   const NetworkSpec& spec() const { return spec_; }
+  // A pipeline stage's units are the blocks; gpt's head is tied to block 0's token embedding.
+  std::size_t unitCount() const override { return blockCount(); }
+  torch::nn::Module& unit(std::size_t i) override { return block(i); }
+  torch::Tensor forwardUnits(torch::Tensor x, std::size_t begin, std::size_t end) override {
+    return forwardBlocks(x, begin, end);
+  }
+  std::vector<Tie> ties() override { return ties_; }
 
  private:
   void add(std::shared_ptr<NetworkBlock> block);
   NetworkSpec spec_;
   std::vector<std::shared_ptr<NetworkBlock>> blocks_;
+  std::vector<Tie> ties_;
 };
 TORCH_MODULE(Network);
 
