@@ -109,8 +109,8 @@ class StagesTraining : public testing::Test {
 };
 
 // `cfg` (a pipeline or model_parallel point) against `single` at the same batch and model.
-void expectMatchesSingle(const TrainConfig& cfg) {
-  const auto got = test::trainAll(cfg);
+void expectMatchesSingle(const TrainConfig& cfg, const std::string& transport = "") {
+  const auto got = test::trainAll(cfg, transport);
   TrainConfig ref = cfg;
   ref.strategy = test::referenceStrategy().name;
   ref.nGpus = 1;
@@ -174,6 +174,19 @@ TEST_F(StagesTraining, NetworksOverThreeStagesMatchSingle) {
     c.schedule = "1f1b";
     c.microbatches = 3;
     expectMatchesSingle(c);
+  }
+}
+
+// The tied gradients' swap is a send and a receive posted together: under NCCL's group semantics
+// (the grouped transport) and over Gloo it neither deadlocks nor goes wrong.
+TEST_F(StagesTraining, TiedHeadOverEveryCpuTransport) {
+  for (const std::string& transport : test::cpuTransports()) {
+    TrainConfig c = test::smallTrainConfig("pipeline", 2, 8);
+    c.workload = kGpt;
+    c.trainSize = 128;
+    c.schedule = "1f1b";
+    SCOPED_TRACE(transport);
+    expectMatchesSingle(c, transport);
   }
 }
 
