@@ -44,7 +44,7 @@ struct TrainSettings {
   long long maxSteps = -1;         // stop after this many optimizer steps; -1: all
   int microbatches = 4;            // pipeline: micro-batches per step
   std::string schedule = "gpipe";  // pipeline: gpipe or 1f1b (workload/stages.h)
-  std::string split;               // model_parallel, pipeline: first layers of stages 1..N-1 ("" balanced)
+  std::string split;               // model_parallel, pipeline: first units of stages 1..N-1 ("" balanced)
   std::string resumeFrom;          // continue from this checkpoint ("": from the seed's weights)
 };
 
@@ -161,8 +161,9 @@ void forEachSetting(Visit&& visit, Settings&... s) {
           I::Check::Unchecked, any, any, I::Absent::Kept, I::Recorded::WhenMicrobatched, true},
         s.schedule...);
   visit(I{"split", I::Flag::Shared,
-          "model_parallel, pipeline: the first layer of stages 1..N-1, e.g. 2,3 (layers numbered from 0; "
-          "default: stages balanced by parameter count)",
+          "model_parallel, pipeline: the first unit of stages 1..N-1, e.g. 2,3 (units numbered from 0: "
+          "the MLP's layers, a network's blocks; default: balanced by parameter count for the MLP, by "
+          "forward FLOPs for a network)",
           I::Check::Unchecked, any, any, I::Absent::Kept, I::Recorded::WhenSet, true},
         s.split...);
   visit(I{"resume_from", I::Flag::Shared,

@@ -4,7 +4,8 @@
 // then all M backwards, accumulating the gradients, then one optimizer step, and idles for
 // (N-1)/(M+N-1) of the step when every stage costs the same; "1f1b" alternates once warmed up
 // and holds at most N-s micro-batches' activations on stage s instead of M. Traffic per step is
-// model_parallel's (the same B x width floats per boundary and direction, in M messages).
+// model_parallel's (the same B x (activation size per sample) floats per boundary and direction, in M
+// messages). With norm=batch a ResNet is refused at M > 1 (see workload/stages.h).
 // The global batch is B, so the reference is `single` at batch B.
 #include "core/registry.h"
 #include "workload/stages.h"
@@ -24,12 +25,7 @@ TrainStrategy pipelineStrategy() {
   s.dataRanks = [](int) { return 1; };
   s.splitsModel = true;
   s.microbatched = true;
-  s.unsupportedConfig = [](const TrainConfig& c) {
-    if (!c.trainsMlp())
-      return "--workload " + c.workload + ": pipeline splits the mlp's layers only so far (ddp, "
-             "ring_all_reduce, allreduce, param_server, data_parallel and single train every workload)";
-    return stagesProblem(c.model(), c.nGpus, c.split);
-  };
+  s.unsupportedConfig = [](const TrainConfig& c) { return stagesConfigProblem(c, c.microbatches); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainStages(ctx.transport, cfg, cfg.microbatches, findSchedule("--schedule", cfg.schedule), onEpoch);
   };

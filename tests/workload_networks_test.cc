@@ -100,6 +100,15 @@ TEST(NetworkPresets, CostFormulaCountsWhatIsBuilt) {
   for (const auto& spec : specs) {
     Network n(spec);
     EXPECT_EQ(parameterCount(orderedParameters(n)), networkCost(spec).parameters) << spec.name;
+    // Block by block too (what model parallelism balances its stages by), adding up to the whole.
+    const std::vector<NetworkCost> blocks = networkBlockCosts(spec);
+    ASSERT_EQ(blocks.size(), n->blockCount()) << spec.name;
+    double flops = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      EXPECT_EQ(parameterCount(n->block(b).parameters()), blocks[b].parameters) << spec.name << " block " << b;
+      flops += blocks[b].forwardFlops;
+    }
+    EXPECT_EQ(flops, networkCost(spec).forwardFlops) << spec.name;
   }
 }
 

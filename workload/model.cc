@@ -32,8 +32,9 @@ MlpImpl::MlpImpl(const ModelConfig& config) : config_(config) {
   }
 }
 
-torch::Tensor MlpImpl::forward(torch::Tensor x) {
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
+torch::Tensor MlpImpl::forwardUnits(torch::Tensor x, std::size_t begin, std::size_t end) {
+  TPB_CHECK(begin <= end && end <= layers_.size(), "layers [" << begin << ", " << end << ") of " << layers_.size());
+  for (std::size_t i = begin; i < end; ++i) {
     x = layers_[i]->forward(x);
     if (i + 1 < layers_.size()) x = torch::relu(x);
   }

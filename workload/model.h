@@ -47,6 +47,21 @@ class TrainableImpl : public torch::nn::Module {
   // named_buffers()'s here).
   virtual std::vector<std::string> parameterNames();
   virtual std::vector<std::string> bufferNames();
+
+  // What model parallelism (workload/stages.h) cuts into stages: units run one after another,
+  // the MLP's Linear layers or a network's blocks, whose parameters in unit order are
+  // orderedParameters().
+  virtual std::size_t unitCount() const = 0;
+  virtual torch::nn::Module& unit(std::size_t i) = 0;
+  // Units [begin, end) in order, each on the previous one's output.
+  virtual torch::Tensor forwardUnits(torch::Tensor x, std::size_t begin, std::size_t end) = 0;
+  // A parameter that unit `user` uses besides unit `owner`, which registers it (GPT's LM head
+  // multiplies by the token embedding's weight): listed once, under its owner.
+  struct Tie {
+    std::size_t owner, user;
+    torch::Tensor weight;
+  };
+  virtual std::vector<Tie> ties() { return {}; }
 };
 using Trainable = std::shared_ptr<TrainableImpl>;
 
@@ -55,7 +70,11 @@ using Trainable = std::shared_ptr<TrainableImpl>;
 class MlpImpl : public TrainableImpl {
  public:
   explicit MlpImpl(const ModelConfig& config);
-  torch::Tensor forward(torch::Tensor x) override;
+  torch::Tensor forward(torch::Tensor x) override { return forwardUnits(x, 0, layers_.size()); }
+  std::size_t unitCount() const override { return layers_.size(); }
+  torch::nn::Module& unit(std::size_t i) override { return *layers_.at(i); }
+  // Layers [begin, end), each followed by a ReLU but the output layer.
+  torch::Tensor forwardUnits(torch::Tensor x, std::size_t begin, std::size_t end) override;
   // nn.Sequential's names for the same MLP (Linear, ReLU, Linear, ...): 0.weight, 0.bias, 2.weight, ...
   std::vector<std::string> parameterNames() override;
   const ModelConfig& config() const { return config_; }

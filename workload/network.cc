@@ -38,6 +38,7 @@ NetworkImpl::NetworkImpl(const NetworkSpec& spec) : spec_(spec) {
     add(embedding);
     for (int l = 0; l < t.layers; ++l) add(std::make_shared<GptLayer>(t));
     add(std::make_shared<GptHead>(t, embedding->tokenWeight()));
+    ties_.push_back({0, blocks_.size() - 1, embedding->tokenWeight()});
   } else {
     add(std::make_shared<BertEmbedding>(t));
     for (int l = 0; l < t.layers; ++l) add(std::make_shared<BertLayer>(t));

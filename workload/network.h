@@ -57,12 +57,20 @@ class NetworkImpl : public TrainableImpl {
   // "0.conv1.weight", ..., "1.bn1.running_mean", ...
   std::vector<std::string> parameterNames() override { return blockNames(/*buffers=*/false); }
   std::vector<std::string> bufferNames() override { return blockNames(/*buffers=*/true); }
+  // A pipeline stage's units are the blocks; gpt's head is tied to block 0's token embedding.
+  std::size_t unitCount() const override { return blockCount(); }
+  torch::nn::Module& unit(std::size_t i) override { return block(i); }
+  torch::Tensor forwardUnits(torch::Tensor x, std::size_t begin, std::size_t end) override {
+    return forwardBlocks(x, begin, end);
+  }
+  std::vector<Tie> ties() override { return ties_; }
 
  private:
   void add(std::shared_ptr<NetworkBlock> block);
   std::vector<std::string> blockNames(bool buffers);
   NetworkSpec spec_;
   std::vector<std::shared_ptr<NetworkBlock>> blocks_;
+  std::vector<Tie> ties_;
 };
 TORCH_MODULE(Network);
 

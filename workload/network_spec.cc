@@ -181,74 +181,76 @@ void residualBlock(Tally& t, int in, int planes, int stride, bool bottleneck, in
   t.activations += static_cast<double>(out) * size * size;  // the block's output ReLU
 }
 
-Tally resnetTally(const ResnetSpec& r) {
-  Tally t;
+// The stem (the image and its conv), each residual block, the head (pool and Linear).
+std::vector<Tally> resnetTallies(const ResnetSpec& r) {
+  std::vector<Tally> blocks(1);
   int size = r.resolution;
-  t.activations += static_cast<double>(r.inChannels) * size * size;
-  convUnit(t, r.inChannels, r.width, r.imagenetStem ? 7 : 3, r.imagenetStem ? 2 : 1, size);
+  blocks[0].activations += static_cast<double>(r.inChannels) * size * size;
+  convUnit(blocks[0], r.inChannels, r.width, r.imagenetStem ? 7 : 3, r.imagenetStem ? 2 : 1, size);
   if (r.imagenetStem) size = (size + 2 - 3) / 2 + 1;
   int in = r.width;
   for (std::size_t s = 0; s < r.stageBlocks.size(); ++s) {
     for (int b = 0; b < r.stageBlocks[s]; ++b) {
-      residualBlock(t, in, r.width << s, s > 0 && b == 0 ? 2 : 1, r.bottleneck, size);
+      blocks.emplace_back();
+      residualBlock(blocks.back(), in, r.width << s, s > 0 && b == 0 ? 2 : 1, r.bottleneck, size);
       in = r.bottleneck ? 4 * (r.width << s) : r.width << s;
     }
   }
-  t.params += static_cast<double>(in) * r.classes + r.classes;
-  t.flops += 2.0 * in * r.classes;
-  t.activations += in;
-  return t;
+  blocks.push_back({static_cast<double>(in) * r.classes + r.classes, 2.0 * in * r.classes, static_cast<double>(in)});
+  return blocks;
 }
 
-// 784 -> hidden... -> 10: each Linear's weights and bias; its output and the ReLU's are kept.
-Tally mlpTally(const MlpSpec& m) {
-  Tally t;
+// 784 -> hidden... -> 10, one Linear each: its weights and bias; its output and the ReLU's are
+// kept (the first also keeps the image).
+std::vector<Tally> mlpTallies(const MlpSpec& m) {
+  std::vector<Tally> layers;
   double in = kMlpInputs;
-  t.activations = in;
   std::vector<int> widths = m.hidden;
   widths.push_back(kMlpClasses);
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const double out = widths[i];
-    t.params += in * out + out;
-    t.flops += 2 * in * out;
-    t.activations += i + 1 < widths.size() ? 2 * out : out;
+    layers.push_back({in * out + out, 2 * in * out, (i == 0 ? in : 0) + (i + 1 < widths.size() ? 2 * out : out)});
     in = out;
   }
-  return t;
+  return layers;
 }
 
 // One transformer layer (GPT-2's and BERT's have the same shapes): Q, K, V and output
 // projections 4H^2 + 4H, two norms 4H, the FFN 2HF + F + H.
-Tally transformerLayers(const TransformerSpec& s) {
-  const double h = s.hidden, f = s.ffnWidth(), t = s.seqLen, layers = s.layers;
-  Tally x;
-  x.params = layers * (4 * h * h + 2 * h * f + 9 * h + f);
-  x.flops = layers * (2 * t * (4 * h * h + 2 * h * f) + 4 * t * t * h);  // + QK^T and AV
-  x.activations = layers * t * (8 * h + 2 * f + s.heads * t);
-  return x;
+Tally transformerLayer(const TransformerSpec& s) {
+  const double h = s.hidden, f = s.ffnWidth(), t = s.seqLen;
+  return {4 * h * h + 2 * h * f + 9 * h + f, 2 * t * (4 * h * h + 2 * h * f) + 4 * t * t * h,  // + QK^T and AV
+          t * (8 * h + 2 * f + s.heads * t)};
 }
 
-Tally transformerTally(NetworkKind kind, const TransformerSpec& s) {
-  Tally x = transformerLayers(s);
+// The embeddings, each layer, the head.
+std::vector<Tally> transformerTallies(NetworkKind kind, const TransformerSpec& s) {
   const double h = s.hidden, t = s.seqLen, v = s.vocab;
+  std::vector<Tally> blocks;
   if (kind == NetworkKind::Gpt) {
-    x.params += (v + s.positions) * h + 2 * h;  // embeddings and ln_f; the head is tied
-    x.flops += 2 * t * h * v;
-    x.activations += t * (3 * h + v);  // embedding sum, ln_f's input and output, log-probabilities
+    blocks.push_back({(v + s.positions) * h, 0, t * h});  // the embedding sum
   } else {
-    x.params += (v + s.positions + s.tokenTypes) * h + 2 * h + h * h + h + h * s.classes + s.classes;
-    x.flops += 2 * h * h + 2 * h * s.classes;
-    x.activations += t * 2 * h + 2 * h;  // embedding norm's input and output; the pooler
+    blocks.push_back({(v + s.positions + s.tokenTypes) * h + 2 * h, 0, t * 2 * h});  // the norm's input and output
   }
-  return x;
+  blocks.insert(blocks.end(), static_cast<std::size_t>(s.layers), transformerLayer(s));
+  if (kind == NetworkKind::Gpt) {
+    // ln_f (the LM head is tied to the token embedding); ln_f's input and output, log-probabilities.
+    blocks.push_back({2 * h, 2 * t * h * v, t * (2 * h + v)});
+  } else {
+    blocks.push_back({h * h + h + h * s.classes + s.classes, 2 * h * h + 2 * h * s.classes, 2 * h});  // the pooler
+  }
+  return blocks;
 }
 
-}  // namespace
+std::vector<Tally> talliesOf(const NetworkSpec& spec) {
+  switch (spec.kind) {
+    case NetworkKind::Mlp: return mlpTallies(spec.mlp);
+    case NetworkKind::Resnet: return resnetTallies(spec.resnet);
+    default: return transformerTallies(spec.kind, spec.transformer);
+  }
+}
 
-NetworkCost networkCost(const NetworkSpec& spec) {
-  const Tally t = spec.kind == NetworkKind::Mlp      ? mlpTally(spec.mlp)
-                  : spec.kind == NetworkKind::Resnet ? resnetTally(spec.resnet)
-                                                     : transformerTally(spec.kind, spec.transformer);
+NetworkCost costOf(const Tally& t) {
   NetworkCost c;
   c.parameters = static_cast<std::size_t>(t.params);
   c.gradientBytes = c.parameters * sizeof(float);
@@ -258,7 +260,23 @@ NetworkCost networkCost(const NetworkSpec& spec) {
   return c;
 }
 
+}  // namespace
 
+std::vector<NetworkCost> networkBlockCosts(const NetworkSpec& spec) {
+  std::vector<NetworkCost> costs;
+  for (const Tally& t : talliesOf(spec)) costs.push_back(costOf(t));
+  return costs;
+}
+
+NetworkCost networkCost(const NetworkSpec& spec) {
+  Tally sum;
+  for (const Tally& t : talliesOf(spec)) {
+    sum.params += t.params;
+    sum.flops += t.flops;
+    sum.activations += t.activations;
+  }
+  return costOf(sum);
+}
 
 // ---- --workload ----------------------------------------------------------------------------------
 

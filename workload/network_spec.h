@@ -120,6 +120,10 @@ struct NetworkCost {
   double activationBytes = 0;
 };
 NetworkCost networkCost(const NetworkSpec& spec);
+// The same per block of the network as workload/network.h builds it (the MLP: per Linear layer),
+// in order; networkCost() is their sum. The tied LM head counts its weight in the embeddings
+// only, and its multiply in the head.
+std::vector<NetworkCost> networkBlockCosts(const NetworkSpec& spec);
 
 // --workload's value as a spec; `hidden` is --hidden (the MLP's widths). Throws UsageError naming
 // `flag` on anything it cannot build: an unknown name or key, a key given twice or to a preset

@@ -12,7 +12,9 @@
 #include "comm/cuda/stream_clock.h"
 #include "common/error.h"
 #include "common/trace.h"
+#include "workload/network.h"
 #include "workload/sampler.h"
+#include "workload/stage_model.h"
 
 namespace tpb {
 
@@ -20,29 +22,21 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Widths at the layer boundaries: inputs, hidden..., classes (layerCount + 1 entries).
-std::vector<int> widthsOf(const ModelConfig& m) {
-  std::vector<int> w{m.inputs};
-  w.insert(w.end(), m.hidden.begin(), m.hidden.end());
-  w.push_back(m.classes);
-  return w;
-}
-
-std::string hiddenSuggestion(const ModelConfig& m, int stages) {
-  const int width = m.hidden.empty() ? 512 : m.hidden.back();
+std::string hiddenSuggestion(const std::vector<int>& hidden, int stages) {
+  const int width = hidden.empty() ? 512 : hidden.back();
   std::string s;
   for (int i = 0; i < std::max(stages - 1, 1); ++i) s += (i ? "," : "") + std::to_string(width);
   return s;
 }
 
 // Contiguous partition of `cost` into `parts` non-empty ranges minimising the largest range's
-// sum (ties: the earliest boundaries), by dynamic programming over (layers, stages).
+// sum (ties: the earliest boundaries), by dynamic programming over (units, stages).
 std::vector<int> balancedBounds(const std::vector<double>& cost, int parts) {
   const int n = static_cast<int>(cost.size());
   std::vector<double> prefix(n + 1, 0);
   for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
   const double inf = std::numeric_limits<double>::infinity();
-  // best[k][i]: smallest max over the first i layers cut into k stages; from[k][i]: last cut.
+  // best[k][i]: smallest max over the first i units cut into k stages; from[k][i]: last cut.
   std::vector<std::vector<double>> best(parts + 1, std::vector<double>(n + 1, inf));
   std::vector<std::vector<int>> from(parts + 1, std::vector<int>(n + 1, 0));
   best[0][0] = 0;
@@ -63,46 +57,6 @@ std::vector<int> balancedBounds(const std::vector<double>& cost, int parts) {
   return bounds;
 }
 
-// One rank's stage: its layers (taken from the whole MLP built from the seed, so the weights are
-// the ones `single` starts from), its flat parameters, gradients and optimizer.
-struct StageModel {
-  StageModel(const TrainConfig& cfg, int first, int end, torch::Device device) {
-    Mlp whole = makeModel(cfg.model(), cfg.seed);
-    const auto children = whole->children();
-    lastOfModel = end == static_cast<int>(children.size());
-    for (int l = first; l < end; ++l) {
-      auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(children[l]);
-      TPB_CHECK(linear != nullptr, "MLP child " << l << " is not a Linear layer");
-      linear->to(device);
-      layers.push_back(linear);
-      params.push_back(linear->weight);
-      params.push_back(linear->bias);
-    }
-    flat = std::make_unique<FlatParams>(params);
-    grads = std::make_unique<FlatGrads>(params);
-    sgd = std::make_unique<FlatSgd>(cfg.lr, cfg.momentum, flat->flat());
-  }
-  // The layers with ReLU after each, except after the model's output layer.
-  torch::Tensor forward(torch::Tensor x) {
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      x = layers[i]->forward(x);
-      if (i + 1 < layers.size() || !lastOfModel) x = torch::relu(x);
-    }
-    return x;
-  }
-  void step() {
-    torch::Tensor w = flat->flat();
-    sgd->step(w, grads->flat());
-  }
-
-  bool lastOfModel = false;
-  std::vector<std::shared_ptr<torch::nn::LinearImpl>> layers;
-  std::vector<torch::Tensor> params;
-  std::unique_ptr<FlatParams> flat;
-  std::unique_ptr<FlatGrads> grads;
-  std::unique_ptr<FlatSgd> sgd;
-};
-
 // What one micro-batch keeps between its forward and its backward.
 struct Micro {
   torch::Tensor input, output, loss, gradOut;
@@ -111,38 +65,56 @@ struct Micro {
 
 }  // namespace
 
-int layerCount(const ModelConfig& m) { return static_cast<int>(m.hidden.size()) + 1; }
-
 namespace {
 
-// The stage bounds, or empty with `why` set when they cannot be made.
-std::vector<int> planStages(const ModelConfig& m, int stages, const std::string& split, const std::string& flag,
+// What stages are cut from: each unit's cost (the MLP's layers by parameters, as its FLOPs go; a
+// network's blocks by forward FLOPs, since a GPT's embeddings hold a third of its parameters
+// and multiply nothing) and how refusals name the units.
+struct Units {
+  std::vector<double> cost;
+  std::string noun, model, deeper;
+};
+
+std::string counted(std::size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+Units unitsOf(const NetworkSpec& spec, int stages) {
+  Units u;
+  const bool mlp = spec.kind == NetworkKind::Mlp;
+  for (const NetworkCost& c : networkBlockCosts(spec)) u.cost.push_back(mlp ? static_cast<double>(c.parameters) : c.forwardFlops);
+  const std::size_t inner = u.cost.size() - 2;
+  if (mlp) {
+    u.noun = "layer";
+    u.model = "the MLP";
+    u.deeper = "a deeper --hidden, e.g. " + hiddenSuggestion(spec.mlp.hidden, stages);
+  } else if (spec.kind == NetworkKind::Resnet) {
+    u.noun = "block";
+    u.model = spec.name + " (stem, " + counted(inner, "residual block") + ", head)";
+    u.deeper = "a larger depth= in --workload";
+  } else {
+    u.noun = "block";
+    u.model = spec.name + " (embeddings, " + counted(inner, "layer") + ", head)";
+    u.deeper = "layers=" + std::to_string(std::max(stages - 2, 1)) + " in --workload";
+  }
+  return u;
+}
+
+// S-1 ascending unit indices in 1..units-1 from `split`, or empty with `why` set.
+std::vector<int> parseSplit(const Units& u, int stages, const std::string& split, const std::string& flag,
                             std::string& why) {
-  const int layers = layerCount(m);
-  std::ostringstream os;
-  if (stages > layers) {
-    os << "--n_gpus: " << stages << " stages need at least " << stages << " layers, the MLP has " << layers
-       << " (try a deeper --hidden, e.g. " << hiddenSuggestion(m, stages) << ")";
-    why = os.str();
-    return {};
-  }
-  if (split.empty()) {
-    const std::vector<int> w = widthsOf(m);
-    std::vector<double> cost;
-    for (int l = 0; l < layers; ++l) cost.push_back(static_cast<double>(w[l]) * w[l + 1] + w[l + 1]);
-    return balancedBounds(cost, stages);
-  }
+  const int units = static_cast<int>(u.cost.size());
   std::vector<int> bounds{0};
-  std::size_t start = 0;
-  for (;;) {
+  std::ostringstream os;
+  for (std::size_t start = 0;;) {
     const std::size_t comma = split.find(',', start);
     const std::string item = split.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     long v = -1;
     if (!item.empty() && item.size() < 8 && item.find_first_not_of("0123456789") == std::string::npos)
       v = std::stol(item);
-    if (v <= bounds.back() || v >= layers) {
-      os << flag << ": '" << split << "': each entry is the first layer of the next stage, ascending in 1.."
-         << layers - 1 << " (the MLP has " << layers << " layers, numbered from 0)";
+    if (v <= bounds.back() || v >= units) {
+      os << flag << ": '" << split << "': each entry is the first " << u.noun << " of the next stage, ascending in 1.."
+         << units - 1 << " (" << u.model << " has " << units << " " << u.noun << "s, numbered from 0)";
       why = os.str();
       return {};
     }
@@ -152,27 +124,55 @@ std::vector<int> planStages(const ModelConfig& m, int stages, const std::string&
   }
   if (static_cast<int>(bounds.size()) != stages) {
     os << flag << ": '" << split << "' makes " << bounds.size() << " stages, --n_gpus asks for " << stages
-       << " (give " << stages - 1 << " layer indices)";
+       << " (give " << stages - 1 << " " << u.noun << " indices)";
     why = os.str();
     return {};
   }
-  bounds.push_back(layers);
+  bounds.push_back(units);
   return bounds;
+}
+
+// The stage bounds, or empty with `why` set when they cannot be made.
+std::vector<int> planStages(const NetworkSpec& spec, int stages, const std::string& split, const std::string& flag,
+                            std::string& why) {
+  const Units u = unitsOf(spec, stages);
+  const int units = static_cast<int>(u.cost.size());
+  if (stages > units) {
+    std::ostringstream os;
+    os << "--n_gpus: " << stages << " stages need at least " << stages << " " << u.noun << "s, " << u.model << " has "
+       << units << " (try " << u.deeper << ")";
+    why = os.str();
+    return {};
+  }
+  if (split.empty()) return balancedBounds(u.cost, stages);
+  return parseSplit(u, stages, split, flag, why);
 }
 
 }  // namespace
 
-std::string stagesProblem(const ModelConfig& m, int stages, const std::string& split, const std::string& flag) {
+std::string stagesProblem(const NetworkSpec& spec, int stages, const std::string& split, const std::string& flag) {
   std::string why;
-  planStages(m, stages, split, flag, why);
+  planStages(spec, stages, split, flag, why);
   return why;
 }
 
-std::vector<int> stageBounds(const ModelConfig& m, int stages, const std::string& split, const std::string& flag) {
+std::vector<int> stageBounds(const NetworkSpec& spec, int stages, const std::string& split, const std::string& flag) {
   std::string why;
-  std::vector<int> bounds = planStages(m, stages, split, flag, why);
+  std::vector<int> bounds = planStages(spec, stages, split, flag, why);
   if (!why.empty()) TPB_THROW(UsageError, why);
   return bounds;
+}
+
+std::string stagesConfigProblem(const TrainConfig& cfg, int micro) {
+  const NetworkSpec spec = cfg.network();
+  if (micro > 1 && spec.kind == NetworkKind::Resnet && spec.resnet.norm == ConvNorm::Batch) {
+    std::ostringstream os;
+    os << "--microbatches " << micro << ": with norm=batch in --workload " << cfg.workload
+       << " each micro-batch would be normalised by its own statistics, not the batch's as single does; give "
+          "--microbatches 1 or norm=group";
+    return os.str();
+  }
+  return stagesProblem(spec, cfg.nGpus, cfg.split);
 }
 
 const std::vector<PipelineSchedule>& pipelineSchedules() {
@@ -214,50 +214,58 @@ double gpipeBubble(int stages, int micro) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro + stages - 1);
 }
 
+namespace {
+
+// Rank 0's whole model takes every stage's running statistics (BatchNorm's), for evaluation.
+void gatherBuffers(Transport& t, StageModel& stage, TrainableImpl* whole, const std::vector<int>& bounds) {
+  torch::NoGradGuard noGrad;
+  const std::vector<torch::Tensor> mine = stage.buffers();
+  if (t.rank() != 0) {
+    for (const auto& b : mine) t.send(0, b.data_ptr(), b.nbytes());
+    return;
+  }
+  std::size_t i = 0;
+  for (int r = 0; r < t.size(); ++r)
+    for (int u = bounds[r]; u < bounds[r + 1]; ++u)
+      for (auto b : whole->unit(u).buffers()) {
+        if (r == 0) b.copy_(mine.at(i++));
+        else t.recv(r, b.data_ptr(), b.nbytes());
+      }
+}
+
+}  // namespace
+
 TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const PipelineSchedule& schedule,
                         const EpochCallback& onEpoch) {
   const int stages = t.size(), s = t.rank();
   const bool first = s == 0, last = s == stages - 1;
   TPB_CHECK(micro >= 1, "micro-batches must be at least 1, got " << micro);
-  const std::vector<int> bounds = stageBounds(cfg.model(), stages, cfg.split);
-  const std::vector<int> widths = widthsOf(cfg.model());
+  const std::vector<int> bounds = stageBounds(cfg.network(), stages, cfg.split);
   const torch::Device device = torchDevice(cfg);
   const bool gpu = cfg.device == Device::Cuda;
   const DataSplit data = loadTrainData(cfg, device);
-  StageModel stage(cfg, bounds[s], bounds[s + 1], device);
-  const int inWidth = widths[bounds[s]], outWidth = widths[bounds[s + 1]];
-  // Activations a micro-batch holds for backward per row: each layer's input and the stage's output.
-  double perRowFloats = outWidth;
-  for (int l = bounds[s]; l < bounds[s + 1]; ++l) perRowFloats += widths[l];
-
-  // Where each stage's parameters sit in the whole model's flat order (its layers are contiguous).
-  std::vector<std::size_t> offsets{0};
-  for (int r = 0; r < stages; ++r) {
-    std::size_t n = 0;
-    for (int l = bounds[r]; l < bounds[r + 1]; ++l)
-      n += static_cast<std::size_t>(widths[l]) * widths[l + 1] + widths[l + 1];
-    offsets.push_back(offsets.back() + n);
-  }
+  StageModel stage(cfg, bounds, s, data.train.images.narrow(0, 0, 1).to(torch::kCPU), device);
+  // Activations a micro-batch holds for backward per row: each unit's input and the stage's output.
+  const double perRowBytes = stage.boundaryBytesPerRow();
+  // Where each stage's parameters sit in the whole model's flat order (its units are contiguous).
+  const std::vector<std::size_t>& offsets = stage.stageOffsets();
   const std::size_t total = offsets.back();
-  TPB_CHECK(stage.flat->count() == offsets[s + 1] - offsets[s], "stage " << s << " holds " << stage.flat->count()
-                                                                         << " parameters, its layers have "
-                                                                         << offsets[s + 1] - offsets[s]);
   // Rank 0 evaluates the whole model; it gathers the stages' weights into it after every epoch.
-  Mlp whole{nullptr};
+  Trainable whole;
   std::unique_ptr<FlatParams> wholeFlat;
   if (first) {
-    whole = makeModel(cfg.model(), cfg.seed);
+    whole = makeTrainable(cfg);
     if (!device.is_cpu()) whole->to(device);
-    auto p = orderedParameters(whole);
-    wholeFlat = std::make_unique<FlatParams>(p);
+    wholeFlat = std::make_unique<FlatParams>(whole->orderedParameters());
   }
   auto gatherWeights = [&] {
+    gatherBuffers(t, stage, whole.get(), bounds);
     if (!first) {
-      t.send(0, stage.flat->data(), stage.flat->count() * sizeof(float));
+      t.send(0, stage.flat->data(), stage.ownCount() * sizeof(float));
       return;
     }
     torch::NoGradGuard noGrad;
-    wholeFlat->flat().narrow(0, 0, static_cast<std::int64_t>(offsets[1])).copy_(stage.flat->flat());
+    wholeFlat->flat().narrow(0, 0, static_cast<std::int64_t>(offsets[1])).copy_(stage.ownWeights());
     for (int r = 1; r < stages; ++r)
       t.recv(r, wholeFlat->data() + offsets[r], (offsets[r + 1] - offsets[r]) * sizeof(float));
   };
@@ -336,22 +344,16 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
   };
   loop.saveState = [&] {
     ModelState st;
-    st.weights = gatherHost(stage.flat->flat());
-    if (stage.sgd->velocity().defined()) st.velocity = gatherHost(stage.sgd->velocity());
+    st.weights = gatherHost(stage.ownWeights());
+    if (stage.sgd->velocity().defined()) st.velocity = gatherHost(stage.ownVelocity());
     return st;
   };
   loop.loadState = [&](const ModelState& st) {
-    torch::NoGradGuard noGrad;
-    auto put = [&](torch::Tensor dst, const std::vector<float>& src) {
-      TPB_CHECK(src.size() == total, "checkpoint: " << src.size() << " values for a model of " << total);
-      dst.copy_(torch::from_blob(const_cast<float*>(src.data()) + offsets[s],
-                                 {static_cast<std::int64_t>(offsets[s + 1] - offsets[s])}, torch::kFloat32));
-    };
-    put(stage.flat->flat(), st.weights);
-    if (stage.sgd->velocity().defined()) put(stage.sgd->velocity(), st.velocity);
+    stage.loadFromWhole(stage.flat->flat(), st.weights);
+    if (stage.sgd->velocity().defined()) stage.loadFromWhole(stage.sgd->velocity(), st.velocity);
   };
 
-  // The layers' work for runStageOps, on the step it is running (`now`).
+  // The units' work for runStageOps, on the step it is running (`now`).
   Step* now = nullptr;
   auto rowsOf = [&](int m) {
     const std::size_t rows = now->end - now->begin;
@@ -367,7 +369,8 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     const auto [b, e] = rowsOf(op.micro);
     Micro& mb = micros[op.micro];
     torch::Tensor& into = op.forward ? mb.input : mb.gradOut;
-    into = torch::empty({static_cast<std::int64_t>(e - b), op.forward ? inWidth : outWidth}, floatOpts);
+    const auto rows = static_cast<std::int64_t>(e - b);
+    into = torch::empty(op.forward ? stage.inputShape(rows) : stage.outputShape(rows), floatOpts);
     return bufferOf(into);
   };
   auto forward = [&](const PipeOp& op) {
@@ -381,14 +384,14 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
       if (last) {
         const torch::Tensor labels =
             now->indices.slice(0, static_cast<std::int64_t>(b), static_cast<std::int64_t>(e));
-        torch::Tensor loss = torch::nn::functional::cross_entropy(mb.output, data.train.labels.index_select(0, labels));
+        torch::Tensor loss = stage.loss(mb.output, data.train.labels.index_select(0, labels));
         // Micro-batch means weighted by their share of the batch add up to the batch mean.
         if (n != rows) loss = loss * (static_cast<double>(n) / static_cast<double>(rows));
         now->lossSum.add_(loss.detach());
         mb.loss = loss;
       }
     }, "micro", op.micro);
-    mb.activationBytes = perRowFloats * static_cast<double>(n) * sizeof(float);
+    mb.activationBytes = perRowBytes * static_cast<double>(n);
     held += mb.activationBytes;
     peakHeld = std::max(peakHeld, held);
     if (last) return StageBuffer{};
@@ -422,13 +425,18 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
     }
     const StageTimes times = runStageOps(t, present, work);
     sendBufs.clear();
+    if (stage.sharesWeights()) {
+      const auto c = clock_type::now();
+      stage.sumTiedGradients(t);
+      st.stats.commS += trace::close("tied gradients", trace::Category::Comm, c);
+    }
     const auto c0 = clock_type::now();
     timedOnGpu("optimizer", trace::Category::Optimizer, [&] { stage.step(); });
     st.stats.computeS += times.computeS + trace::close("optimizer", trace::Category::Optimizer, c0);
     st.stats.commS += times.commS;
   };
 
-  TrainResult result = runEpochs(cfg, loop, sampler, data, whole ? whole.get() : nullptr, step, onEpoch);
+  TrainResult result = runEpochs(cfg, loop, sampler, data, whole.get(), step, onEpoch);
   // Every rank returns the whole model: the stages' weights to rank 0, then from it to all.
   if (!first) {
     gatherWeights();
