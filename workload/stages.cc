@@ -342,15 +342,34 @@ TrainResult trainStages(Transport& t, const TrainConfig& cfg, int micro, const P
       t.recvHost(r, all.data() + offsets[r], (offsets[r + 1] - offsets[r]) * sizeof(float));
     return all;
   };
+  // Buffers (BatchNorm's running statistics) are gathered into rank 0's whole model, as for
+  // evaluation, and written in its buffers() order; on resume each stage takes its units' run
+  // of them, which starts after the buffers of the stages before it (counted along the chain).
+  auto buffersBefore = [&] {
+    std::uint64_t before = 0;
+    if (!first) t.recvHost(s - 1, &before, sizeof before);
+    const std::uint64_t upTo = before + stage.buffers().size();
+    if (!last) t.sendHost(s + 1, &upTo, sizeof upTo);
+    return static_cast<std::size_t>(before);
+  };
   loop.saveState = [&] {
     ModelState st;
     st.weights = gatherHost(stage.ownWeights());
     if (stage.sgd->velocity().defined()) st.velocity = gatherHost(stage.ownVelocity());
+    gatherBuffers(t, stage, whole.get(), bounds);
+    if (first)
+      for (const torch::Tensor& b : whole->buffers()) st.buffers.push_back(b.to(torch::kCPU).clone());
     return st;
   };
   loop.loadState = [&](const ModelState& st) {
     stage.loadFromWhole(stage.flat->flat(), st.weights);
     if (stage.sgd->velocity().defined()) stage.loadFromWhole(stage.sgd->velocity(), st.velocity);
+    const std::size_t from = buffersBefore();
+    std::vector<torch::Tensor> mine = stage.buffers();
+    TPB_CHECK(from + mine.size() <= st.buffers.size(),
+              "checkpoint: " << st.buffers.size() << " buffers, stage " << s << " needs " << from + mine.size());
+    torch::NoGradGuard noGrad;
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i].copy_(st.buffers[from + i]);
   };
 
   // The units' work for runStageOps, on the step it is running (`now`).
