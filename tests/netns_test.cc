@@ -27,6 +27,8 @@
 namespace tpb::test {
 namespace {
 
+using namespace std::string_literals;
+
 using nlohmann::json;
 
 // A different port per test process and case: tests may run side by side (each in namespaces of
@@ -241,8 +243,9 @@ int torchrunRank(int rank) {
     const std::string proc = "/proc/" + std::string(e->d_name);
     if (readText(proc + "/cmdline").rfind(std::string(TPB_BINARY) + '\0' + "sweep", 0) != 0) continue;
     const std::string env = '\0' + readText(proc + "/environ") + '\0';
-    if (env.find('\0' + tag + '\0') != std::string::npos && env.find("\0TORCHELASTIC_RUN_ID=") != std::string::npos &&
-        env.find("\0RANK=" + std::to_string(rank) + '\0') != std::string::npos)
+    // std::string literals: a "\0..." const char* would end at its first byte and match anything.
+    if (env.find('\0' + tag + '\0') != std::string::npos && env.find("\0TORCHELASTIC_RUN_ID="s) != std::string::npos &&
+        env.find("\0RANK="s + std::to_string(rank) + '\0') != std::string::npos)
       found = pid;
   }
   if (d) closedir(d);
@@ -279,7 +282,7 @@ TEST(NetnsTwoHosts, TorchrunKilledRankOnNodeOneIsRecordedOnNodeZero) {
   // torchrun does not tell the ranks why one died: the record holds a surviving rank's view,
   // which names the peer it lost and that peer's host (torchrun's own log names the signal).
   const std::string error = doc["runs"][0]["error"];
-  EXPECT_NE(error.find("rank 3"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 3"), std::string::npos) << error << "\nnode 0:\n" << r0.err << "\nnode 1:\n" << r1.err;
   EXPECT_NE(error.find(NetnsPair::kAddress[1]), std::string::npos) << error;
   RecordProperty("error", error);
   RecordProperty("seconds_to_end_both_hosts", std::to_string(seconds));
