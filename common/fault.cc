@@ -27,6 +27,10 @@ void faultPoint(int rank) {
     for (;;) pause();
   }
   if (action == "exit") std::_Exit(3);
+  if (action == "stall") {  // 50 ms off the core, then on as if nothing happened
+    usleep(50 * 1000);
+    return;
+  }
   for (int sig = 1; sig < NSIG; ++sig) {
     const char* name = sigabbrev_np(sig);
     if (name && action == name) {

@@ -6,6 +6,7 @@
 
 #include "comm/transports.h"
 #include "common/error.h"
+#include "common/text_escape.h"
 #include "core/registry.h"
 #include "harness/console_report.h"
 #include "harness/device_choice.h"
@@ -15,6 +16,7 @@
 #include "harness/point_driver.h"
 #include "harness/runner_session.h"
 #include "record/collective_summary.h"
+#include "record/records.h"
 #include "record/results.h"
 #include "worker/collective_job.h"
 
@@ -76,6 +78,9 @@ void checkFlags(const AllreduceBenchOptions& opt) {
   checkLauncherFlag(opt.launcher);
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
+  if (opt.timing != kPerCallTiming && opt.timing != kBackToBackTiming)
+    TPB_THROW(UsageError, "--timing: must be " << kPerCallTiming << " or " << kBackToBackTiming << ", got '"
+                                               << printable(opt.timing) << "'");
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");
 }
 
@@ -112,6 +117,7 @@ OpPlan opPlanOf(const AllreduceBenchOptions& opt, const CollectiveOp& op) {
   p.how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
   p.how += p.placements.size() > 1 ? ", in and out of place" : p.placements[0] ? ", in place" : ", out of place";
   if (op.rooted) p.how += ", root " + std::to_string(opt.root);
+  if (opt.timing == kBackToBackTiming) p.how += ", timed back to back";
   // nccl-tests' sendrecv times one exchange in which every rank sends and receives at once.
   if (op.name == "sendrecv") p.how += "; a ping-pong: time is a round trip, busbw about half nccl-tests' sendrecv";
   return p;
@@ -255,7 +261,7 @@ void CollectiveSweep::runPoint(const BenchPoint& p) {
 json CollectiveSweep::jobOf(const BenchPoint& p) const {
   return {{"kind", "collective"}, {"op", p.op->op->name}, {"algo", p.algo->name}, {"device", devName_},
           {"bytes", opt_.bytes},  {"iters", opt_.iters},  {"warmup", opt_.warmup}, {"check", opt_.check},
-          {"root", opt_.root},    {"in_place", p.op->placements}};
+          {"root", opt_.root},    {"in_place", p.op->placements}, {"timing", opt_.timing}};
 }
 
 // The point's records, one per size and placement: measured ones from what rank 0 wrote (`got`,
@@ -286,6 +292,7 @@ std::vector<CollectiveRecord> CollectiveSweep::recordsOf(const BenchPoint& p, co
       rec.nGpus = p.n;
       rec.iters = opt_.iters;
       rec.warmup = opt_.warmup;
+      rec.timing = opt_.timing;
       rec.count = op.roundCount(opt_.bytes[k / placements.size()] / sizeof(float), p.n);
       rec.bytes = rec.count * sizeof(float);
       rec.status = "failed";

@@ -3,8 +3,9 @@
 //
 // Per (op, algorithm, N) the launcher starts N ranks once; inside, for every message size the
 // algorithm is set up (untimed), warmed up, timed over --iters iterations — each iteration
-// starts from a barrier and its time is the slowest rank's — and finally verified in an
-// untimed pass against exact expected sums (--check).
+// starts from a barrier (--timing per_call) or follows the previous one (back_to_back), and its
+// time is the slowest rank's — and finally verified in an untimed pass against exact expected
+// sums (--check).
 #pragma once
 
 #include <chrono>
@@ -31,6 +32,9 @@ struct AllreduceBenchOptions {
   std::vector<std::size_t> bytes;
   int iters = 20;
   int warmup = 5;
+  // --timing: kPerCallTiming (each iteration from a barrier, its time the slowest rank's) or
+  // kBackToBackTiming (one barrier, then the iterations one after another, as IMB times).
+  std::string timing = "per_call";
   bool check = true;
   std::string transport;  // empty: the default for the device
   std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)

@@ -141,7 +141,7 @@ void CollectiveConsole::row(const CollectiveRecord& p) const {
   std::string sent = "-";
   if (p.traffic && p.traffic->ranks())
     sent = std::to_string(*std::max_element(p.traffic->bytesSent.begin(), p.traffic->bytesSent.end()));
-  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.1f %11.1f %11.1f %11.3f %11.3f %7s %12s\n",
+  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.2f %11.2f %11.2f %11.3f %11.3f %7s %12s\n",
                 formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.isInPlace() ? "in" : "out",
                 p.timeMedianUs, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
   std::cout << line;

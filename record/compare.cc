@@ -95,7 +95,8 @@ std::string runLabel(const RunConfig& c) {
 
 bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
   return a.op == b.op && a.algo == b.algo && a.transport == b.transport && a.device == b.device &&
-         a.nGpus == b.nGpus && a.bytes == b.bytes && a.isInPlace() == b.isInPlace() && a.root == b.root;
+         a.nGpus == b.nGpus && a.bytes == b.bytes && a.isInPlace() == b.isInPlace() && a.root == b.root &&
+         a.timingMethod() == b.timingMethod();
 }
 
 // Points are matched by value (a linear search: files hold hundreds of points, not millions).
@@ -363,6 +364,7 @@ std::vector<std::string> collectiveDifferences(const CollectiveRecord& a, const 
   check("bytes", a.bytes, b.bytes);
   check("in_place", a.isInPlace(), b.isInPlace());
   check("root", root(a), root(b));
+  check("timing", a.timingMethod(), b.timingMethod());
   return out;
 }
 

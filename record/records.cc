@@ -513,6 +513,7 @@ json CollectiveRecord::toJson() const {
     j["wrong"] = orNull(wrong);
   }
   putIfSet(j, "timer", timer);
+  putIfSet(j, "timing", timing);
   j["status"] = status;
   putIfSet(j, "error", error);
   j["iters"] = iters;
@@ -552,6 +553,11 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.busbwGbps = optNumber(in, "busbw_gbps", kNonNegativeNumber);
   c.wrong = optInteger(in, "wrong", 0, kMaxCount);
   c.timer = optStr(in, "timer");
+  if (const auto t = in.find("timing")) {
+    c.timing = t->str();
+    if (*c.timing != kPerCallTiming && *c.timing != kBackToBackTiming)
+      t->fail(std::string(kPerCallTiming) + " or " + kBackToBackTiming);
+  }
   c.status = statusOf(in.at("status"));
   c.error = optStr(in, "error");
   c.iters = intIn(in, "iters", 0, kMaxInt);
@@ -559,7 +565,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
-                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "status", "error", "iters",
+                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "status", "error", "iters",
                             "warmup", "traffic", "origin", "order", "color", "data_ranks",
                             "reference_of", "carrier"});
   return c;

@@ -183,6 +183,10 @@ struct RunRecord {
 };
 
 // allreduce[]: one collective benchmark point (op "allreduce" unless another collective).
+// The two ways `allreduce` and `collective` time a point's iterations (--timing).
+inline constexpr const char* kPerCallTiming = "per_call";
+inline constexpr const char* kBackToBackTiming = "back_to_back";
+
 struct CollectiveRecord {
   std::string op = "allreduce";
   std::string algo, transport, device;
@@ -199,6 +203,9 @@ struct CollectiveRecord {
   double algbwGbps = NAN, busbwGbps = NAN;
   std::optional<long long> wrong;  // null when --check was off
   std::optional<std::string> timer;
+  // How the iterations were timed (--timing): kPerCallTiming, each from a barrier, or
+  // kBackToBackTiming, one after another. Absent in files older than the field (per call).
+  std::optional<std::string> timing;
   std::string status = "ok";
   std::optional<std::string> error;
   int iters = 0, warmup = 0;
@@ -208,6 +215,7 @@ struct CollectiveRecord {
 
   bool ok() const { return status == "ok"; }
   bool isInPlace() const { return inPlace.value_or(true); }
+  std::string timingMethod() const { return timing.value_or(kPerCallTiming); }
   // What carried its data: the recorded carrier, else (files older than the field) the transport.
   std::string carriedOver() const { return entry.carrier.value_or(transport); }
   nlohmann::json toJson() const;

@@ -160,6 +160,20 @@ TEST(Compare, NothingInCommonNamesTheFirstFieldThatDiffers) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("bytes differs (1048576 vs 2097152)"), std::string::npos) << e.what();
   }
+  // Back-to-back times are not per-call times: never compared with each other. A file older
+  // than the field holds per-call ones.
+  json backToBack = allreduce("ring", 2, 1 << 20, 14.0);
+  backToBack["timing"] = "back_to_back";
+  try {
+    compare(doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.0)}), doc(json::array(), {backToBack}));
+    ADD_FAILURE() << "no refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("timing differs (\"per_call\" vs \"back_to_back\")"), std::string::npos)
+        << e.what();
+  }
+  json perCall = allreduce("ring", 2, 1 << 20, 14.0);
+  perCall["timing"] = "per_call";
+  EXPECT_NO_THROW(compare(doc(json::array(), {allreduce("ring", 2, 1 << 20, 14.0)}), doc(json::array(), {perCall})));
 }
 
 TEST(Compare, WithRepeatsASlowdownMustAlsoBeSignificant) {

@@ -150,13 +150,18 @@ struct Timing {
   Traffic moved;
 };
 
-// Each iteration on its own: every rank starts it together (a barrier) and the timer brackets
-// it. On a GPU the events then also count the host's launch of the iteration's work (between
-// the start event on the idle stream and the first kernel) and its polling for the end.
-Timing timeEachIteration(Transport& t, Collective& coll, IntervalTimer& timer, int iters) {
+// Each call timed on its own. Per call (--timing per_call): every rank starts it together (a
+// barrier) and the timer brackets it, so the spread of the barrier's exit lands in the slowest
+// rank's time. Back to back (--timing back_to_back, as IMB times): one barrier, then the calls
+// follow each other as in a training loop; a rank's call runs from the end of its previous one,
+// and no barrier's exit is counted. On a GPU the events also count the host's launch of the
+// iteration's work (between the start event on the idle stream and the first kernel) and its
+// polling for the end.
+Timing timeEachIteration(Transport& t, Collective& coll, IntervalTimer& timer, int iters, bool barrierEach) {
   Timing out;
+  if (!barrierEach) t.barrier();
   for (int i = 0; i < iters; ++i) {
-    t.barrier();  // every iteration starts together; its time is the slowest rank's
+    if (barrierEach) t.barrier();  // every iteration starts together; its time is the slowest rank's
     const Traffic before = t.traffic();
     timer.start();
     coll.run();
@@ -190,9 +195,10 @@ Timing timeBackToBack(Transport& t, Collective& coll, IntervalTimer& timer, int 
 }
 
 // The `timer` a point records: how the transport's timer was used.
-std::string timerLabel(const IntervalTimer& timer, Device device, bool queuedBackToBack) {
-  if (device != Device::Cuda) return timer.method();
-  return std::string(timer.method()) + (queuedBackToBack ? "_back_to_back" : "_with_host");
+std::string timerLabel(const IntervalTimer& timer, Device device, bool queuedBackToBack, bool barrierEach) {
+  if (device != Device::Cuda) return std::string(timer.method()) + (barrierEach ? "" : "_back_to_back");
+  if (queuedBackToBack) return std::string(timer.method()) + "_back_to_back";
+  return std::string(timer.method()) + (barrierEach ? "_with_host" : "_with_host_back_to_back");
 }
 
 }  // namespace
@@ -219,6 +225,10 @@ void collectiveJob(Worker& w, const json& job) {
   const int warmup = job.at("warmup").get<int>();
   const bool check = job.at("check").get<bool>();
   const int root = job.value("root", 0);
+  const std::string timing = job.value("timing", std::string(kPerCallTiming));
+  if (timing != kPerCallTiming && timing != kBackToBackTiming)
+    TPB_THROW(Error, "job: unknown timing '" << timing << "'");
+  const bool barrierEach = timing == kPerCallTiming;
   const std::vector<bool> placements = job.value("in_place", std::vector<bool>{true});
   const std::string resultPath = job.at("result_path").get<std::string>();
   const int n = t.size(), rank = t.rank();
@@ -231,6 +241,7 @@ void collectiveJob(Worker& w, const json& job) {
   proto.nGpus = n;
   proto.iters = iters;
   proto.warmup = warmup;
+  proto.timing = timing;
   if (op.rooted) proto.root = root;
 
   std::size_t maxCount = 0;
@@ -263,7 +274,7 @@ void collectiveJob(Worker& w, const json& job) {
       finishDeviceWork(device);
       const bool queued = device == Device::Cuda && coll->queuesOnDevice();
       const Timing timing = queued ? timeBackToBack(t, *coll, *timer, iters)
-                                   : timeEachIteration(t, *coll, *timer, iters);
+                                   : timeEachIteration(t, *coll, *timer, iters, barrierEach);
       std::vector<double> mine = timing.us;
       const Traffic moved = timing.moved;
       const int samples = static_cast<int>(mine.size());  // alike on every rank: same algorithm
@@ -311,19 +322,28 @@ void collectiveJob(Worker& w, const json& job) {
         addTraffic(theirs);
       }
       const Summary s = summarize(slowest);
+      // Iterations over ten times the median: a rank that lost its core (another process, too
+      // many ranks) or a page fault, not the algorithm. Counted and said, never dropped.
+      const auto outliers = std::count_if(slowest.begin(), slowest.end(), [&](double us) { return us > 10 * s.median; });
       const double algbw = s.median > 0 ? static_cast<double>(bytes) / (s.median * 1e-6) / 1e9 : 0.0;
       CollectiveRecord p = proto;
       p.bytes = bytes;
       p.count = count;
       p.inPlace = inPlace;
       p.measured = true;
-      p.timer = timerLabel(*timer, device, queued);
+      p.timer = timerLabel(*timer, device, queued, barrierEach);
       p.timeMedianUs = s.median;
       p.timeMinUs = s.min;
       p.timeMaxUs = s.max;
       p.algbwGbps = algbw;
       p.busbwGbps = algbw * op.busFactor(n);
       if (check) p.wrong = static_cast<long long>(wrongTotal);
+      if (outliers > 0) {
+        p.timeExtra["outliers"] = outliers;
+        std::fprintf(stderr, "warning: %s %s N=%d %s: %ld of %d iterations took over 10x the median (%.1f us; longest %.1f us)\n",
+                     opName.c_str(), algo.name.c_str(), n, formatBytes(bytes).c_str(), static_cast<long>(outliers),
+                     samples, s.median, s.max);
+      }
       // A library's collective does not go through the transport: its traffic is not observed.
       if (algo.origin == Origin::FromScratch) p.traffic = std::move(traffic);
       points.push_back(p.toJson());

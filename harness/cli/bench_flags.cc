@@ -13,6 +13,10 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
       ->capture_default_str();
   cmd->add_option("--iters", f.iters, "Timed iterations per size")->capture_default_str();
   cmd->add_option("--warmup", f.warmup, "Untimed iterations before timing")->capture_default_str();
+  cmd->add_option("--timing", f.timing,
+                  "per_call: each timed iteration starts from a barrier (its time is the slowest rank's); "
+                  "back_to_back: one barrier, then the iterations follow each other as IMB times them")
+      ->capture_default_str();
   cmd->add_flag("--no_check", f.noCheck, "Skip the untimed verification pass (default: check)");
   cmd->add_flag("--no-check", f.noCheck)->group("");  // the older spelling, hidden
   cmd->add_option("--transport", f.transport,
@@ -51,6 +55,7 @@ AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, con
   o.bytes = parseByteRange("--bytes", f.bytes, 4, std::size_t(1) << 34);
   o.iters = f.iters;
   o.warmup = f.warmup;
+  o.timing = f.timing;
   o.check = !f.noCheck;
   o.transport = f.transport;
   o.device = f.device;

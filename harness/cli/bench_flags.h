@@ -14,6 +14,7 @@ struct BenchFlags {
   std::string nGpus = "2..8";
   std::string bytes = "4K..64M";
   int iters = 20, warmup = 5;
+  std::string timing = "per_call";
   bool noCheck = false;
   std::string transport, device = "cpu", out, launcher;
   int timeout = 300;
