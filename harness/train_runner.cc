@@ -38,11 +38,6 @@ std::vector<EpochRecord> readEpochs(const json& got, const std::string& path, bo
 
 }  // namespace
 
-RunConfig runConfigOf(const TrainConfig& c, const std::string& device, const std::string& transport,
-                      int repeat) {
-  return RunConfig::make(c, findStrategy("--strategy", c.strategy).microbatched, device, transport, repeat);
-}
-
 void updateScalingEfficiency(std::vector<RunRecord>& runs) {
   // The N = 1 point of the same work: the config with N, the repeat and the transport (which a
   // strategy picks by its rank count) set aside.
@@ -356,7 +351,10 @@ RunRecord TrainSweep::recordOf(const PointPlan& plan) const {
   canonical.strategy = plan.strategy->name;  // aliases are recorded under the strategy's name
   canonical.library = recordedLibrary(*plan.strategy, plan.cfg().library, device_);
   RunRecord run;
-  run.config = runConfigOf(canonical, deviceText_, plan.layout.transport, plan.point->repeat);
+  // The record's config (also the key --resume and `compare` match on): every setting that
+  // changes the work, max_steps included, from the strategy the plan resolved.
+  run.config =
+      RunConfig::make(canonical, plan.strategy->microbatched, deviceText_, plan.layout.transport, plan.point->repeat);
   run.entry = entryRecordOf(*plan.strategy, plan.strategy->dataRanks(plan.cfg().nGpus));
   run.entry.carrier = plan.layout.carrier;
   const NetworkCost cost = networkCost(canonical.network());

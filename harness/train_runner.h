@@ -53,11 +53,6 @@ struct TrainRunOptions {
 // any failed, 130 when interrupted.
 int runTraining(const TrainRunOptions& opt);
 
-// The "config" of a run record (also the key --resume and `compare` match on), max_steps
-// included: every setting that changes the work.
-RunConfig runConfigOf(const TrainConfig& cfg, const std::string& device, const std::string& transport,
-                      int repeat);
-
 // Recomputes every run's summary.scaling_efficiency: samples/s at N divided by N times the
 // samples/s of the same strategy and configuration at N = 1 (NaN, written null, when there is none).
 void updateScalingEfficiency(std::vector<RunRecord>& runs);

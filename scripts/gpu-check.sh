@@ -425,7 +425,7 @@ def load(name):
 def num(v, fmt):
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
-# The figures docs/gpu.md records (issue 25), by section: rows of (figure, tpbench, reference,
+# The figures docs/gpu.md records, by section: rows of (figure, tpbench, reference,
 # ratio, goal), filled in below from the same numbers as the tables, printed last.
 readme = {}
 
@@ -556,7 +556,7 @@ for b in (64, 512):
                                             num(ours, ".0f"), num(theirs, ".0f"), num(ratio, ".3f"),
                                             f">= 0.97: {verdict}"))
 
-# For docs/gpu.md: the card, then the figures issue 25 asks it to record, as a Markdown table.
+# For docs/gpu.md: the card, then the figures it records, as a Markdown table.
 env = {}
 for line in open(os.path.join(out, "environment.txt")):
     key, sep, value = line.partition(":")

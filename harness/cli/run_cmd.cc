@@ -45,13 +45,13 @@ void addRun(CLI::App& app, Action& action, const std::string& commandLine, Exter
         a->nGpus = std::stoi(externalDefaultRanks("run", external->worldSize()));
       TrainPoint p;
       p.cfg = baseConfig(a->f);
-      p.cfg.strategy = findStrategy("--strategy", a->strategy).name;
+      const TrainStrategy& s = findStrategy("--strategy", a->strategy);
+      p.cfg.strategy = s.name;
       p.cfg.nGpus = a->nGpus;
       p.cfg.batchSize = a->batch;
       p.cfg.trainSize = a->trainSize;
       o.points.push_back(p);
       checkTrainRun(o);
-      const TrainStrategy& s = findStrategy("--strategy", a->strategy);
       if (std::string why = s.unsupportedAnywhere(a->nGpus); !why.empty())
         TPB_THROW(UsageError, "--strategy " << a->strategy << " with --n_gpus " << a->nGpus << ": " << why);
       if (std::string why = s.unsupportedConfig(p.cfg); !why.empty())
