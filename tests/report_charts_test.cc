@@ -246,6 +246,17 @@ TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
   EXPECT_NE(c.reading.find("(1.05x faster than model_parallel, within noise)"), std::string::npos) << c.reading;
 }
 
+// A pipeline slower than model_parallel reads "1.25x slower", not "0.8x faster".
+TEST(ReportReadings, PipelineSlowerThanModelParallelSaysSlower) {
+  Inputs in;
+  addRuns(in, "model_parallel", 2, {1.0});
+  addRuns(in, "pipeline", 2, {1.25});
+  const Chart c = chartOf("model_parallel_epoch_time", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("(1.25x slower than model_parallel)"), std::string::npos) << c.reading;
+  EXPECT_EQ(c.reading.find("faster"), std::string::npos) << c.reading;
+}
+
 TEST(ReportReadings, GrowthWithinNoiseSaysSo) {
   const std::vector<Point> flat = {{1, 10, 3, 9, 11}, {2, 10.5, 3, 10, 12}};
   const std::vector<Point> steep = {{1, 10, 3, 9, 11}, {2, 20, 3, 19, 21}};
