@@ -230,6 +230,22 @@ TEST(ReportReadings, ThroughputLegendsKeepTheReferenceLabel) {
   EXPECT_NE(c.gp.find("\"ddp (builtin)\""), std::string::npos) << c.gp;
 }
 
+// The scaling reading names every strategy it draws above N=1: the best, those between, the
+// worst, and a reference that ran only at N=2 (no N=1 run to scale from).
+TEST(ReportReadings, ThroughputReadingNamesEveryStrategyDrawn) {
+  Inputs in = ringDdpTorch();
+  in.styles.add(SeriesKind::Strategy, "param_server", entryOf(2, "#1f77b4", "from scratch"));
+  addRuns(in, "param_server", 1, {1.0});
+  addRuns(in, "param_server", 2, {0.7});
+  const Chart c = chartOf("throughput_scaling", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("Best scaling: ddp reaches 1.75x its N=1 throughput at N=2"), std::string::npos)
+      << c.reading;
+  EXPECT_NE(c.reading.find("; then param_server 1.43x at N=2 (71 %)"), std::string::npos) << c.reading;
+  EXPECT_NE(c.reading.find("; worst: ring_all_reduce 0.918x at N=2 (46 %"), std::string::npos) << c.reading;
+  EXPECT_NE(c.reading.find("; torch_ddp has no N=1 run to scale from."), std::string::npos) << c.reading;
+}
+
 TEST(ReportReadings, BreakdownReadingNamesEveryStrategy) {
   const Chart c = chartOf("time_breakdown", ringDdpTorch());
   ASSERT_TRUE(c.hasData()) << c.reason;
