@@ -253,6 +253,32 @@ TEST(ReportReadings, BreakdownReadingNamesEveryStrategy) {
     EXPECT_NE(c.reading.find(name), std::string::npos) << name << ": " << c.reading;
 }
 
+// The stacked bars are medians; each stack carries an error bar from the smallest to the largest
+// epoch wall time of its repeats (issue 31: every median with its spread), placed on its bar.
+TEST(ReportReadings, BreakdownDrawsTheWallTimeSpreadAsErrorBars) {
+  const Chart c = chartOf("time_breakdown", ringDdpTorch());
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.dat.find("\nN=2 0.66 0.366667 0.0733333 1.1 1 1.2\n"), std::string::npos) << c.dat;  // ... wall min max
+  // ring (N=1, 2) at x = 0, 1; ddp at 3, 4; torch_ddp (N=2 only) at 6.
+  EXPECT_NE(c.gp.find("index 0 using ($0+0):5:6:7 title 'wall min-max' with yerrorbars"),
+            std::string::npos) << c.gp;
+  EXPECT_NE(c.gp.find("index 2 using ($0+6):5:6:7 notitle with yerrorbars"), std::string::npos) << c.gp;
+  EXPECT_NE(c.subtitle.find("error bars: the wall time's min to max over repeats"), std::string::npos) << c.subtitle;
+  // One run per bar: nothing to draw.
+  Inputs one = stylesOfThree();
+  addRuns(one, "ring_all_reduce", 1, {1.0});
+  addRuns(one, "ddp", 2, {1.2});
+  EXPECT_EQ(chartOf("time_breakdown", one).gp.find("yerrorbars"), std::string::npos);
+}
+
+// The pipeline bubble's measured lines are medians over repeats with error bars, and say so.
+TEST(ReportReadings, PipelineBubbleSaysItDrawsTheSpread) {
+  const Chart c = chartOf("pipeline_bubble", loadInputs({kFixture}));
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.subtitle.find("median over repeats (error bars: min to max)"), std::string::npos) << c.subtitle;
+  EXPECT_NE(c.dat.find("records lo hi"), std::string::npos) << c.dat;
+}
+
 TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
   Inputs in;
   addRuns(in, "model_parallel", 2, {1.0, 1.1, 1.2});
