@@ -61,6 +61,9 @@ struct Point {
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
   std::set<std::string> unmeasured;  // accuracy metrics that an ok repeat left null (or NaN)
   std::map<std::string, std::vector<double>> split;     // compute_s, comm_s per epoch: no verdict
+  // Collectives: busbw at the slowest and at the fastest timed iteration of any record (the
+  // spread over iterations, which a point of one record has without repeats).
+  std::map<std::string, std::pair<double, double>> iterSpread;
   // Exact traffic per rank (runs: summed over the epochs), from the first ok repeat that has it;
   // trafficVaries when a later repeat disagrees (the count should never depend on the run).
   std::optional<TrafficRecord> traffic;
@@ -166,7 +169,16 @@ std::vector<Point> collect(const ResultsFile& f) {
       continue;
     }
     p.anyOk = true;
-    if (std::isfinite(rec.busbwGbps)) p.timing["busbw_gbps"].push_back(rec.busbwGbps);
+    if (std::isfinite(rec.busbwGbps)) {
+      p.timing["busbw_gbps"].push_back(rec.busbwGbps);
+      // busbw is inversely proportional to the time: scale the median's by median/max, median/min.
+      if (rec.timeMedianUs > 0 && rec.timeMinUs > 0 && rec.timeMaxUs > 0 && std::isfinite(rec.timeMaxUs)) {
+        const double lo = rec.busbwGbps * rec.timeMedianUs / rec.timeMaxUs;
+        const double hi = rec.busbwGbps * rec.timeMedianUs / rec.timeMinUs;
+        auto [it, fresh] = p.iterSpread.try_emplace("busbw_gbps", lo, hi);
+        if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+      }
+    }
     addTraffic(p, rec.traffic);
   }
   return points;
@@ -181,7 +193,12 @@ const Point* findPoint(const std::vector<Point>& points, const Point& like) {
 }
 
 Comparison statusRow(const std::string& label, const std::string& note) {
-  return {label, "status", "status", 0, 0, 0, 0, 0, 0, -1, true, note};
+  Comparison c;
+  c.point = label;
+  c.metric = c.kind = "status";
+  c.regression = true;
+  c.note = note;
+  return c;
 }
 
 bool higherIsBetter(const std::string& metric) {
@@ -196,8 +213,11 @@ Comparison measured(const std::string& label, const std::string& metric, const c
   c.point = label;
   c.metric = metric;
   c.kind = kind;
-  c.base = summarize(base).median;
-  c.now = summarize(now).median;
+  const Summary b = summarize(base), n = summarize(now);
+  c.base = b.median;
+  c.now = n.median;
+  if (!base.empty()) c.baseMin = b.min, c.baseMax = b.max;
+  if (!now.empty()) c.newMin = n.min, c.newMax = n.max;
   c.nBase = static_cast<int>(base.size());
   c.nNew = static_cast<int>(now.size());
   return c;
@@ -251,12 +271,22 @@ void compareTraffic(const Point& bp, const Point& np, std::vector<Comparison>& r
 }
 
 
+// A collective's range over its timed iterations widens the range over its records.
+void widen(double& lo, double& hi, const Point& p, const std::string& metric) {
+  const auto it = p.iterSpread.find(metric);
+  if (it == p.iterSpread.end()) return;
+  lo = std::min(lo, it->second.first);
+  hi = std::max(hi, it->second.second);
+}
+
 // Timings regress when slower beyond the threshold and, with enough repeats, significantly so.
 void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, std::vector<Comparison>& rows) {
   for (const auto& [metric, bv] : bp.timing) {
     const auto nv = np.timing.find(metric);
     if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
     Comparison c = measured(bp.label, metric, "timing", bv, nv->second);
+    widen(c.baseMin, c.baseMax, bp, metric);
+    widen(c.newMin, c.newMax, np, metric);
     c.change = c.base != 0 ? c.now / c.base - 1 : 0;
     if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
     const bool slower = c.slowdown > opt.threshold;
@@ -450,10 +480,19 @@ std::string fromTo(const std::string& a, const std::string& b) { return a == b ?
 
 std::string percent(double change) { return fmt("%+.1f %%", change * 100); }
 
+// A median with its min-max spread beside it, "20000 (19500-20400)", or alone where the values
+// behind it print the same (one repeat, identical repeats).
+std::string withSpread(double median, double lo, double hi) {
+  const std::string m = plain(median);
+  if (!(lo <= hi)) return m;
+  const std::string a = plain(lo), b = plain(hi);
+  return a == b ? m : m + " (" + a + "-" + b + ")";
+}
+
 std::string metricCell(const PointComparison& pc, const char* metric, const char* unit = "") {
   const Comparison* c = pc.metric(metric);
   if (!c || c->kind == "status") return "-";
-  return fromTo(plain(c->base), plain(c->now)) + unit;
+  return fromTo(withSpread(c->base, c->baseMin, c->baseMax), withSpread(c->now, c->newMin, c->newMax)) + unit;
 }
 
 // Traffic: the bytes sent, or the first count that changed, or why it could not be compared.
@@ -518,7 +557,10 @@ std::vector<std::string> cells(const PointComparison& pc, const CompareOptions& 
 }
 
 json rowJson(const Comparison& c) {
-  return {{"metric", c.metric}, {"kind", c.kind}, {"base", c.base}, {"new", c.now}, {"change", c.change},
+  const auto number = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"metric", c.metric}, {"kind", c.kind}, {"base", c.base}, {"new", c.now},
+          {"base_min", number(c.baseMin)}, {"base_max", number(c.baseMax)}, {"new_min", number(c.newMin)},
+          {"new_max", number(c.newMax)}, {"change", c.change},
           {"slowdown", c.slowdown}, {"n_base", c.nBase}, {"n_new", c.nNew},
           {"p", c.p < 0 ? json(nullptr) : json(c.p)}, {"regression", c.regression}, {"note", c.note}};
 }

@@ -18,8 +18,11 @@
 //
 // One verdict per point: a slow point is one regression, whichever of its timings show it; a
 // run's verdict comes with its compute/communication split, to say which of the two moved.
+// Every median printed comes with its min-max spread where the values differ (the repeats; for
+// a collective also its timed iterations), so a reader sees whether a change is within noise.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +43,9 @@ struct Comparison {
   std::string metric;  // "samples_per_s", "epoch_s", "busbw_gbps", "final_test_accuracy", ...
   std::string kind;    // "timing", "accuracy", "exact" (traffic counts), "status"
   double base = 0, now = 0;
+  // The spread behind each median: the smallest and the largest value over the repeats (a
+  // collective's busbw: of its fastest and slowest timed iteration too); NaN where not measured.
+  double baseMin = NAN, baseMax = NAN, newMin = NAN, newMax = NAN;
   double change = 0;   // relative change new/base - 1 (accuracy: absolute difference)
   double slowdown = 0; // timing: how much slower NEW is (+0.12 = 12 % slower); else 0
   int nBase = 0, nNew = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "record/results.h"
+#include "report/format.h"
 
 namespace tpb::report {
 
@@ -108,6 +109,22 @@ std::string valueText(const json& v) {
   return v.dump();
 }
 
+namespace {
+
+// A meta field as the report's Inputs table shows it: as valueText, but a measured number (the
+// load average) in three figures: 6.02, not 6.02197265625.
+std::string metaText(const json& v) {
+  if (v.is_number_float()) return fmtNum(v.get<double>());
+  if (v.is_array() && !v.empty()) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : ", ") + metaText(e);
+    return s;
+  }
+  return valueText(v);
+}
+
+}  // namespace
+
 Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& registry) {
   Inputs all;
   all.styles = Styles(registry);
@@ -116,7 +133,7 @@ Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& regi
     Input in;
     in.path = path;
     const json meta = f.meta().toJson();
-    for (const auto& [k, v] : meta.items()) in.meta.emplace_back(k, valueText(v));
+    for (const auto& [k, v] : meta.items()) in.meta.emplace_back(k, metaText(v));
     for (const RunRecord& r : f.runs()) {
       all.runs.push_back(runOf(r));
       all.styles.add(SeriesKind::Strategy, r.config.strategy, r.entry);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/registry.h"
+#include "harness/cli/bench_flags.h"
 #include "harness/point_driver.h"
 #include "tests/cli_util.h"
 
@@ -134,6 +135,39 @@ TEST(Cli, HelpAndVersionAndList) {
   for (const char* name : {"single", "ring_all_reduce", "allreduce", "ddp", "data_parallel",
                            "ring_all_reduce_builtin", "param_server_builtin"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
+}
+
+// A bare `allreduce` or `collective` is sized for about a minute on a 2-core CPU (issue 31), as a
+// bare sweep is: allreduce N = 2..4 and 4K..16M, collective (seven ops) N = 2 and 4K..1M:x4;
+// on cuda the wider nccl-tests ranges, at most as many ranks as GPUs visible. --help says so.
+TEST(Cli, BareBenchmarksAreSizedForAMinuteOnTheCpu) {
+  const auto bare = [](const char* command) {
+    CLI::App app;
+    auto* cmd = app.add_subcommand(command);
+    cli::BenchFlags f;
+    cli::addBenchFlags(cmd, f);
+    app.parse(std::vector<std::string>{command});
+    return cli::benchOptions(cmd, f, command, nullptr);
+  };
+  const auto ar = bare("allreduce");
+  EXPECT_EQ(ar.nGpus, (std::vector<long long>{2, 3, 4}));
+  ASSERT_EQ(ar.bytes.size(), 13u);
+  EXPECT_EQ(ar.bytes.front(), 4096u);
+  EXPECT_EQ(ar.bytes.back(), std::size_t(16) << 20);
+  const auto coll = bare("collective");
+  EXPECT_EQ(coll.nGpus, (std::vector<long long>{2}));
+  EXPECT_EQ(coll.bytes, (std::vector<std::size_t>{4096, 16384, 65536, 262144, 1 << 20}));
+  EXPECT_EQ(cli::benchDefaults("allreduce", true, 16).nGpus, "2..8");
+  EXPECT_EQ(cli::benchDefaults("allreduce", true, 4).nGpus, "2..4");
+  EXPECT_EQ(cli::benchDefaults("collective", true, 1).nGpus, "2");
+  EXPECT_EQ(cli::benchDefaults("allreduce", true, 8).bytes, "4K..64M");
+  EXPECT_EQ(cli::benchDefaults("collective", true, 8).bytes, "4K..64M:x4");
+  for (const char* command : {"allreduce", "collective"}) {
+    const std::string help = runCli({command, "--help"}).out;
+    EXPECT_NE(help.find("about a minute on two cores"), std::string::npos) << help;
+    EXPECT_NE(help.find("(default: " + cli::benchDefaults(command, false, 0).nGpus + " on cpu"), std::string::npos)
+        << help;
+  }
 }
 
 // The help of run and sweep names every registered strategy; list's device line names what the

@@ -123,6 +123,46 @@ TEST(Compare, SaysWhetherComputeOrCommunicationGotSlower) {
   EXPECT_EQ(test::runCli({"compare", b, b}).out.find("got slower"), std::string::npos);
 }
 
+// Every median printed comes with its spread, so a reader sees whether a change is within
+// noise: min-max over the repeats of a run, over the timed iterations of a collective point.
+TEST(Compare, EveryMedianComesWithItsSpread) {
+  json base = json::array(), now = json::array();
+  const double b[] = {20000, 19000, 21000}, n[] = {18500, 17500, 19800};
+  for (int i = 0; i < 3; ++i) {
+    base.push_back(run("ddp", 2, b[i], 0.9, 0.5, i));
+    now.push_back(run("ddp", 2, n[i], 0.9, 0.5, i));
+  }
+  json coll = allreduce("ring", 2, 1 << 20, 10.0);
+  coll["time_us"] = {{"median", 100.0}, {"min", 80.0}, {"max", 125.0}};  // busbw 8 at the slowest, 12.5 at the fastest
+  const std::string bp = write("sp1.json", doc(base, {coll})), np = write("sp2.json", doc(now, {coll}));
+  const auto text = test::runCli({"compare", bp, np});
+  ASSERT_EQ(text.exitCode, 0) << text.err;  // 8 % slower: within the threshold
+  EXPECT_NE(text.out.find("20000 (19000-21000) -> 18500 (17500-19800)/s"), std::string::npos) << text.out;
+  // Epoch time is 8192 / samples/s: 0.4096 s at 20000, 0.3901 at 21000, 0.4311 at 19000.
+  EXPECT_NE(text.out.find("0.4096 (0.3901-0.4312) -> "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" 10 (8-12.5) GB/s"), std::string::npos) << text.out;
+  // Identical repeats have no spread to show: the median stands alone.
+  EXPECT_NE(text.out.find(" 0.9 "), std::string::npos) << text.out;
+  const auto md = test::runCli({"compare", bp, np, "--format", "markdown"});
+  EXPECT_NE(md.out.find("20000 (19000-21000) -&gt; 18500 (17500-19800)/s"), std::string::npos) << md.out;
+  const json j = json::parse(test::runCli({"compare", bp, np, "--format", "json"}).out);
+  bool sawRun = false, sawCollective = false;
+  for (const auto& p : j.at("points"))
+    for (const auto& m : p.at("metrics")) {
+      if (m.at("metric") == "samples_per_s") {
+        sawRun = true;
+        EXPECT_EQ(m.at("base_min"), 19000.0);
+        EXPECT_EQ(m.at("new_max"), 19800.0);
+      }
+      if (m.at("metric") == "busbw_gbps") {
+        sawCollective = true;
+        EXPECT_DOUBLE_EQ(m.at("base_min").get<double>(), 8.0);
+        EXPECT_DOUBLE_EQ(m.at("new_max").get<double>(), 12.5);
+      }
+    }
+  EXPECT_TRUE(sawRun && sawCollective) << j.dump(2);
+}
+
 // Counts print as integers and byte counts with K/M/G, never as 1.71445e+08.
 TEST(Compare, NumbersArePlainAndBytesHaveUnits) {
   json r = run("ring_all_reduce", 2, 20000, 0.93, 0.5);

@@ -230,11 +230,53 @@ TEST(ReportReadings, ThroughputLegendsKeepTheReferenceLabel) {
   EXPECT_NE(c.gp.find("\"ddp (builtin)\""), std::string::npos) << c.gp;
 }
 
+// The scaling reading names every strategy it draws above N=1: the best, those between, the
+// worst, and a reference that ran only at N=2 (no N=1 run to scale from).
+TEST(ReportReadings, ThroughputReadingNamesEveryStrategyDrawn) {
+  Inputs in = ringDdpTorch();
+  in.styles.add(SeriesKind::Strategy, "param_server", entryOf(2, "#1f77b4", "from scratch"));
+  addRuns(in, "param_server", 1, {1.0});
+  addRuns(in, "param_server", 2, {0.7});
+  const Chart c = chartOf("throughput_scaling", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("Best scaling: ddp reaches 1.75x its N=1 throughput at N=2"), std::string::npos)
+      << c.reading;
+  EXPECT_NE(c.reading.find("; then param_server 1.43x at N=2 (71 %)"), std::string::npos) << c.reading;
+  EXPECT_NE(c.reading.find("; worst: ring_all_reduce 0.918x at N=2 (46 %"), std::string::npos) << c.reading;
+  EXPECT_NE(c.reading.find("; torch_ddp has no N=1 run to scale from."), std::string::npos) << c.reading;
+}
+
 TEST(ReportReadings, BreakdownReadingNamesEveryStrategy) {
   const Chart c = chartOf("time_breakdown", ringDdpTorch());
   ASSERT_TRUE(c.hasData()) << c.reason;
   for (const char* name : {"ring_all_reduce's", "ddp's", "torch_ddp's"})
     EXPECT_NE(c.reading.find(name), std::string::npos) << name << ": " << c.reading;
+}
+
+// The stacked bars are medians; each stack carries an error bar from the smallest to the largest
+// epoch wall time of its repeats (issue 31: every median with its spread), placed on its bar.
+TEST(ReportReadings, BreakdownDrawsTheWallTimeSpreadAsErrorBars) {
+  const Chart c = chartOf("time_breakdown", ringDdpTorch());
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.dat.find("\nN=2 0.66 0.366667 0.0733333 1.1 1 1.2\n"), std::string::npos) << c.dat;  // ... wall min max
+  // ring (N=1, 2) at x = 0, 1; ddp at 3, 4; torch_ddp (N=2 only) at 6.
+  EXPECT_NE(c.gp.find("index 0 using ($0+0):5:6:7 title 'wall min-max' with yerrorbars"),
+            std::string::npos) << c.gp;
+  EXPECT_NE(c.gp.find("index 2 using ($0+6):5:6:7 notitle with yerrorbars"), std::string::npos) << c.gp;
+  EXPECT_NE(c.subtitle.find("error bars: the wall time's min to max over repeats"), std::string::npos) << c.subtitle;
+  // One run per bar: nothing to draw.
+  Inputs one = stylesOfThree();
+  addRuns(one, "ring_all_reduce", 1, {1.0});
+  addRuns(one, "ddp", 2, {1.2});
+  EXPECT_EQ(chartOf("time_breakdown", one).gp.find("yerrorbars"), std::string::npos);
+}
+
+// The pipeline bubble's measured lines are medians over repeats with error bars, and say so.
+TEST(ReportReadings, PipelineBubbleSaysItDrawsTheSpread) {
+  const Chart c = chartOf("pipeline_bubble", loadInputs({kFixture}));
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.subtitle.find("median over repeats (error bars: min to max)"), std::string::npos) << c.subtitle;
+  EXPECT_NE(c.dat.find("records lo hi"), std::string::npos) << c.dat;
 }
 
 TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
@@ -244,6 +286,17 @@ TEST(ReportReadings, PipelineReadingSaysWithinNoise) {
   const Chart c = chartOf("model_parallel_epoch_time", in);
   ASSERT_TRUE(c.hasData()) << c.reason;
   EXPECT_NE(c.reading.find("(1.05x faster than model_parallel, within noise)"), std::string::npos) << c.reading;
+}
+
+// A pipeline slower than model_parallel reads "1.25x slower", not "0.8x faster".
+TEST(ReportReadings, PipelineSlowerThanModelParallelSaysSlower) {
+  Inputs in;
+  addRuns(in, "model_parallel", 2, {1.0});
+  addRuns(in, "pipeline", 2, {1.25});
+  const Chart c = chartOf("model_parallel_epoch_time", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("(1.25x slower than model_parallel)"), std::string::npos) << c.reading;
+  EXPECT_EQ(c.reading.find("faster"), std::string::npos) << c.reading;
 }
 
 TEST(ReportReadings, GrowthWithinNoiseSaysSo) {

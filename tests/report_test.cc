@@ -344,6 +344,24 @@ TEST_F(ReportTest, CollectivesAtAGlanceNameTheFastestAndWhatCarriedIt) {
   EXPECT_NE(readText(out() / "allreduce.csv").find("algo,carried over,device"), std::string::npos);
 }
 
+// The Inputs table gives the load average in three figures, as a person reads it (getloadavg's
+// values are multiples of 1/2048: 6.02197265625).
+TEST_F(ReportTest, InputsShowTheLoadAverageReadably) {
+  json doc = json::parse(readText(kFixture));
+  doc["meta"]["load_average"] = {6.02197265625, 5.5986328125, 4.23779296875};
+  doc["meta"]["cpus_available"] = 2;
+  writeText(path("load.json"), doc.dump());
+  ReportOptions opt;
+  opt.inputs = {path("load.json").string()};
+  opt.outDir = out().string();
+  opt.gnuplot = "";
+  writeReport(opt);
+  const std::string md = readText(out() / "index.md");
+  EXPECT_NE(md.find("| load_average | 6.02, 5.6, 4.24 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cpus_available | 2 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("6.02197265625"), std::string::npos) << md;
+}
+
 TEST_F(ReportTest, BadInputsAreUsageErrors) {
   ReportOptions opt;
   opt.outDir = out().string();

@@ -18,7 +18,8 @@ void addCompare(CLI::App& app, Action& action) {
       "Compare two results files point by point; exit 3 if NEW regressed (timing beyond --threshold, "
       "significant by a Mann-Whitney U test where both sides have >= 5 repeats; accuracy or loss "
       "beyond --acc_tolerance; a point failed or missing). One verdict per point, with its metrics and, for a "
-      "training run, whether compute or communication got slower");
+      "training run, whether compute or communication got slower. Each median shows its min-max spread beside it "
+      "(over the repeats; a collective's also over its timed iterations), so a change within noise shows as such");
   cmd->add_option("BASE", a->o.basePath, "Baseline results JSON")->required();
   cmd->add_option("NEW", a->o.newPath, "Results JSON to check")->required();
   cmd->add_option("--threshold", a->o.threshold, "Relative slowdown that counts (0.10 = 10 %)")->capture_default_str();

@@ -98,8 +98,10 @@ void build(Chart& c, const Inputs& in) {
   if (!best.empty()) {
     reading += std::string(std::isfinite(mp) ? "," : "") + " fastest " + best + " " + fmtNum(bestT) + " s/epoch";
     const bool noise = mpAt && withinNoise(*mpAt, *pointAt(pts[best], nMax));
-    if (std::isfinite(mp) && bestT > 0)
-      reading += " (" + fmtRatio(mp / bestT) + " faster than " + kModelParallel + (noise ? ", within noise" : "") + ")";
+    // "1.25x slower", never "0.8x faster": the ratio is always the larger time over the smaller.
+    if (std::isfinite(mp) && mp > 0 && bestT > 0)
+      reading += " (" + (bestT <= mp ? fmtRatio(mp / bestT) + " faster" : fmtRatio(bestT / mp) + " slower") +
+                 " than " + kModelParallel + (noise ? ", within noise" : "") + ")";
   }
   if (std::isfinite(singleTime)) reading += "; " + kSingle + " " + fmtNum(singleTime) + " s/epoch on one device";
   c.reading = reading + ".";

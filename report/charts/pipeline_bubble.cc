@@ -38,7 +38,8 @@ void build(Chart& c, const Inputs& in) {
     c.reason = "needs bubble fractions at >= 2 micro-batch counts with otherwise equal settings";
     return;
   }
-  c.subtitle = "idle / wall time per stage, averaged over stages and epochs, median over repeats; dashed: GPipe's "
+  c.subtitle = "idle / wall time per stage, averaged over stages and epochs, median over repeats (error bars: min to "
+               "max); dashed: GPipe's "
                "(S-1)/(M+S-1); " + describeSlice(s, runs);
   std::vector<Series> series;
   std::size_t i = 0;

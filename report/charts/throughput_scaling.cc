@@ -69,6 +69,14 @@ void build(Chart& c, const Inputs& in) {
   }
   std::sort(effs.begin(), effs.end(), [](const Eff& a, const Eff& b) { return a.eff > b.eff; });
   auto noise = [](const Eff& e) { return e.noise ? std::string("; within noise of N=1") : std::string(); };
+  // Every strategy drawn above N=1 is named: best, those between in order, worst, and any that
+  // has no N=1 point to scale from (a reference run only at N >= 2, say).
+  std::vector<std::string> unscaled;
+  for (const auto& [name, p] : pts) {
+    const Point* one = pointAt(p, 1);
+    const bool aboveOne = !p.empty() && p.back().x > 1;
+    if (aboveOne && (!one || !(one->y > 0))) unscaled.push_back(name);
+  }
   if (effs.empty()) {
     c.reading = "No strategy has an N=1 point in this slice, so scaling efficiency is not defined.";
   } else {
@@ -76,11 +84,19 @@ void build(Chart& c, const Inputs& in) {
     c.reading = "Best scaling: " + hi.name + " reaches " + fmtRatio(hi.speedup) +
                 " its N=1 throughput at N=" + intLabel(hi.n) + " (" +
                 printfStr("%.0f", 100 * hi.eff) + " % efficiency" + noise(hi) + ")";
-    if (effs.size() > 1) {
-      const Eff& lo = effs.back();
-      c.reading += "; worst: " + lo.name + " " + fmtRatio(lo.speedup) + " at N=" + intLabel(lo.n) +
-                   " (" + printfStr("%.0f", 100 * lo.eff) + " %" + noise(lo) + ")";
+    auto brief = [&](const Eff& e) {
+      return e.name + " " + fmtRatio(e.speedup) + " at N=" + intLabel(e.n) + " (" + printfStr("%.0f", 100 * e.eff) +
+             " %" + noise(e) + ")";
+    };
+    if (effs.size() > 2) {
+      std::vector<std::string> between;
+      for (std::size_t i = 1; i + 1 < effs.size(); ++i) between.push_back(brief(effs[i]));
+      c.reading += "; then " + joinList(between, ", ");
     }
+    if (effs.size() > 1) c.reading += "; worst: " + brief(effs.back());
+    if (!unscaled.empty())
+      c.reading += "; " + joinList(unscaled, ", ") + (unscaled.size() == 1 ? " has" : " have") +
+                   " no N=1 run to scale from";
     c.reading += ".";
   }
   buildLinesOverN(c, series, ns, "throughput (samples/s)", "samples_per_s");

@@ -1,5 +1,6 @@
 // report/charts/time_breakdown.cc — compute vs communication per epoch, stacked bars grouped by
-// strategy, one bar per N.
+// strategy, one bar per N; an error bar on each stack spans the epoch wall time's min to max
+// over the repeats.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -15,6 +16,7 @@ namespace {
 struct Bar {
   int n;
   double compute, comm, other, wall;
+  double wallLo, wallHi;  // the spread of the wall time: min and max over the repeats
 };
 
 // strategy -> its bars by N, in display order of the strategies.
@@ -31,7 +33,8 @@ std::vector<std::pair<std::string, std::vector<Bar>>> barsOf(const Slice& s, con
         ms.push_back(meanOf(r->comm));
         ws.push_back(r->meanWall());
       }
-      Bar b{n, median(cs), median(ms), 0, median(ws)};
+      const auto [lo, hi] = std::minmax_element(ws.begin(), ws.end());
+      Bar b{n, median(cs), median(ms), 0, median(ws), *lo, *hi};
       if (!std::isfinite(b.compute)) b.compute = 0;
       if (!std::isfinite(b.comm)) b.comm = 0;
       b.other = std::max(0.0, b.wall - b.compute - b.comm);
@@ -83,14 +86,14 @@ void build(Chart& c, const Inputs& in) {
     return;
   }
   c.subtitle =
-      "seconds per epoch (mean over epochs, median over repeats); other = wall - compute - "
-      "communication; " +
+      "seconds per epoch (mean over epochs, median over repeats; error bars: the wall time's min to max over "
+      "repeats); other = wall - compute - communication; " +
       describeSlice(s, runs);
   const auto bars = barsOf(s, in.styles);
   std::ostringstream dat;
   dat << chartHeader(c)
       << "# One block per strategy (gnuplot: index 0, 1, ...); columns: label compute_s comm_s "
-         "other_s wall_s\n";
+         "other_s wall_s wall_min_s wall_max_s (the error bar: min and max over the repeats)\n";
   std::ostringstream plot;
   plot << "plot ";
   // Explicit group positions: gnuplot's automatic placement after a one-bar group (single has
@@ -101,10 +104,10 @@ void build(Chart& c, const Inputs& in) {
     if (i) at += static_cast<int>(bars[i - 1].second.size()) + 1;
     if (i) dat << "\n\n";
     dat << "# [" << i << "] " << gnuplotComment(name)
-        << "\n# label compute_s comm_s other_s wall_s\n";
+        << "\n# label compute_s comm_s other_s wall_s wall_min_s wall_max_s\n";
     for (const Bar& b : bs)
       dat << "N=" << b.n << " " << fmtDat(b.compute) << " " << fmtDat(b.comm) << " "
-          << fmtDat(b.other) << " " << fmtDat(b.wall) << "\n";
+          << fmtDat(b.other) << " " << fmtDat(b.wall) << " " << fmtDat(b.wallLo) << " " << fmtDat(b.wallHi) << "\n";
     // newhistogram ... lt 1 restarts the colours, so compute/communication/other keep theirs in
     // every group; only the first group puts them in the key.
     const bool first = i == 0;
@@ -116,6 +119,19 @@ void build(Chart& c, const Inputs& in) {
          << " lc rgb '#dd8452', \\\n"
          << "     '' index " << i << " using 4 " << (first ? "title 'other'" : "notitle")
          << " lc rgb '#c7c7c7'";
+  }
+  // The spread on top of each stack: bar j of group i stands at x = at_i + j. Groups whose
+  // repeats all took the same time (or ran once) draw no bars.
+  bool keyed = false;
+  at = 0;
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    if (i) at += static_cast<int>(bars[i - 1].second.size()) + 1;
+    const auto& bs = bars[i].second;
+    if (std::none_of(bs.begin(), bs.end(), [](const Bar& b) { return b.wallHi > b.wallLo; })) continue;
+    plot << ", \\\n     '" << c.id << ".dat' index " << i << " using ($0+" << at << "):5:6:7 "
+         << (keyed ? "notitle" : "title 'wall min-max'")
+         << " with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4";
+    keyed = true;
   }
   plot << "\n";
   c.dat = dat.str();

@@ -5,8 +5,8 @@ set encoding utf8
 set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'time_breakdown.png'
 set label 101 "Where does the time go" at screen 0.5, screen 0.964516 center font ',14'
-set label 102 "seconds per epoch (mean over epochs, median over repeats); other = wall - compute - communication; batch 128/device, 4096 samples/epoch, 2 epochs (1" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
-set label 103 "other config not shown)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
+set label 102 "seconds per epoch (mean over epochs, median over repeats; error bars: the wall time's min to max over repeats); other = wall - compute -" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
+set label 103 "communication; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
 set tmargin 6
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
@@ -36,7 +36,13 @@ plot newhistogram "single" lt 1 at 0, 'time_breakdown.dat' index 0 using 2:xtic(
      '' index 4 using 4 notitle lc rgb '#c7c7c7', \
      newhistogram "data_parallel" lt 1 at 22, 'time_breakdown.dat' index 5 using 2:xtic(1) notitle lc rgb '#4c72b0', \
      '' index 5 using 3 notitle lc rgb '#dd8452', \
-     '' index 5 using 4 notitle lc rgb '#c7c7c7'
+     '' index 5 using 4 notitle lc rgb '#c7c7c7', \
+     'time_breakdown.dat' index 0 using ($0+0):5:6:7 title 'wall min-max' with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4, \
+     'time_breakdown.dat' index 1 using ($0+2):5:6:7 notitle with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4, \
+     'time_breakdown.dat' index 2 using ($0+7):5:6:7 notitle with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4, \
+     'time_breakdown.dat' index 3 using ($0+12):5:6:7 notitle with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4, \
+     'time_breakdown.dat' index 4 using ($0+17):5:6:7 notitle with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4, \
+     'time_breakdown.dat' index 5 using ($0+22):5:6:7 notitle with yerrorbars lc rgb '#222222' lw 1.5 pt 7 ps 0.4
 set terminal svg noenhanced size 1100,620 dynamic font 'Sans,11' background rgb 'white'
 set output 'time_breakdown.svg'
 replot
