@@ -78,7 +78,7 @@ void checkFlags(const AllreduceBenchOptions& opt) {
   checkLauncherFlag(opt.launcher);
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
-  if (opt.timing != kPerCallTiming && opt.timing != kBackToBackTiming)
+  if (!isTimingMethod(opt.timing))
     TPB_THROW(UsageError, "--timing: must be " << kPerCallTiming << " or " << kBackToBackTiming << ", got '"
                                                << printable(opt.timing) << "'");
   if (opt.nGpus.empty()) TPB_THROW(UsageError, "--n_gpus: no rank count given");

@@ -555,7 +555,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.timer = optStr(in, "timer");
   if (const auto t = in.find("timing")) {
     c.timing = t->str();
-    if (*c.timing != kPerCallTiming && *c.timing != kBackToBackTiming)
+    if (!isTimingMethod(*c.timing))
       t->fail(std::string(kPerCallTiming) + " or " + kBackToBackTiming);
   }
   c.status = statusOf(in.at("status"));

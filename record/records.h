@@ -186,6 +186,7 @@ struct RunRecord {
 // The two ways `allreduce` and `collective` time a point's iterations (--timing).
 inline constexpr const char* kPerCallTiming = "per_call";
 inline constexpr const char* kBackToBackTiming = "back_to_back";
+inline bool isTimingMethod(const std::string& s) { return s == kPerCallTiming || s == kBackToBackTiming; }
 
 struct CollectiveRecord {
   std::string op = "allreduce";

@@ -226,7 +226,7 @@ void collectiveJob(Worker& w, const json& job) {
   const bool check = job.at("check").get<bool>();
   const int root = job.value("root", 0);
   const std::string timing = job.value("timing", std::string(kPerCallTiming));
-  if (timing != kPerCallTiming && timing != kBackToBackTiming)
+  if (!isTimingMethod(timing))
     TPB_THROW(Error, "job: unknown timing '" << timing << "'");
   const bool barrierEach = timing == kPerCallTiming;
   const std::vector<bool> placements = job.value("in_place", std::vector<bool>{true});
