@@ -282,8 +282,16 @@ void widen(double& lo, double& hi, const Point& p, const std::string& metric) {
 // Timings regress when slower beyond the threshold and, with enough repeats, significantly so.
 void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, std::vector<Comparison>& rows) {
   for (const auto& [metric, bv] : bp.timing) {
+    if (bv.empty()) continue;
     const auto nv = np.timing.find(metric);
-    if (nv == np.timing.end() || bv.empty() || nv->second.empty()) continue;
+    if (nv == np.timing.end() || nv->second.empty()) {
+      // BASE measured it, NEW could not (busbw null): a change, not a pass.
+      Comparison c = statusRow(bp.label, "null in NEW");
+      c.metric = metric;
+      c.kind = "timing";
+      rows.push_back(c);
+      continue;
+    }
     Comparison c = measured(bp.label, metric, "timing", bv, nv->second);
     widen(c.baseMin, c.baseMax, bp, metric);
     widen(c.newMin, c.newMax, np, metric);
@@ -353,6 +361,13 @@ PointComparison comparePoint(const Point& bp, const Point& np, const CompareOpti
   compareAccuracy(bp, np, opt, pc.metrics);
   compareTraffic(bp, np, pc.metrics);
   if (bp.isRun) pc.split = timeSplit(bp, np);
+  if (pc.metrics.empty()) {
+    // Both sides ran and neither reported a number (a collective with busbw null and no traffic):
+    // one row says so, so that every point has a row to print.
+    Comparison c = statusRow(bp.label, "nothing measured to compare");
+    c.regression = false;
+    pc.metrics.push_back(c);
+  }
   std::stable_sort(pc.metrics.begin(), pc.metrics.end(),
                    [](const Comparison& a, const Comparison& c) { return a.regression && !c.regression; });
   return pc;

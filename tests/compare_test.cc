@@ -340,6 +340,30 @@ TEST(Compare, AccuracyOrLossNullInNewRegresses) {
   EXPECT_FALSE(compare(doc({nullBase}), doc({nullBase})).regressed());
 }
 
+// A collective that reports no bandwidth (busbw null: the reader allows it) has no timing row. Null
+// in NEW where BASE measured one is a change that cannot pass; null on both sides leaves a point
+// with nothing to compare, which every table prints as such (the fuzzer found the tables read the
+// first row of a point that had none).
+TEST(Compare, BusbwNullInNewRegressesAndNullOnBothSidesIsNothingToCompare) {
+  json measured = allreduce("ring", 2, 1 << 20, 14.0);
+  json unmeasured = measured;
+  unmeasured["busbw_gbps"] = nullptr;
+  const auto r = compare(doc(json::array(), {measured}), doc(json::array(), {unmeasured}));
+  ASSERT_TRUE(r.regressed());
+  EXPECT_EQ(firstRow(r).metric, "busbw_gbps");
+  EXPECT_EQ(firstRow(r).note, "null in NEW");
+
+  CompareOptions o;
+  for (const char* format : {"text", "markdown", "json"}) {
+    const auto both = compare(doc(json::array(), {unmeasured}), doc(json::array(), {unmeasured}));
+    EXPECT_FALSE(both.regressed());
+    ASSERT_EQ(both.points.size(), 1u);
+    ASSERT_FALSE(both.points.front().metrics.empty());
+    EXPECT_EQ(firstRow(both).note, "nothing measured to compare");
+    EXPECT_NE(formatComparison(both, o, format).find("nothing measured to compare"), std::string::npos) << format;
+  }
+}
+
 TEST(Compare, ZeroStepsOrSamplesCountAsFailedAndCannotPass) {
   const json base = doc({run("ddp", 2, 20000, 0.9, 0.5)});
   json empty = run("ddp", 2, 20000, 0.9, 0.5);
