@@ -25,7 +25,7 @@
 #include "common/error.h"
 #include "common/out_file.h"
 #include "core/registry.h"
-#include "harness/allreduce_bench.h"
+#include "harness/collective_bench.h"
 #include "harness/device_choice.h"
 #include "harness/train_runner.h"
 #include "record/results.h"
@@ -224,7 +224,7 @@ void checkTempDir(const char* tmpdir) {
 namespace {
 
 // Whether `device` (cpu, cuda, auto) means the CPU, as chooseDevice will resolve it. cuda is not
-// resolved here: runTraining and runAllreduceBench refuse it where there is no GPU.
+// resolved here: runTraining and runCollectiveBench refuse it where there is no GPU.
 bool onCpu(const std::string& device) {
   return device == "cpu" || (device == "auto" && chooseDevice(device, 1) == Device::Cpu);
 }
@@ -379,7 +379,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
 }
 
-void checkAllreduceRun(const AllreduceBenchOptions& o) {
+void checkCollectiveRun(const CollectiveBenchOptions& o) {
   checkTimeout(o.timeout);
   checkInt("--iters", o.iters, 1);
   checkInt("--warmup", o.warmup, 0);

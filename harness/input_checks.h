@@ -29,7 +29,7 @@
 namespace tpb {
 
 struct TrainRunOptions;
-struct AllreduceBenchOptions;
+struct CollectiveBenchOptions;
 
 // ---- numbers ------------------------------------------------------------------------------------
 
@@ -154,6 +154,6 @@ void checkNodesShareASecret(int nnodes);
 void checkTrainRun(const TrainRunOptions& o);
 
 // The same for the allreduce benchmark: points, whole float32 elements, buffers against memory.
-void checkAllreduceRun(const AllreduceBenchOptions& o);
+void checkCollectiveRun(const CollectiveBenchOptions& o);
 
 }  // namespace tpb

@@ -411,11 +411,11 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
   return true;
 }
 
-std::vector<Point> busbwPoints(const std::map<double, std::vector<const ArPoint*>>& byBytes) {
+std::vector<Point> busbwPoints(const std::map<double, std::vector<const CollectivePoint*>>& byBytes) {
   std::vector<Point> pts;
   for (const auto& [bytes, ps] : byBytes) {
     std::vector<double> bw, lo, hi;
-    for (const ArPoint* p : ps) bw.push_back(p->busbw), lo.push_back(p->busbwLo()), hi.push_back(p->busbwHi());
+    for (const CollectivePoint* p : ps) bw.push_back(p->busbw), lo.push_back(p->busbwLo()), hi.push_back(p->busbwHi());
     Point pt = medianPoints({{bytes, bw}}).front();
     const double l = *std::min_element(lo.begin(), lo.end()), h = *std::max_element(hi.begin(), hi.end());
     if (std::isfinite(l) && std::isfinite(h)) pt.lo = std::min(pt.lo, l), pt.hi = std::max(pt.hi, h);

@@ -145,8 +145,8 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
                     const std::string& extraSettings = "");
 // One point per message size: the median bus bandwidth of `byBytes`' records, spread from the
-// lowest to the highest bus bandwidth any of their timed iterations reached (ArPoint::busbwLo, Hi).
-std::vector<Point> busbwPoints(const std::map<double, std::vector<const ArPoint*>>& byBytes);
+// lowest to the highest bus bandwidth any of their timed iterations reached (CollectivePoint::busbwLo, Hi).
+std::vector<Point> busbwPoints(const std::map<double, std::vector<const CollectivePoint*>>& byBytes);
 
 // A bus-bandwidth line chart against message size (log2 x, log y when the values span a decade),
 // as the collective charts draw it.

@@ -57,8 +57,8 @@ Run runOf(const RunRecord& r) {
   return run;
 }
 
-ArPoint pointOf(const CollectiveRecord& c) {
-  ArPoint a;
+CollectivePoint pointOf(const CollectiveRecord& c) {
+  CollectivePoint a;
   a.op = c.op;
   a.inPlace = c.isInPlace();
   a.algo = c.algo;
@@ -140,7 +140,7 @@ Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& regi
     }
     for (const CollectiveRecord& c : f.collectives()) {
       all.points.push_back(pointOf(c));
-      all.styles.add(SeriesKind::Allreduce, c.algo, c.entry);
+      all.styles.add(SeriesKind::Algorithm, c.algo, c.entry);
     }
     in.runs = f.runs().size();
     in.allreduce = f.collectives().size();

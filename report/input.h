@@ -46,7 +46,7 @@ struct Run {
   double meanWall() const { return meanOf(wall); }
 };
 
-struct ArPoint {
+struct CollectivePoint {
   std::string op = "allreduce";  // the collective (record field "op")
   bool inPlace = true;
   std::string algo, transport, device, status, error;
@@ -72,7 +72,7 @@ struct Input {
 struct Inputs {
   std::vector<Input> files;
   std::vector<Run> runs;
-  std::vector<ArPoint> points;
+  std::vector<CollectivePoint> points;
   std::vector<TracedRun> traces;  // from --trace files (report/trace_input.h); empty without
   Styles styles;  // of every strategy and algorithm the records name
 };

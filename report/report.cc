@@ -275,7 +275,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
   }
 
   const Table runTable = runsTable(in.runs, in.styles);
-  const Table arTable = allreduceTable(in.points, in.styles);
+  const Table arTable = collectiveTable(in.points, in.styles);
   writeText(dir / "runs.csv", csv(runTable));
   writeText(dir / "allreduce.csv", csv(arTable));
   std::unique_ptr<Table> overlap;

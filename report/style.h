@@ -24,7 +24,7 @@ namespace tpb::report {
 
 // Which namespace a name lives in: training strategies (runs[].config.strategy) or allreduce
 // algorithms (allreduce[].algo). "param_server" is both.
-enum class SeriesKind { Strategy, Allreduce };
+enum class SeriesKind { Strategy, Algorithm };
 
 // Origins as results files spell them (results/README.md).
 constexpr const char* kOriginReference = "reference";

@@ -98,28 +98,28 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
   return t;
 }
 
-Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles) {
+Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& styles) {
   // Other collectives than the in-place allreduce name their op and placement in the algo
   // column ("broadcast tree", "ring (out of place)"): one table holds every collective record.
-  auto label = [](const ArPoint& p) {
+  auto label = [](const CollectivePoint& p) {
     return (p.op == "allreduce" ? p.algo : p.op + " " + p.algo) + (p.inPlace ? "" : " (out of place)");
   };
   std::map<std::tuple<std::string, int, std::string, std::string, std::string, int, long long, std::string>,
-           std::vector<const ArPoint*>>
+           std::vector<const CollectivePoint*>>
       groups;
   for (const auto& p : points)
-    groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Allreduce, p.algo), label(p), p.carrier,
+    groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Algorithm, p.algo), label(p), p.carrier,
             p.device, p.n, p.bytes, p.status}]
         .push_back(&p);
   Table t;
   t.header = {"algo", "carried over", "device", "N", "bytes", "median µs", "min–max µs", "busbw GB/s", "status"};
   for (const auto& [k, ps] : groups) {
     std::vector<double> us, lo, hi, bw;
-    for (const ArPoint* p : ps) {
+    for (const CollectivePoint* p : ps) {
       us.push_back(p->medianUs), bw.push_back(p->busbw);
       lo.push_back(p->minUs), hi.push_back(p->maxUs);
     }
-    const ArPoint& p = *ps.front();
+    const CollectivePoint& p = *ps.front();
     t.rows.push_back({label(p), p.carrier, p.device, std::to_string(p.n),
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
                       spreadText(lo, hi), fmtNum(median(bw)),
@@ -146,15 +146,15 @@ Table glanceTable(const SummaryTable& s) {
 
 }  // namespace
 
-std::vector<GlanceTable> glanceTables(const std::vector<ArPoint>& points, const Styles& styles) {
-  std::vector<const ArPoint*> sorted;
+std::vector<GlanceTable> glanceTables(const std::vector<CollectivePoint>& points, const Styles& styles) {
+  std::vector<const CollectivePoint*> sorted;
   for (const auto& p : points)
     if (p.ok()) sorted.push_back(&p);
-  std::stable_sort(sorted.begin(), sorted.end(), [&](const ArPoint* a, const ArPoint* b) {
-    return styles.less(SeriesKind::Allreduce, a->algo, b->algo);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const CollectivePoint* a, const CollectivePoint* b) {
+    return styles.less(SeriesKind::Algorithm, a->algo, b->algo);
   });
   std::vector<CollectiveTiming> timings;
-  for (const ArPoint* p : sorted)
+  for (const CollectivePoint* p : sorted)
     timings.push_back({p->op, p->algo, p->carrier, p->device, p->inPlace, p->n, static_cast<std::uint64_t>(p->bytes),
                        p->medianUs, p->minUs, p->maxUs, p->busbw});
   std::vector<GlanceTable> out;

@@ -18,7 +18,7 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 
 // One row per algorithm, what carried its data, device, N, size and status: the median time and,
 // beside it, the fastest and the slowest timed iteration of the records merged.
-Table allreduceTable(const std::vector<ArPoint>& points, const Styles& styles);
+Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& styles);
 
 // The collectives at a glance (record/collective_summary.h): per op, device and placement
 // measured with two or more algorithms, the fastest per N and size and every algorithm's median
@@ -27,7 +27,7 @@ struct GlanceTable {
   std::string title;  // "allreduce (cpu, in place)"
   Table table;
 };
-std::vector<GlanceTable> glanceTables(const std::vector<ArPoint>& points, const Styles& styles);
+std::vector<GlanceTable> glanceTables(const std::vector<CollectivePoint>& points, const Styles& styles);
 
 // One row per traced run: steps, communication beside the host per step and the share of it
 // hidden behind computation, the host's own communication per step; overlaps[i] is

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "harness/allreduce_bench.h"
+#include "harness/collective_bench.h"
 #include "harness/train_runner.h"
 #include "tests/file_util.h"
 #include "workload/dataset_check.h"
@@ -288,21 +288,21 @@ TEST(InputChecks, MicrobatchesAtMostTheBatch) {
 }
 
 TEST(InputChecks, AllreduceRunChecksSizesAndMemory) {
-  AllreduceBenchOptions o;
+  CollectiveBenchOptions o;
   o.algos = {"ring"};
   o.nGpus = {2, 4};
   o.bytes = {4096, 1 << 20};
-  EXPECT_NO_THROW(checkAllreduceRun(o));
-  AllreduceBenchOptions odd = o;
+  EXPECT_NO_THROW(checkCollectiveRun(o));
+  CollectiveBenchOptions odd = o;
   odd.bytes.push_back(4098);
-  expectRefused([&] { checkAllreduceRun(odd); }, {"--bytes: 4098 bytes"});
-  AllreduceBenchOptions big = o;
+  expectRefused([&] { checkCollectiveRun(odd); }, {"--bytes: 4098 bytes"});
+  CollectiveBenchOptions big = o;
   big.bytes = {std::size_t{1} << 34};
   big.nGpus = {64};
-  expectRefused([&] { checkAllreduceRun(big); }, {"--bytes: ", "16.0 GiB with --n_gpus 64", "1.0 TiB"});
-  AllreduceBenchOptions many = o;
+  expectRefused([&] { checkCollectiveRun(big); }, {"--bytes: ", "16.0 GiB with --n_gpus 64", "1.0 TiB"});
+  CollectiveBenchOptions many = o;
   many.bytes.assign(5001, 4);
-  expectRefused([&] { checkAllreduceRun(many); }, {"allreduce: 1 --algos x 2 --n_gpus x 5001 --bytes = 10002 points"});
+  expectRefused([&] { checkCollectiveRun(many); }, {"allreduce: 1 --algos x 2 --n_gpus x 5001 --bytes = 10002 points"});
 }
 
 }  // namespace

@@ -347,12 +347,12 @@ TEST(ReportReadings, BucketChartNamesTheBestAndWorstBucket) {
 // A collective's error bar runs from the bus bandwidth of its slowest iteration to that of its
 // fastest, over every record at that size.
 TEST(ReportReadings, BusbwSpreadComesFromTheIterations) {
-  ArPoint a;
+  CollectivePoint a;
   a.busbw = 10;
   a.medianUs = 100;
   a.minUs = 80;
   a.maxUs = 200;
-  ArPoint b = a;
+  CollectivePoint b = a;
   b.busbw = 12;
   const auto pts = busbwPoints({{4096, {&a, &b}}});
   ASSERT_EQ(pts.size(), 1u);

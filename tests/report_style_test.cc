@@ -59,7 +59,7 @@ TEST(ReportStyle, RecordFieldsWinOverTheRegistryFieldByField) {
   EXPECT_EQ(styles.order(SeriesKind::Strategy, "known"), 9);
   EXPECT_EQ(styles.origin(SeriesKind::Strategy, "known"), "library");
   // Kinds are separate namespaces.
-  EXPECT_EQ(styles.origin(SeriesKind::Allreduce, "known"), "");
+  EXPECT_EQ(styles.origin(SeriesKind::Algorithm, "known"), "");
 }
 
 TEST(ReportStyle, AnUnknownNameIsStyledByItsRecord) {

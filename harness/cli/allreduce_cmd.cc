@@ -29,11 +29,11 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine,
   addBenchFlags(cmd, *f);
   cmd->callback([&action, f, cmd, commandLine, external] {
     action = [f, cmd, commandLine, external] {
-      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine, external);
+      CollectiveBenchOptions o = benchOptions(cmd, *f, commandLine, external);
       o.allAlgos = f->algos == "all";
       if (!o.allAlgos) o.algos = withoutDuplicates(splitList(f->algos));
-      checkAllreduceRun(o);
-      return runAllreduceBench(o);
+      checkCollectiveRun(o);
+      return runCollectiveBench(o);
     };
   });
 }

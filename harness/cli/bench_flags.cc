@@ -56,12 +56,12 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
                   "tpbench, and mpirun for points that need MPI (--algos mpi, --transport mpi)");
 }
 
-AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
+CollectiveBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
                                    ExternalJob* external) {
   checkGivenNotEmpty(cmd, "--out", f.out);
   checkGivenNotEmpty(cmd, "--transport", f.transport);
   checkGivenNotEmpty(cmd, "--launcher", f.launcher);
-  AllreduceBenchOptions o;
+  CollectiveBenchOptions o;
   o.external = external;
   std::string nGpus = f.nGpus, bytes = f.bytes;
   // Not given: the device's defaults (the CPU's are the flags' own).

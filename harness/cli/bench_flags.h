@@ -1,11 +1,11 @@
 // harness/cli/bench_flags.h — the flags `allreduce` and `collective` share, and their conversion
-// into AllreduceBenchOptions (no logic beyond parsing).
+// into CollectiveBenchOptions (no logic beyond parsing).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "harness/allreduce_bench.h"
+#include "harness/collective_bench.h"
 
 namespace tpb::cli {
 
@@ -23,7 +23,7 @@ struct BenchFlags {
   std::string algos;
   std::string nGpus, bytes;  // the command's CPU defaults (benchDefaults); benchOptions picks by --device
   int iters = 20, warmup = 5;
-  std::string timing = "per_call";
+  std::string timing = kPerCallTiming;
   bool noCheck = false;
   std::string transport, device = "cpu", out, launcher;
   int timeout = 300;
@@ -34,7 +34,7 @@ struct BenchFlags {
 void addBenchFlags(CLI::App* cmd, BenchFlags& f);
 // Fills every field but ops, algos, root and inPlace, after refusing empty values. `external`:
 // the job this process is one rank of, nullptr when tpbench launches its own ranks.
-AllreduceBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
+CollectiveBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,
                                    ExternalJob* external);
 
 }  // namespace tpb::cli

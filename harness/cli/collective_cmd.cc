@@ -39,7 +39,7 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
   addBenchFlags(cmd, *f);
   cmd->callback([&action, f, ops, place, root, cmd, commandLine, external] {
     action = [f, ops, place, root, cmd, commandLine, external] {
-      AllreduceBenchOptions o = benchOptions(cmd, *f, commandLine, external);
+      CollectiveBenchOptions o = benchOptions(cmd, *f, commandLine, external);
       o.ops = withoutDuplicates(*ops == "all" ? opNames() : splitList(*ops));
       for (const auto& op : o.ops) findOp("--op", op);
       o.allAlgos = f->algos == "all";  // all there is for this device, each library once
@@ -50,8 +50,8 @@ void addCollective(CLI::App& app, Action& action, const std::string& commandLine
         if (p != "in" && p != "out") TPB_THROW(UsageError, "--place: '" << p << "' is not in or out");
         o.inPlace.push_back(p == "in");
       }
-      checkAllreduceRun(o);
-      return runAllreduceBench(o);
+      checkCollectiveRun(o);
+      return runCollectiveBench(o);
     };
   });
 }

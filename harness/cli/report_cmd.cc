@@ -16,7 +16,7 @@ namespace {
 
 // This build's registry as the report's style for records older than the entry fields.
 std::optional<report::SeriesStyle> registryStyle(report::SeriesKind kind, const std::string& name) {
-  return kind == report::SeriesKind::Allreduce ? report::styleAmong(allreduceAlgos(), name, originName)
+  return kind == report::SeriesKind::Algorithm ? report::styleAmong(allreduceAlgos(), name, originName)
                                                : report::styleAmong(trainStrategies(), name, originName);
 }
 

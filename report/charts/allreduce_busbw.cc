@@ -22,16 +22,16 @@ struct Key {
 
 // busbw is 0 by definition at N=1, which a bandwidth chart cannot show (nor a log axis). This
 // chart is the in-place allreduce's; report/charts/collective_busbw.cc draws the other ops.
-bool charted(const ArPoint& p) {
+bool charted(const CollectivePoint& p) {
   return p.op == "allreduce" && p.inPlace && p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0;
 }
 
 void build(Chart& c, const Inputs& in) {
-  const std::vector<ArPoint>& points = in.points;
+  const std::vector<CollectivePoint>& points = in.points;
   const Styles& styles = in.styles;
   // A library's transport is its own business; the other algorithms name theirs.
   auto namesTransport = [&](const std::string& algo) {
-    return styles.origin(SeriesKind::Allreduce, algo) != kOriginLibrary;
+    return styles.origin(SeriesKind::Algorithm, algo) != kOriginLibrary;
   };
   std::map<std::string, int> devices;
   for (const auto& p : points) {
@@ -51,7 +51,7 @@ void build(Chart& c, const Inputs& in) {
     if (p.ok() && p.op == "allreduce" && p.device == device && namesTransport(p.algo)) transports.insert(p.transport);
   }
   const bool nameTransport = transports.size() > 1;
-  std::map<Key, std::map<double, std::vector<const ArPoint*>>> data;
+  std::map<Key, std::map<double, std::vector<const CollectivePoint*>>> data;
   std::set<double> sizes, bws;
   std::set<int> ns;
   for (const auto& p : points) {
@@ -73,8 +73,8 @@ void build(Chart& c, const Inputs& in) {
   for (const auto& kv : data) keys.push_back(kv.first);
   // Algorithms in display order (from scratch before the library), then transport, then N.
   std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
-    return std::make_tuple(styles.order(SeriesKind::Allreduce, a.algo), a.algo, a.transport, a.n) <
-           std::make_tuple(styles.order(SeriesKind::Allreduce, b.algo), b.algo, b.transport, b.n);
+    return std::make_tuple(styles.order(SeriesKind::Algorithm, a.algo), a.algo, a.transport, a.n) <
+           std::make_tuple(styles.order(SeriesKind::Algorithm, b.algo), b.algo, b.transport, b.n);
   });
   std::vector<Series> series;
   struct Peak {
@@ -87,7 +87,7 @@ void build(Chart& c, const Inputs& in) {
     const std::string name = k.algo + (k.transport.empty() ? "" : " over " + k.transport);
     Series ser;
     ser.title = name + " N=" + std::to_string(k.n);
-    ser.color = styles.color(SeriesKind::Allreduce, k.algo);
+    ser.color = styles.color(SeriesKind::Algorithm, k.algo);
     const auto nIndex = static_cast<int>(std::distance(ns.begin(), ns.find(k.n)));
     ser.dash = 1 + nIndex;
     static const int kPoints[] = {7, 5, 9, 11, 13, 15};

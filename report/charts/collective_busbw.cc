@@ -12,7 +12,7 @@
 namespace tpb::report {
 namespace {
 
-bool charted(const ArPoint& p) { return p.op != "allreduce" && p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0; }
+bool charted(const CollectivePoint& p) { return p.op != "allreduce" && p.ok() && p.n > 1 && p.busbw > 0 && p.bytes > 0; }
 
 void build(Chart& c, const Inputs& in) {
   std::map<std::string, int> devices;
@@ -33,7 +33,7 @@ void build(Chart& c, const Inputs& in) {
       if (!p.inPlace) outOfPlaceOps.insert(p.op);
     }
   // (op, algo) -> bytes -> busbw values
-  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<const ArPoint*>>> data;
+  std::map<std::pair<std::string, std::string>, std::map<double, std::vector<const CollectivePoint*>>> data;
   std::set<double> sizes, bws;
   std::vector<std::string> opOrder;
   for (const auto& p : in.points) {
@@ -48,7 +48,7 @@ void build(Chart& c, const Inputs& in) {
   for (const auto& [key, byBytes] : data) {
     Series s;
     s.title = key.first + " " + key.second;
-    s.color = in.styles.color(SeriesKind::Allreduce, key.second);
+    s.color = in.styles.color(SeriesKind::Algorithm, key.second);
     const auto opIndex = static_cast<int>(std::find(opOrder.begin(), opOrder.end(), key.first) - opOrder.begin());
     s.dash = 1 + opIndex;
     static const int kPoints[] = {7, 5, 9, 11, 13, 15};

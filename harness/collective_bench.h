@@ -1,4 +1,4 @@
-// harness/allreduce_bench.h — `tpbench allreduce` and `tpbench collective`, the nccl-tests-style
+// harness/collective_bench.h — `tpbench allreduce` and `tpbench collective`, the nccl-tests-style
 // collective benchmark (allreduce is the collective benchmark with --op allreduce, in place).
 //
 // Per (op, algorithm, N) the launcher starts N ranks once; inside, for every message size the
@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "record/records.h"
+
 namespace tpb {
 
 class ExternalJob;
 
-struct AllreduceBenchOptions {
+struct CollectiveBenchOptions {
   std::vector<std::string> ops{"allreduce"};  // core/collective.h
   // Algorithm names. With one op each must be one of its algorithms; with several, each must be
   // an algorithm of at least one op, and every op runs those of them it has (none: refused).
@@ -34,7 +36,7 @@ struct AllreduceBenchOptions {
   int warmup = 5;
   // --timing: kPerCallTiming (each iteration from a barrier, its time the slowest rank's) or
   // kBackToBackTiming (one barrier, then the iterations one after another, as IMB times).
-  std::string timing = "per_call";
+  std::string timing = kPerCallTiming;
   bool check = true;
   std::string transport;  // empty: the default for the device
   std::string device = "cpu";  // cpu, cuda or auto (resolved before launch: harness/device_choice.h)
@@ -50,10 +52,10 @@ struct AllreduceBenchOptions {
 };
 
 // The algorithms of `op` among opt.algos, in the order given (throws UsageError as above).
-std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::string& op);
+std::vector<std::string> algosFor(const CollectiveBenchOptions& opt, const std::string& op);
 
 // Validates (throws UsageError), runs every point, prints tables. Returns 0 when every point
 // ran and verified, 1 otherwise; an interrupt returns 130 after saving what finished.
-int runAllreduceBench(const AllreduceBenchOptions& opt);
+int runCollectiveBench(const CollectiveBenchOptions& opt);
 
 }  // namespace tpb

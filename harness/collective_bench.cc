@@ -1,4 +1,4 @@
-#include "harness/allreduce_bench.h"
+#include "harness/collective_bench.h"
 
 #include <algorithm>
 #include <string>
@@ -60,11 +60,11 @@ struct BenchPoint {
   std::string carrier;  // what carries its data: the transport, or the library's own
 };
 
-std::string transportFor(const AllreduceBenchOptions& opt, Device device, int n, int perNode) {
+std::string transportFor(const CollectiveBenchOptions& opt, Device device, int n, int perNode) {
   return opt.transport.empty() ? defaultTransport(device, n, perNode) : opt.transport;
 }
 
-void checkFlags(const AllreduceBenchOptions& opt) {
+void checkFlags(const CollectiveBenchOptions& opt) {
   if (opt.ops.empty()) TPB_THROW(UsageError, "--op: no collective given");
   if (opt.algos.empty() && !opt.allAlgos) TPB_THROW(UsageError, "--algos: no algorithm given");
   if (opt.inPlace.empty()) TPB_THROW(UsageError, "--place: no placement given");
@@ -86,7 +86,7 @@ void checkFlags(const AllreduceBenchOptions& opt) {
 
 // Every rank of a point runs on this node: on CUDA each needs a GPU of its own. Under an
 // external launcher a point needs at most the job's W ranks.
-Device chooseBenchDevice(const AllreduceBenchOptions& opt, const ExternalJob* ext) {
+Device chooseBenchDevice(const CollectiveBenchOptions& opt, const ExternalJob* ext) {
   const long long most = *std::max_element(opt.nGpus.begin(), opt.nGpus.end());
   if (ext && most > ext->worldSize())
     TPB_THROW(UsageError, "--n_gpus: N=" << most << " needs " << most << " ranks, the job " << ext->env().launcher
@@ -94,7 +94,7 @@ Device chooseBenchDevice(const AllreduceBenchOptions& opt, const ExternalJob* ex
   return chooseDevice(opt.device, ext ? std::min<long long>(most, ext->env().localWorldSize) : most, ext != nullptr);
 }
 
-void checkTransportsAndRoot(const AllreduceBenchOptions& opt, Device device) {
+void checkTransportsAndRoot(const CollectiveBenchOptions& opt, Device device) {
   for (auto n : opt.nGpus) {
     const int ranks = static_cast<int>(n);
     const std::string tname = transportFor(opt, device, ranks, ranks);
@@ -109,7 +109,7 @@ void checkTransportsAndRoot(const AllreduceBenchOptions& opt, Device device) {
 }
 
 // The placements `op` has (alltoall and sendrecv are out of place only) and its header's note.
-OpPlan opPlanOf(const AllreduceBenchOptions& opt, const CollectiveOp& op) {
+OpPlan opPlanOf(const CollectiveBenchOptions& opt, const CollectiveOp& op) {
   OpPlan p;
   p.op = &op;
   for (bool place : opt.inPlace)
@@ -125,7 +125,7 @@ OpPlan opPlanOf(const AllreduceBenchOptions& opt, const CollectiveOp& op) {
 
 // Each op with the algorithms it runs on this device. Under an external launcher this process
 // is already a rank: MPI works where that launcher was mpirun, and nothing is launched.
-std::vector<OpPlan> planOps(const AllreduceBenchOptions& opt, Device device, const ExternalJob* ext) {
+std::vector<OpPlan> planOps(const CollectiveBenchOptions& opt, Device device, const ExternalJob* ext) {
   const bool mpirunUsable =
       ext ? ext->env().launcher == "mpirun" : opt.launcher != "tpbench" && mpirunProblem().empty();
   std::vector<OpPlan> plans;
@@ -147,7 +147,7 @@ std::vector<OpPlan> planOps(const AllreduceBenchOptions& opt, Device device, con
 }
 
 // Who starts each point's ranks: refused here, not half-way through, where it cannot be mpirun.
-void checkLaunchers(const AllreduceBenchOptions& opt, const std::vector<OpPlan>& plans, Device device) {
+void checkLaunchers(const CollectiveBenchOptions& opt, const std::vector<OpPlan>& plans, Device device) {
   for (const auto& p : plans)
     for (const CollectiveAlgo* a : p.algos)
       for (auto n : opt.nGpus) {
@@ -156,14 +156,14 @@ void checkLaunchers(const AllreduceBenchOptions& opt, const std::vector<OpPlan>&
       }
 }
 
-bool usesMpi(const AllreduceBenchOptions& opt, const std::vector<OpPlan>& plans) {
+bool usesMpi(const CollectiveBenchOptions& opt, const std::vector<OpPlan>& plans) {
   bool used = !opt.transport.empty() && findTransport(opt.transport).needsMpiLauncher;
   for (const auto& p : plans)
     for (const CollectiveAlgo* a : p.algos) used = used || !algoNeedsMpi(*a).empty();
   return used;
 }
 
-SessionOptions sessionOptions(const AllreduceBenchOptions& opt, bool writer, std::size_t total) {
+SessionOptions sessionOptions(const CollectiveBenchOptions& opt, bool writer, std::size_t total) {
   SessionOptions s;
   s.command = opt.command;
   s.out = opt.out;
@@ -180,7 +180,7 @@ SessionOptions sessionOptions(const AllreduceBenchOptions& opt, bool writer, std
 // the session's driver; then the memcpy reference.
 class CollectiveSweep {
  public:
-  CollectiveSweep(const AllreduceBenchOptions& opt, Device device, const ExternalJob* ext, RunnerSession& session,
+  CollectiveSweep(const CollectiveBenchOptions& opt, Device device, const ExternalJob* ext, RunnerSession& session,
                   std::size_t total)
       : opt_(opt), devName_(deviceName(device)), device_(device), ext_(ext), session_(session),
         driver_(session.driver()), print_(driver_.reporter()), total_(total) {}
@@ -208,7 +208,7 @@ class CollectiveSweep {
   void reference();
   int finish();
 
-  const AllreduceBenchOptions& opt_;
+  const CollectiveBenchOptions& opt_;
   const std::string devName_;
   const Device device_;
   const ExternalJob* ext_;
@@ -352,7 +352,7 @@ int CollectiveSweep::finish() {
 }  // namespace
 
 
-std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::string& op) {
+std::vector<std::string> algosFor(const CollectiveBenchOptions& opt, const std::string& op) {
   if (opt.ops.size() == 1) {
     for (const auto& a : opt.algos) findCollective("--algos", op, a);
     return opt.algos;
@@ -371,7 +371,7 @@ std::vector<std::string> algosFor(const AllreduceBenchOptions& opt, const std::s
   return mine;
 }
 
-int runAllreduceBench(const AllreduceBenchOptions& opt) {
+int runCollectiveBench(const CollectiveBenchOptions& opt) {
   checkFlags(opt);
   // Under torchrun, srun or mpirun this process is one rank of a job of W, on the GPU of its
   // LOCAL_RANK (or on the one GPU it sees, where the launcher gives each rank its own).
