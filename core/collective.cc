@@ -38,7 +38,8 @@ const std::vector<CollectiveOp>& collectiveOps() {
       {"allreduce", "every rank gets the sum of all inputs", false, true, false, busFactorOf("allreduce"), whole, whole,
        [](int, int n, int, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          return sumOver(n, i, in);
-       }},
+       },
+       true},
       {"broadcast", "every rank gets the root's input", true, true, false, busFactorOf("broadcast"), whole, whole,
        [](int, int, int root, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          return in(root, i);
@@ -47,7 +48,8 @@ const std::vector<CollectiveOp>& collectiveOps() {
        [](int rank, int n, int root, std::size_t, std::size_t i, const Input& in) -> std::optional<float> {
          if (rank != root) return std::nullopt;
          return sumOver(n, i, in);
-       }},
+       },
+       true},
       {"allgather", "every rank gets every rank's block, in rank order", false, true, true, busFactorOf("allgather"), block, whole,
        [](int, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
@@ -57,7 +59,8 @@ const std::vector<CollectiveOp>& collectiveOps() {
        [](int rank, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
          return sumOver(n, static_cast<std::size_t>(rank) * m + i, in);
-       }},
+       },
+       true},
       {"alltoall", "rank r's block b goes to rank b, as block r", false, false, true, busFactorOf("alltoall"), whole, whole,
        [](int rank, int n, int, std::size_t count, std::size_t i, const Input& in) -> std::optional<float> {
          const std::size_t m = count / static_cast<std::size_t>(n);
@@ -69,7 +72,10 @@ const std::vector<CollectiveOp>& collectiveOps() {
          const int p = partnerOf(rank, n);
          if (p < 0) return std::nullopt;
          return in(p, i);
-       }},
+       },
+       false,
+       // nccl-tests' sendrecv times one exchange in which every rank sends and receives at once.
+       "; a ping-pong: time is a round trip, busbw about half nccl-tests' sendrecv"},
   };
   return ops;
 }

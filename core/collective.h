@@ -46,6 +46,9 @@ struct CollectiveOp {
   std::function<std::optional<float>(int rank, int n, int root, std::size_t count, std::size_t i,
                                      const std::function<float(int, std::size_t)>& input)>
       expected;
+  bool sums = false;  // the console header says " sum" (a reduction: allreduce, reduce, reduce_scatter)
+  // What a reader must know to compare it with nccl-tests, appended to the console header.
+  const char* caveat = "";
 
   std::size_t roundCount(std::size_t count, int n) const {
     return blocked ? count / static_cast<std::size_t>(n) * static_cast<std::size_t>(n) : count;

@@ -114,12 +114,11 @@ OpPlan opPlanOf(const CollectiveBenchOptions& opt, const CollectiveOp& op) {
   p.op = &op;
   for (bool place : opt.inPlace)
     if (!place || op.hasInPlace) p.placements.push_back(place);
-  p.how = op.name == "allreduce" || op.name == "reduce" || op.name == "reduce_scatter" ? " sum" : "";
+  p.how = op.sums ? " sum" : "";
   p.how += p.placements.size() > 1 ? ", in and out of place" : p.placements[0] ? ", in place" : ", out of place";
   if (op.rooted) p.how += ", root " + std::to_string(opt.root);
   if (opt.timing == kBackToBackTiming) p.how += ", timed back to back";
-  // nccl-tests' sendrecv times one exchange in which every rank sends and receives at once.
-  if (op.name == "sendrecv") p.how += "; a ping-pong: time is a round trip, busbw about half nccl-tests' sendrecv";
+  p.how += op.caveat;
   return p;
 }
 

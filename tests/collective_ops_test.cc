@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "common/bus_factor.h"
 #include "core/registry.h"
 #include "tests/exact_sums.h"
 #include "tests/thread_world.h"
@@ -112,6 +113,39 @@ TEST(CollectiveRegistry, BusFactorsFollowNcclTests) {
   for (const char* o : {"allgather", "reduce_scatter", "alltoall"}) EXPECT_DOUBLE_EQ(findOp("--op", o).busFactor(4), 0.75) << o;
   for (const char* o : {"broadcast", "reduce", "sendrecv"}) EXPECT_DOUBLE_EQ(findOp("--op", o).busFactor(4), 1.0) << o;
   for (const auto& op : collectiveOps()) EXPECT_EQ(op.busFactor(1), 0.0) << op.name;
+}
+
+// The console header says " sum" for exactly the ops whose expected result is a sum of the ranks'
+// inputs (at N = 2, rank r's input 1 + 10 r: a sum reads 12 on some rank, no copy does).
+TEST(CollectiveRegistry, TheOpsThatSayTheySumAreTheOnesThatDo) {
+  const auto input = [](int rank, std::size_t) { return 1.0f + 10.0f * static_cast<float>(rank); };
+  for (const auto& op : collectiveOps()) {
+    bool sums = false;
+    for (int rank = 0; rank < 2; ++rank)
+      for (std::size_t i = 0; i < op.recvCount(4, 2); ++i) {
+        const auto v = op.expected(rank, 2, 0, 4, i, input);
+        sums = sums || (v && *v == 12.0f);
+      }
+    EXPECT_EQ(op.sums, sums) << op.name;
+  }
+}
+
+// The formula --help and the charts print is the factor the numbers use: "k(N-1)/N" or "1",
+// evaluated here for every op at N = 2..8.
+TEST(CollectiveRegistry, EveryOpsPrintedBusFactorIsTheOneItUses) {
+  const auto evaluate = [](const std::string& formula, int n) {
+    if (formula == "1") return 1.0;
+    const std::size_t tail = formula.find("(N-1)/N");
+    EXPECT_NE(tail, std::string::npos) << formula;
+    EXPECT_EQ(tail + 7, formula.size()) << formula;
+    const double k = tail == 0 ? 1.0 : std::stod(formula.substr(0, tail));
+    return k * (n - 1) / n;
+  };
+  for (const auto& op : collectiveOps())
+    for (int n = 2; n <= 8; ++n)
+      EXPECT_DOUBLE_EQ(op.busFactor(n), evaluate(busFactorKindOf(op.name).formula, n)) << op.name << " N=" << n;
+  EXPECT_EQ(busFactorText({"allreduce", "broadcast", "allgather", "reduce"}),
+            "allreduce 2(N-1)/N; broadcast, reduce 1; allgather (N-1)/N");
 }
 
 }  // namespace

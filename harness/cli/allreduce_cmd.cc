@@ -1,5 +1,6 @@
 #include <memory>
 
+#include "common/bus_factor.h"
 #include "core/registry.h"
 #include "harness/cli/bench_flags.h"
 #include "harness/cli/commands.h"
@@ -14,7 +15,8 @@ void addAllreduce(CLI::App& app, Action& action, const std::string& commandLine,
   auto* cmd = app.add_subcommand(
       "allreduce",
       "Benchmark allreduce algorithms like nccl-tests: time per size (median/min/max over iterations, "
-      "slowest rank), algbw, busbw = algbw*2(N-1)/N, exact traffic per rank, and an exact verification pass. "
+      "slowest rank), algbw, busbw = algbw x " + std::string(busFactorKindOf("allreduce").formula) +
+          ", exact traffic per rank, and an exact verification pass. "
       "In place; `tpbench collective --op allreduce` measures out of place too. At most 10000 "
       "measurements (algos x n_gpus x bytes); repeated values in a list (ring,ring; 4K,4K; 2..4,4) count once. "
       "After the tables: the fastest algorithm per N and size, the others' time as a multiple of its "

@@ -1,5 +1,6 @@
 #include <memory>
 
+#include "common/bus_factor.h"
 #include "common/error.h"
 #include "core/registry.h"
 #include "harness/cli/bench_flags.h"
@@ -12,14 +13,15 @@ namespace tpb::cli {
 void addCollective(CLI::App& app, Action& action, const std::string& commandLine, ExternalJob* external) {
   auto f = std::make_shared<BenchFlags>();
   f->algos = "all";
-  auto ops = std::make_shared<std::string>("allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,sendrecv");
+  auto ops = std::make_shared<std::string>();  // every op, in the op table's order
+  for (const auto& name : opNames()) *ops += (ops->empty() ? "" : ",") + name;
   auto place = std::make_shared<std::string>("in,out");
   auto root = std::make_shared<int>(0);
   auto* cmd = app.add_subcommand(
       "collective",
       "Benchmark collectives like nccl-tests: per op, algorithm, N and size the time (median/min/max over "
-      "iterations, slowest rank), algbw = bytes/time, busbw = algbw x the op's factor (allreduce 2(N-1)/N; "
-      "allgather, reduce_scatter, alltoall (N-1)/N; broadcast, reduce, sendrecv 1; sendrecv is a ping-pong "
+      "iterations, slowest rank), algbw = bytes/time, busbw = algbw x the op's factor (" +
+          busFactorText(opNames()) + "; sendrecv is a ping-pong "
       "whose time is a round trip, so its busbw is about half nccl-tests' sendrecv), exact traffic per rank "
       "and an exact verification pass. Sizes follow nccl-tests: allgather's is the gathered output, "
       "reduce_scatter's the input; blocked ops round the count down to a multiple of N. After the tables: per "

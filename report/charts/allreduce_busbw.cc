@@ -4,6 +4,7 @@
 #include <iterator>
 #include <tuple>
 
+#include "common/bus_factor.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/style.h"
@@ -64,8 +65,8 @@ void build(Chart& c, const Inputs& in) {
     ns.insert(p.n);
   }
   c.subtitle =
-      "median time over timed iterations (error bars: slowest to fastest iteration), busbw = algbw × "
-      "2(N-1)/N; device " + device +
+      "median time over timed iterations (error bars: slowest to fastest iteration), busbw = algbw × " +
+      std::string(busFactorKindOf("allreduce").formula) + "; device " + device +
       (transports.size() == 1 ? ", from-scratch algorithms over " + *transports.begin() : "") +
       (devices.size() > 1 ? " (" + std::to_string(devices.size() - 1) + " other device not shown)"
                           : "");

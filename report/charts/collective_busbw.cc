@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/bus_factor.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/style.h"
@@ -61,8 +62,7 @@ void build(Chart& c, const Inputs& in) {
     series.push_back(s);
   }
   c.subtitle = "N=" + std::to_string(n) + ", device " + device + ", error bars from the slowest to the fastest iteration" +
-               "; busbw = algbw × the op's factor ((N-1)/N for allgather, reduce_scatter, alltoall; 1 for "
-               "broadcast, reduce, sendrecv)";
+               "; busbw = algbw × the op's factor (" + busFactorText(opOrder) + ")";
   c.reading = joinList(parts, "; ") + ".";
   buildBusbwChart(c, series, sizes, bws, "message size (bytes, nccl-tests' convention per op)");
 }
