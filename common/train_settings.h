@@ -138,7 +138,7 @@ void forEachSetting(Visit&& visit, Settings&... s) {
   visit(I{"momentum", I::Flag::Shared, "SGD momentum", I::Check::Real, {0, 1, false, true}, {0, 1e6},
           I::Absent::Kept, I::Recorded::Always, true},
         s.momentum...);
-  visit(I{"bucket_mb", I::Flag::PerCommand, "", I::Check::Real, positive, {0, 1e9},
+  visit(I{"bucket_mb", I::Flag::PerCommand, "", I::Check::Real, {0, 1e9, true, false}, {0, 1e9},
           I::Absent::Kept, I::Recorded::Always, false},
         s.bucketMb...);
   visit(I{"seed", I::Flag::Shared, "Seed of weights, data and sample order", I::Check::Unchecked, any,

@@ -271,23 +271,25 @@ void checkNodesShareASecret(int nnodes) {
 
 namespace {
 
-// Every setting against what the table says a run accepts (common/train_settings.h).
+// A number against what the table says a run accepts for its setting (common/train_settings.h).
+void checkAccepted(const SettingInfo& info, double value) {
+  using Check = SettingInfo::Check;
+  const std::string flag = std::string("--") + info.key;
+  const Bounds& b = info.accepted;
+  if (info.check == Check::Integer)
+    checkInt(flag, static_cast<long long>(value), static_cast<long long>(b.lo),
+             b.hi == kUnbounded ? std::numeric_limits<long long>::max() : static_cast<long long>(b.hi));
+  else if (info.check == Check::Real)
+    checkReal(flag, value, {b.lo, b.hi, b.loOpen, b.hiOpen});
+  else if (info.check == Check::StepLimit)
+    checkMaxSteps(flag, static_cast<long long>(value));
+}
+
+// Every setting against the table.
 void checkSettings(const TrainSettings& c) {
   forEachSetting(
       [](const SettingInfo& info, const auto& value) {
-        using Check = SettingInfo::Check;
-        using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_arithmetic_v<T>) {
-          const std::string flag = std::string("--") + info.key;
-          const Bounds& b = info.accepted;
-          if (info.check == Check::Integer)
-            checkInt(flag, static_cast<long long>(value), static_cast<long long>(b.lo),
-                     b.hi == kUnbounded ? std::numeric_limits<long long>::max() : static_cast<long long>(b.hi));
-          else if (info.check == Check::Real)
-            checkReal(flag, static_cast<double>(value), {b.lo, b.hi, b.loOpen, b.hiOpen});
-          else if (info.check == Check::StepLimit)
-            checkMaxSteps(flag, static_cast<long long>(value));
-        }
+        if constexpr (std::is_arithmetic_v<std::decay_t<decltype(value)>>) checkAccepted(info, static_cast<double>(value));
       },
       c);
 }
@@ -306,6 +308,19 @@ void checkResumable(const TrainConfig& c) {
 }
 
 }  // namespace
+
+void checkSetting(const std::string& key, double value) {
+  TrainSettings probe;
+  bool known = false;
+  forEachSetting(
+      [&](const SettingInfo& info, const auto& field) {
+        if (info.key != key) return;
+        known = true;
+        if constexpr (std::is_arithmetic_v<std::decay_t<decltype(field)>>) checkAccepted(info, value);
+      },
+      probe);
+  TPB_CHECK(known, "checkSetting: no setting " << key);
+}
 
 void checkTrainRun(const TrainRunOptions& o) {
   checkTimeout(o.timeout);

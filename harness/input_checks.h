@@ -147,6 +147,10 @@ void checkNodesShareASecret(int nnodes);
 
 // ---- whole commands -----------------------------------------------------------------------------
 
+// One value of a numeric setting against what the table accepts for it (common/train_settings.h):
+// a sweep checks each value of a list with it, so a value no point will carry is refused too.
+void checkSetting(const std::string& key, double value);
+
 // Everything about a run or sweep that can be known before launching: every point's numbers,
 // sizes against the dataset, model state against memory (cpu; a GPU's is not queried), the
 // master port where this node binds it, the interface the ranks bind to (--iface,

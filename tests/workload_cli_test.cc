@@ -80,6 +80,8 @@ TEST(WorkloadCli, WhatCannotRunIsRefusedBeforeLaunch) {
       {{"--workload", "gpt", "--test_size", "20000"}, "--test_size"},
       {{"--workload", "gpt2-medium", "--batch_size", "100000"}, "--workload: 2 replicas on this node of gpt2-medium"},
       {{"--bucket_mb", "0"}, "--bucket_mb"},
+      // Above what a results file may hold: the record would be written and never read back.
+      {{"--bucket_mb", "2e9"}, "--bucket_mb: must be a finite number in (0, 1e+09], got 2e+09"},
   };
   for (const auto& [extra, needle] : cases) {
     std::vector<std::string> args{"run", "--n_gpus", "2", "--out", out};
@@ -89,7 +91,12 @@ TEST(WorkloadCli, WhatCannotRunIsRefusedBeforeLaunch) {
     test::expectRefusedUpFront(runCli(args), needle);
   }
   test::expectRefusedUpFront(runCli({"sweep", "--strategies", "ddp", "--bucket_mb", "1,-2", "--out", out}),
-                             "--bucket_mb: '-2'");
+                             "--bucket_mb: must be a finite number in (0, 1e+09], got -2");
+  // The same rule as run's, for every value of the list, even one no point carries (ring runs once).
+  test::expectRefusedUpFront(runCli({"sweep", "--strategies", "ring_all_reduce", "--bucket_mb", "25,2e9", "--out", out}),
+                             "--bucket_mb: must be a finite number in (0, 1e+09], got 2e+09");
+  test::expectRefusedUpFront(runCli({"sweep", "--strategies", "ddp", "--bucket_mb", "1,x", "--out", out}),
+                             "--bucket_mb: 'x' is not a size in MiB");
   test::expectRefusedUpFront(runCli({"sweep", "--strategies", "ddp", "--workload", "mlp,gpt:x=1", "--out", out}),
                              "--workload 'gpt:x=1'");
 }

@@ -78,9 +78,8 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine, Ext
       for (const auto& item : splitList(a->buckets)) {
         std::string why;
         const auto mb = parseDecimalReal(item, why);
-        if (!mb || !(*mb > 0) || *mb > 1e9)
-          TPB_THROW(UsageError, "--bucket_mb: '" << item << "' is not a size in MiB above 0 (at most 1e9)"
-                                                 << (why.empty() ? "" : ": " + why));
+        if (!mb) TPB_THROW(UsageError, "--bucket_mb: '" << item << "' is not a size in MiB: " << why);
+        checkSetting("bucket_mb", *mb);
         if (std::find(buckets.begin(), buckets.end(), *mb) == buckets.end()) buckets.push_back(*mb);
       }
       if (buckets.empty()) TPB_THROW(UsageError, "--bucket_mb: no size given");
