@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -181,6 +182,28 @@ TEST(TrainSettingsTable, ARunRefusesEachSettingOutsideWhatItAccepts) {
     const std::string why = usageErrorOf([&] { checkTrainRun(o); });
     EXPECT_NE(why.find(std::string("] --") + info.key + ": "), std::string::npos) << why;
   }
+}
+
+// What a run accepts, a results file may hold: else a run writes a record its own reader refuses
+// (--bucket_mb 2e9 did). A bound is the field type's limit where the table leaves it open, and a
+// real is finite whatever its bound says.
+TEST(TrainSettingsTable, EveryValueARunAcceptsAResultsFileMayHold) {
+  TrainSettings s;
+  forEachSetting(
+      [&](const SettingInfo& info, const auto& value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_arithmetic_v<T>) {
+          if (info.check != SettingInfo::Check::Integer && info.check != SettingInfo::Check::Real) return;
+          const double typeMax = static_cast<double>(std::numeric_limits<T>::max());
+          const double typeLow = static_cast<double>(std::numeric_limits<T>::lowest());
+          const double hi = std::min(info.accepted.hi, typeMax), lo = std::max(info.accepted.lo, typeLow);
+          EXPECT_LE(hi, info.inFile.hi) << info.key;
+          EXPECT_GE(lo, info.inFile.lo) << info.key;
+          EXPECT_TRUE(info.inFile.contains(hi) || (info.accepted.hiOpen && hi < info.inFile.hi)) << info.key;
+          EXPECT_TRUE(info.inFile.contains(lo) || (info.accepted.loOpen && lo >= info.inFile.lo)) << info.key;
+        }
+      },
+      s);
 }
 
 TEST(TrainSettingsTable, ARecordLacksOnlyWhatTheTableAllows) {
