@@ -125,10 +125,29 @@ void CollectiveConsole::header(const CollectiveHeader& h) const {
                                                     : "over=" + h.carrier + "  transport=" + h.transport + " (barriers only)";
   std::cout << "\n# " << h.op << "  algo=" << h.algo << "  N=" << h.n << "  " << over << "  device=" << h.device
             << "  (float32" << h.how << ")\n";
-  std::snprintf(line, sizeof line, "# %10s %11s %5s %11s %11s %11s %11s %11s %7s %12s\n", "bytes", "count", "place",
-                "median_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong", "sent_B/rank");
+  std::snprintf(line, sizeof line, "# %10s %11s %5s %11s %11s %11s %11s %11s %11s %7s %12s\n", "bytes", "count",
+                "place", "median_us", "p99_us", "min_us", "max_us", "algbw_GB/s", "busbw_GB/s", "#wrong", "sent_B/rank");
   std::cout << line;
 }
+
+namespace {
+// What a reader of the row should not miss: iterations far above the median, and a first timed
+// iteration that paid for something the warm-up did not (a cold cache, a lazy connection).
+std::string spreadNote(const CollectiveRecord& p) {
+  if (!p.spread || !(p.timeMedianUs > 0)) return "";
+  std::string note;
+  char buf[96];
+  if (p.spread->spikes > 0) {
+    std::snprintf(buf, sizeof buf, "%lld of %d over %.1fx the median", p.spread->spikes, p.iters, kSpikeFactor);
+    note += buf;
+  }
+  if (p.spread->firstUs > kSpikeFactor * p.timeMedianUs) {
+    std::snprintf(buf, sizeof buf, "%sfirst %.1fx the median", note.empty() ? "" : "; ", p.spread->firstUs / p.timeMedianUs);
+    note += buf;
+  }
+  return note.empty() ? "" : "  ! " + note;
+}
+}  // namespace
 
 void CollectiveConsole::row(const CollectiveRecord& p) const {
   if (!p.measured) {
@@ -141,10 +160,12 @@ void CollectiveConsole::row(const CollectiveRecord& p) const {
   std::string sent = "-";
   if (p.traffic && p.traffic->ranks())
     sent = std::to_string(*std::max_element(p.traffic->bytesSent.begin(), p.traffic->bytesSent.end()));
-  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.2f %11.2f %11.2f %11.3f %11.3f %7s %12s\n",
+  char p99[32] = "-";  // a mean of queued launches has no distribution
+  if (p.spread) std::snprintf(p99, sizeof p99, "%.2f", p.spread->p99Us);
+  std::snprintf(line, sizeof line, "  %10s %11llu %5s %11.2f %11s %11.2f %11.2f %11.3f %11.3f %7s %12s",
                 formatBytes(p.bytes).c_str(), static_cast<unsigned long long>(p.count), p.isInPlace() ? "in" : "out",
-                p.timeMedianUs, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
-  std::cout << line;
+                p.timeMedianUs, p99, p.timeMinUs, p.timeMaxUs, p.algbwGbps, p.busbwGbps, wrong.c_str(), sent.c_str());
+  std::cout << line << spreadNote(p) << "\n";
 }
 
 void CollectiveConsole::endPoint() const { std::cout.flush(); }

@@ -507,6 +507,13 @@ json CollectiveRecord::toJson() const {
     t["median"] = num(timeMedianUs);
     t["min"] = num(timeMinUs);
     t["max"] = num(timeMaxUs);
+    if (spread) {
+      t["p90"] = spread->p90Us;
+      t["p99"] = spread->p99Us;
+      t["cv"] = spread->cv;
+      t["first"] = spread->firstUs;
+      t["spikes"] = spread->spikes;
+    }
     j["time_us"] = std::move(t);
     j["algbw_gbps"] = num(algbwGbps);
     j["busbw_gbps"] = num(busbwGbps);
@@ -522,6 +529,28 @@ json CollectiveRecord::toJson() const {
   entry.writeInto(j);
   return j;
 }
+
+namespace {
+// time_us' spread: all five members or none; each in order with the median, min and max it
+// comes from (p90 and p99 between median and max, first between min and max).
+std::optional<IterationSpread> spreadIn(const JsonIn& t, const CollectiveRecord& c) {
+  const char* keys[] = {"p90", "p99", "cv", "first", "spikes"};
+  int present = 0;
+  for (const char* k : keys) present += t.value().contains(k);
+  if (present == 0) return std::nullopt;
+  for (const char* k : keys)
+    if (!t.value().contains(k)) t.fail(std::string("p90, p99, cv, first and spikes together (") + k + " is absent)");
+  if (!(c.timeMinUs <= c.timeMedianUs && c.timeMedianUs <= c.timeMaxUs))
+    t.fail("median, min and max as numbers where p90, p99, cv, first and spikes are given");
+  IterationSpread s;
+  s.p90Us = t.at("p90").number(c.timeMedianUs, c.timeMaxUs);
+  s.p99Us = t.at("p99").number(s.p90Us, c.timeMaxUs);
+  s.cv = t.at("cv").number(0, kLargestFinite);
+  s.firstUs = t.at("first").number(c.timeMinUs, c.timeMaxUs);
+  s.spikes = t.at("spikes").integer(0, kMaxInt);
+  return s;
+}
+}  // namespace
 
 CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   in.object();
@@ -545,7 +574,8 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
     // (An absent one is NaN, which compares false.)
     if (c.timeMinUs > c.timeMedianUs) t->at("min").fail("at most time_us.median");
     if (c.timeMedianUs > c.timeMaxUs) t->at("max").fail("at least time_us.median");
-    c.timeExtra = t->extraExcept({"median", "min", "max"});
+    c.timeExtra = t->extraExcept({"median", "min", "max", "p90", "p99", "cv", "first", "spikes"});
+    c.spread = spreadIn(*t, c);
   }
   for (const char* key : {"algbw_gbps", "busbw_gbps", "wrong"})
     if (in.value().contains(key)) c.measured = true;
@@ -562,6 +592,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.error = optStr(in, "error");
   c.iters = intIn(in, "iters", 0, kMaxInt);
   c.warmup = intIn(in, "warmup", 0, kMaxInt);
+  if (c.spread && c.spread->spikes > c.iters) in.at("time_us").at("spikes").fail("at most iters");
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",

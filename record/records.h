@@ -188,6 +188,15 @@ inline constexpr const char* kPerCallTiming = "per_call";
 inline constexpr const char* kBackToBackTiming = "back_to_back";
 inline bool isTimingMethod(const std::string& s) { return s == kPerCallTiming || s == kBackToBackTiming; }
 
+// How a point's timed iterations spread (each iteration the slowest rank's time), where each was
+// timed on its own: time_us' p90, p99 (nearest rank), cv (sample stddev / mean), first (the first
+// timed iteration, after the warm-up) and spikes (iterations over kSpikeFactor x the median).
+inline constexpr double kSpikeFactor = 1.5;
+struct IterationSpread {
+  double p90Us = 0, p99Us = 0, cv = 0, firstUs = 0;
+  long long spikes = 0;
+};
+
 struct CollectiveRecord {
   std::string op = "allreduce";
   std::string algo, transport, device;
@@ -200,7 +209,9 @@ struct CollectiveRecord {
   // Measured fields: absent when the point did not run to the end (measured == false).
   bool measured = false;
   double timeMedianUs = NAN, timeMinUs = NAN, timeMaxUs = NAN;
-  nlohmann::json timeExtra = nlohmann::json::object();  // time_us members besides the three
+  // Absent for a mean of queued launches (cuda_events_back_to_back) and in older files.
+  std::optional<IterationSpread> spread;
+  nlohmann::json timeExtra = nlohmann::json::object();  // time_us members besides those above
   double algbwGbps = NAN, busbwGbps = NAN;
   std::optional<long long> wrong;  // null when --check was off
   std::optional<std::string> timer;

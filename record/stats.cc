@@ -50,6 +50,24 @@ double exactUpperTail(std::size_t n1, std::size_t n2, double u) {
 
 }  // namespace
 
+namespace {
+// The 0-based index of the ceil(q n)-th smallest of n sorted values (at least the first). The
+// small tolerance keeps q n that is an integer in exact arithmetic (0.9 x 20 = 18) from rounding
+// up to the next rank.
+std::size_t rankIndex(std::size_t n, double q) {
+  const double r = std::ceil(q * static_cast<double>(n) - 1e-9);
+  return static_cast<std::size_t>(std::clamp(r, 1.0, static_cast<double>(n))) - 1;
+}
+}  // namespace
+
+double nearestRank(std::vector<double> xs, double q) {
+  TPB_CHECK(q > 0 && q <= 1, "nearestRank: q must be in (0, 1], got " << q);
+  if (xs.empty()) return 0;
+  if (anyNan(xs)) TPB_THROW(Error, "nearestRank: the input contains NaN");
+  std::sort(xs.begin(), xs.end());
+  return xs[rankIndex(xs.size(), q)];
+}
+
 Summary summarize(std::vector<double> xs) {
   Summary s;
   if (xs.empty()) return s;
@@ -61,6 +79,8 @@ Summary summarize(std::vector<double> xs) {
   s.max = xs.back();
   s.median = n % 2 == 1 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2.0;
   s.mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(n);
+  s.p90 = xs[rankIndex(n, 0.90)];
+  s.p99 = xs[rankIndex(n, 0.99)];
   if (n >= 2) {
     double ss = 0;
     for (double x : xs) ss += (x - s.mean) * (x - s.mean);

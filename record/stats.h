@@ -15,7 +15,14 @@ struct Summary {
   double max = 0;
   double mean = 0;
   double stddev = 0;  // sample standard deviation (divides by n-1); 0 when n < 2
+  // Nearest-rank percentiles: the ceil(q n)-th smallest value, one of the inputs (with 20 values
+  // p90 is the 18th and p99 the largest: a tail needs 100 iterations before p99 is not the max).
+  double p90 = 0, p99 = 0;
+  double cv() const { return mean > 0 ? stddev / mean : 0; }  // coefficient of variation
 };
+
+// The ceil(q n)-th smallest of xs (q in (0, 1]); empty: 0. NaN throws tpb::Error.
+double nearestRank(std::vector<double> xs, double q);
 
 // Empty input gives n = 0 and zeros everywhere. NaN in the input throws tpb::Error.
 Summary summarize(std::vector<double> xs);

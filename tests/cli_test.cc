@@ -249,6 +249,7 @@ TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
                          "--bytes", "4K,1M", "--iters", "3", "--warmup", "1", "--out", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("busbw_GB/s"), std::string::npos);
+  EXPECT_NE(r.out.find("p99_us"), std::string::npos);
   EXPECT_NE(r.err.find("[rank 0] "), std::string::npos) << "progress lines come with rank prefixes";
   const json doc = readJson(out);
   EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
@@ -261,6 +262,12 @@ TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
     const double bytes = p.at("bytes"), med = p.at("time_us").at("median");
     EXPECT_LE(p.at("time_us").at("min").get<double>(), med);
     EXPECT_GE(p.at("time_us").at("max").get<double>(), med);
+    // Three iterations: p90 and p99 are the third smallest (nearest rank), the largest.
+    EXPECT_EQ(p.at("time_us").at("p90"), p.at("time_us").at("max"));
+    EXPECT_EQ(p.at("time_us").at("p99"), p.at("time_us").at("max"));
+    EXPECT_GE(p.at("time_us").at("first").get<double>(), p.at("time_us").at("min").get<double>());
+    EXPECT_LE(p.at("time_us").at("spikes").get<int>(), 3);
+    EXPECT_GE(p.at("time_us").at("cv").get<double>(), 0.0);
     EXPECT_NEAR(p.at("algbw_gbps").get<double>(), bytes / (med * 1e-6) / 1e9, 1e-9 + 1e-9 * bytes);
     EXPECT_NEAR(p.at("busbw_gbps").get<double>(), p.at("algbw_gbps").get<double>() * 2.0 * (n - 1) / n, 1e-9);
     EXPECT_EQ(p.at("count").get<double>() * 4, bytes);

@@ -140,6 +140,9 @@ TEST(CollectiveCli, AStalledRankIsAnOutlierBackToBackButNotPerCall) {
       EXPECT_GE(p.at("time_us").at("outliers").get<int>(), 1) << p;
       EXPECT_GE(p.at("time_us").at("max").get<double>(), 40000.0) << p;
       EXPECT_NE(r.err.find("iterations took over 10x the median"), std::string::npos) << r.err;
+      // The stall is also a spike, which the console's row flags.
+      EXPECT_GE(p.at("time_us").at("spikes").get<int>(), 1) << p;
+      EXPECT_NE(r.out.find("over 1.5x the median"), std::string::npos) << r.out;
     } else {
       EXPECT_LT(p.at("time_us").at("max").get<double>(), 40000.0) << p;
     }

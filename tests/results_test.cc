@@ -397,7 +397,7 @@ json everyRecordWithUnknownFields() {
   ok.erase("error");
   ok["op"] = "allreduce";
   ok["timer"] = "steady_clock";
-  ok["time_us"]["p99"] = 19.0;
+  ok["time_us"]["p999"] = 19.0;  // a member this reader does not know
   ok["wrong"] = nullptr;
   json meta = collectMeta("tpbench test").toJson();
   meta["launcher"] = "torchrun";
@@ -593,6 +593,39 @@ TEST_F(ResultsTest, NumbersOutsideTheirDocumentedRangeAreRefused) {
   const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
+}
+
+// time_us' spread of the iterations: read and written back as it is, all five members or none,
+// each in order with the median, min and max.
+TEST_F(ResultsTest, TheIterationSpreadRoundTripsAndIsChecked) {
+  const std::string path = file("spread.json");
+  const auto docWith = [](const std::function<void(json&)>& spoil) {
+    json p = sampleAllreduce();  // median 12.5, min 11, max 20, iters 20
+    p["time_us"].update({{"p90", 15.0}, {"p99", 20.0}, {"cv", 0.2}, {"first", 19.0}, {"spikes", 2}});
+    spoil(p["time_us"]);
+    return json{{"schema", "tpbench.results/1"}, {"meta", {{"command", "t"}}}, {"runs", json::array()},
+                {"allreduce", json::array({p})}};
+  };
+  writeText(path, docWith([](json&) {}).dump());
+  ResultsFile rf = ResultsFile::load(path);
+  ASSERT_TRUE(rf.collectives().at(0).spread);
+  EXPECT_EQ(rf.collectives()[0].spread->p90Us, 15.0);
+  EXPECT_EQ(rf.collectives()[0].spread->spikes, 2);
+  EXPECT_EQ(rf.collectives()[0].toJson().at("time_us"), docWith([](json&) {})["allreduce"][0]["time_us"]);
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& t) { t.erase("cv"); }, "allreduce[0].time_us: expected p90, p99, cv, first and spikes together (cv is absent)"},
+      {[](json& t) { t["p90"] = 12.0; }, "allreduce[0].time_us.p90: expected a number in [12.5, 20], got 12"},
+      {[](json& t) { t["p99"] = 14.0; }, "allreduce[0].time_us.p99: expected a number in [15, 20], got 14"},
+      {[](json& t) { t["first"] = 25.0; }, "allreduce[0].time_us.first: expected a number in [11, 20], got 25"},
+      {[](json& t) { t["cv"] = -0.1; }, "allreduce[0].time_us.cv: expected a finite number >= 0, got -0.1"},
+      {[](json& t) { t["spikes"] = 21; }, "allreduce[0].time_us.spikes: expected at most iters, got 21"},
+      {[](json& t) { t["median"] = nullptr; }, "allreduce[0].time_us: expected median, min and max as numbers"},
+  };
+  for (const auto& [spoil, expected] : cases) {
+    writeText(path, docWith(spoil).dump());
+    const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
+    EXPECT_NE(msg.find(path + ": " + expected), std::string::npos) << msg << "\n  expected: " << expected;
+  }
 }
 
 TEST_F(ResultsTest, DeepNestingAndOversizeFilesAreRefusedBeforeParsing) {

@@ -36,6 +36,29 @@ TEST(Summarize, SingleValue) {
   EXPECT_EQ(s.stddev, 0);  // n - 1 = 0: defined as 0, not NaN
 }
 
+// Nearest rank: the ceil(q n)-th smallest. 1..20 shuffled: p90 is the 18th (18), p99 the 20th;
+// 1..200: p90 the 180th, p99 the 198th; one value is every percentile.
+TEST(Summarize, PercentilesAreNearestRank) {
+  std::vector<double> xs(20);
+  std::iota(xs.begin(), xs.end(), 1.0);
+  std::shuffle(xs.begin(), xs.end(), std::mt19937(7));
+  const Summary s = summarize(xs);
+  EXPECT_EQ(s.p90, 18);
+  EXPECT_EQ(s.p99, 20);
+  EXPECT_EQ(nearestRank(xs, 0.5), 10);
+  EXPECT_EQ(nearestRank(xs, 0.05), 1);
+  std::vector<double> big(200);
+  std::iota(big.begin(), big.end(), 1.0);
+  EXPECT_EQ(summarize(big).p90, 180);
+  EXPECT_EQ(summarize(big).p99, 198);
+  EXPECT_EQ(summarize({4.0}).p99, 4.0);
+  EXPECT_EQ(summarize({}).p99, 0);
+  EXPECT_THROW(nearestRank({1.0}, 0), Error);
+  EXPECT_THROW(nearestRank({std::nan("")}, 0.5), Error);
+  // cv = stddev / mean: {2, 4, 4, 4, 5, 5, 7, 9} has mean 5 and sample stddev sqrt(32/7).
+  EXPECT_NEAR(summarize({2, 4, 4, 4, 5, 5, 7, 9}).cv(), std::sqrt(32.0 / 7) / 5, 1e-12);
+}
+
 TEST(Summarize, OddCountUnsorted) {
   // sorted: 1 2 3 4 10 -> median 3; mean 20/5 = 4;
   // squared deviations 9+4+1+0+36 = 50; sample variance 50/4 = 12.5.

@@ -338,6 +338,15 @@ void collectiveJob(Worker& w, const json& job) {
       p.algbwGbps = algbw;
       p.busbwGbps = algbw * op.busFactor(n);
       if (check) p.wrong = static_cast<long long>(wrongTotal);
+      if (samples >= 2) {  // each iteration timed on its own, not a mean of queued launches
+        IterationSpread spread;
+        spread.p90Us = s.p90;
+        spread.p99Us = s.p99;
+        spread.cv = s.cv();
+        spread.firstUs = slowest.front();
+        spread.spikes = std::count_if(slowest.begin(), slowest.end(), [&](double us) { return us > kSpikeFactor * s.median; });
+        p.spread = spread;
+      }
       if (outliers > 0) {
         p.timeExtra["outliers"] = outliers;
         std::fprintf(stderr, "warning: %s %s N=%d %s: %ld of %d iterations took over 10x the median (%.1f us; longest %.1f us)\n",
