@@ -46,6 +46,7 @@ struct TrainSettings {
   std::string schedule = "gpipe";  // pipeline: gpipe or 1f1b (workload/stages.h)
   std::string split;               // model_parallel, pipeline: first units of stages 1..N-1 ("" balanced)
   std::string resumeFrom;          // continue from this checkpoint ("": from the seed's weights)
+  std::string slowRanks;           // straggler experiment: "R:F,..." (common/slow_ranks.h); "": none
 };
 
 // A setting's value as text, as its flag takes it and a checkpoint holds it: a number in full (a
@@ -171,6 +172,11 @@ void forEachSetting(Visit&& visit, Settings&... s) {
           "must equal this run's)",
           I::Check::Unchecked, any, any, I::Absent::Kept, I::Recorded::WhenSet, false},
         s.resumeFrom...);
+  visit(I{"slow_ranks", I::Flag::Shared,
+          "ddp, ring_all_reduce, allreduce: a straggler experiment, RANK:FACTOR[,RANK:FACTOR] (e.g. 1:1.5): "
+          "that rank's compute takes FACTOR times as long in every step (it waits out the difference)",
+          I::Check::Unchecked, any, any, I::Absent::Kept, I::Recorded::WhenSet, false},
+        s.slowRanks...);
 }
 
 }  // namespace tpb

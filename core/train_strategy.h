@@ -41,6 +41,9 @@ struct TrainStrategy : EntryInfo {
   // True when --bucket_mb shapes its work (ddp, torch_ddp): a sweep's --bucket_mb list runs it at
   // each size, other strategies once.
   bool bucketed = false;
+  // True when its step honours --slow_ranks (the replicated step of workload/train.cc); the
+  // others refuse the flag.
+  bool slowsRanks = false;
   // Runs the whole training on this rank. ctx is the world of `processes(n)` ranks. Rank 0
   // returns the epochs and calls onEpoch; every rank returns its final parameters.
   std::function<TrainResult(CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch)> run;

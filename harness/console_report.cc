@@ -79,8 +79,9 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   }
   char acc[16] = "n/a";
   if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
-  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-              r.status.c_str(), r.samplesPerS, acc, r.trainS, printable(detailOf(r)).c_str(), note);
+  const std::string straggler = r.straggler.empty() || *note ? "" : "  ! straggler: " + r.straggler;
+  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), r.samplesPerS, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str());
 }
 
 void TrainConsole::printMedianAfter(std::size_t i) const {

@@ -45,6 +45,7 @@ struct TrainRow {
   std::string point;          // the configuration without its repeat: rows with the same are repeats
   std::string workload = "mlp";  // --workload's canonical text
   double bucketMb = -1;          // a bucketed strategy's --bucket_mb; negative for the others
+  std::string straggler;         // record/stragglers.h, as text; "" when no rank held the run back
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.

@@ -24,6 +24,7 @@
 #include "common/decimal.h"
 #include "common/error.h"
 #include "common/out_file.h"
+#include "common/slow_ranks.h"
 #include "core/registry.h"
 #include "harness/collective_bench.h"
 #include "harness/device_choice.h"
@@ -335,7 +336,17 @@ void checkTrainRun(const TrainRunOptions& o) {
     checkSettings(c);
     // A batch is split into M micro-batches of rows*m/M..rows*(m+1)/M: above the batch some are
     // empty every step, and the M recorded (and the bubble it predicts) would be false.
-    if (findStrategy("--strategy", c.strategy).microbatched && c.microbatches > c.batchSize)
+    const TrainStrategy& strategy = findStrategy("--strategy", c.strategy);
+    if (!c.slowRanks.empty()) {
+      if (!strategy.slowsRanks) {
+        std::string those;
+        for (const TrainStrategy& s : trainStrategies())
+          if (s.slowsRanks) those += (those.empty() ? "" : ", ") + s.name;
+        TPB_THROW(UsageError, "--slow_ranks: " << c.strategy << " does not apply it (" << those << " do)");
+      }
+      slowFactors(c.slowRanks, c.nGpus);
+    }
+    if (strategy.microbatched && c.microbatches > c.batchSize)
       TPB_THROW(UsageError, "--microbatches " << c.microbatches << " is above --batch_size " << c.batchSize << ": "
                                               << c.strategy << " splits each batch into that many micro-batches of "
                                               << "at least one sample each");

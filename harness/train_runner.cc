@@ -17,6 +17,7 @@
 #include "harness/point_driver.h"
 #include "harness/runner_session.h"
 #include "record/results.h"
+#include "record/stragglers.h"
 
 namespace tpb {
 
@@ -439,9 +440,16 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   const RunSummary& s = run.summary;
   RunConfig point = run.config;
   point.repeatIndex = 0;
+  std::string straggler;
+  if (const auto st = stragglerOf(run)) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "rank %d (compute %.2fx the others' median in %d of %d epochs)", st->rank, st->ratio,
+                  st->epochs, st->ofEpochs);
+    straggler = buf;
+  }
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
                 std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
-                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0});
+                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler});
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }

@@ -319,6 +319,18 @@ json EpochRecord::toJson() const {
   if (bubbleFraction) j["bubble_fraction"] = num(*bubbleFraction);
   if (bubbleFormula) j["bubble_formula"] = num(*bubbleFormula);
   putIfSet(j, "activation_bytes", activationBytes);
+  if (ranks) {
+    json r = json::object();
+    const auto numbers = [](const std::vector<double>& v) {
+      json a = json::array();
+      for (double x : v) a.push_back(num(x));
+      return a;
+    };
+    r["compute_s"] = numbers(ranks->computeS);
+    r["comm_s"] = numbers(ranks->commS);
+    r["idle_s"] = numbers(ranks->idleS);
+    j["ranks"] = std::move(r);
+  }
   return j;
 }
 
@@ -345,9 +357,24 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
     for (std::size_t i = 0; i < a->size(); ++i) bytes.push_back((*a)[i].number(0, 1e18));
     e.activationBytes = std::move(bytes);
   }
+  if (const auto r = in.find("ranks")) {
+    r->object();
+    EpochRecord::RankTimes times;
+    const std::pair<const char*, std::vector<double>*> arrays[] = {
+        {"compute_s", &times.computeS}, {"comm_s", &times.commS}, {"idle_s", &times.idleS}};
+    for (const auto& [key, out] : arrays) {
+      const JsonIn a = r->at(key);
+      a.array();
+      if (a.size() < 1 || a.size() > static_cast<std::size_t>(kMaxRanks)) a.fail("1 to 65536 entries, one per rank");
+      for (std::size_t i = 0; i < a.size(); ++i) out->push_back(a[i].numberOrNull(kNonNegativeNumber));
+    }
+    if (times.commS.size() != times.computeS.size() || times.idleS.size() != times.computeS.size())
+      r->fail("compute_s, comm_s and idle_s of one length (one entry per rank)");
+    e.ranks = std::move(times);
+  }
   e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",
                             "test_accuracy", "eval_s", "steps", "samples", "traffic", "bubble_fraction",
-                            "bubble_formula", "activation_bytes"});
+                            "bubble_formula", "activation_bytes", "ranks"});
   return e;
 }
 

@@ -109,6 +109,12 @@ struct EpochRecord {
   // (S-1)/(M+S-1), and each stage's peak activation bytes.
   std::optional<double> bubbleFraction, bubbleFormula;
   std::optional<std::vector<double>> activationBytes;
+  // Each rank's seconds of the epoch, in rank order (several ranks; absent in older files):
+  // computing, waiting on communication, and idle, the rest of the slowest rank's wall_s.
+  struct RankTimes {
+    std::vector<double> computeS, commS, idleS;
+  };
+  std::optional<RankTimes> ranks;
   nlohmann::json extra = nlohmann::json::object();
 
   nlohmann::json toJson() const;

@@ -17,6 +17,7 @@ TrainStrategy allreduceStrategy() {
                   "c10d Gloo on CPU, ncclAllReduce on GPU)";
   s.order = 3;
   s.color = "#9467bd";
+  s.slowsRanks = true;
   s.takesLibrary = true;
   s.unsupported = [](Device d, int) { return findAllreduce("--strategy", "library").unsupported(d); };
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {

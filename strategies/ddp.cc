@@ -234,6 +234,7 @@ TrainStrategy ddpStrategy() {
   TrainStrategy s;
   s.name = "ddp";
   s.bucketed = true;
+  s.slowsRanks = true;
   s.aliases = {"ring_all_reduce_builtin"};
   s.origin = Origin::BuiltinEquivalent;
   s.description =

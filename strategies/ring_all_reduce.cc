@@ -18,6 +18,7 @@ TrainStrategy ringAllReduceStrategy() {
   s.description = "flat gradient buffer averaged by the from-scratch ring allreduce over Transport P2P";
   s.order = 2;
   s.color = "#2ca02c";
+  s.slowsRanks = true;
   s.run = [](CommContext& ctx, const TrainConfig& cfg, const EpochCallback& onEpoch) {
     return trainWithAllreduce(ctx, cfg, findAllreduce("--algos", "ring").make, onEpoch);
   };

@@ -1,5 +1,6 @@
 #include "worker/train_job.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,15 @@ EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
   r.evalS = e.evalS;
   r.steps = e.steps;
   r.samples = e.samples;
+  if (e.rankComputeS.size() > 1 && e.rankCommS.size() == e.rankComputeS.size()) {
+    EpochRecord::RankTimes times;
+    for (std::size_t i = 0; i < e.rankComputeS.size(); ++i) {
+      times.computeS.push_back(e.rankComputeS[i]);
+      times.commS.push_back(e.rankCommS[i]);
+      times.idleS.push_back(std::max(0.0, e.wallS - e.rankComputeS[i] - e.rankCommS[i]));
+    }
+    r.ranks = std::move(times);
+  }
   if (countsTraffic && !e.rankTraffic.empty()) {
     TrafficRecord t;
     for (const Traffic& x : e.rankTraffic) t.add(x.bytesSent, x.bytesRecv, x.msgsSent, x.msgsRecv);

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "comm/cuda/devices.h"
 #include "comm/cuda/gpu_trace.h"
 #include "comm/cuda/stream_clock.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "common/slow_ranks.h"
 #include "common/trace.h"
 #include "workload/checkpoint.h"
 #include "workload/evaluate.h"
@@ -210,6 +212,8 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     double wall = v[0], compute = 0, comm = 0, lossSum = v[3], steps = v[4], samples = v[5];
     int computing = 0;
     auto add = [&](const double* x) {
+      s.rankComputeS.push_back(x[1]);
+      s.rankCommS.push_back(x[2]);
       if (x[5] > 0 || x[1] > 0) {
         compute += x[1];
         comm += x[2];
@@ -397,12 +401,19 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
       clock.restart();
     };
   }
+  // --slow_ranks: this rank's compute takes `slow` times as long; it waits out the difference
+  // after its backward, before the exchange, so its peers wait for it as for a slower device.
+  const double slow = slowFactors(cfg.slowRanks, world)[static_cast<std::size_t>(rank)];
   TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model.get(), [&](Step& st) {
     StepMarks m{};
     m.start = clock.mark();
     const auto c0 = clock_type::now();
     sync.beforeBackward();
     st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
+    if (slow > 1) {
+      if (gpu) synchronize(cfg);  // the device's compute, not the host's launch
+      std::this_thread::sleep_for((slow - 1) * (clock_type::now() - c0));
+    }
     m.backwardDone = clock.mark();
     if (exchanges && trace::enabled()) synchronize(cfg);
     const auto c1 = clock_type::now();

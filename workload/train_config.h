@@ -65,6 +65,9 @@ struct EpochStats {
   // every rank's in rank order (empty without a transport).
   Traffic traffic;
   std::vector<Traffic> rankTraffic;
+  // After gatherEpoch, on rank 0 with several ranks: each rank's compute and comm seconds, in
+  // rank order (empty otherwise).
+  std::vector<double> rankComputeS, rankCommS;
   // Model parallel strategies (workload/stages.h); -1 / empty elsewhere.
   double bubbleFraction = -1;  // idle time over wall time of each stage, averaged
   double bubbleFormula = -1;   // GPipe's (S-1)/(M+S-1) for the same S and M

@@ -1,0 +1,127 @@
+// Stragglers: --slow_ranks as a user gives it (what it accepts and refuses), each epoch's per-rank
+// times in the record, and the analysis that names the rank holding a run back.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/slow_ranks.h"
+#include "record/json_in.h"
+#include "record/stragglers.h"
+#include "tests/cli_util.h"
+
+namespace tpb {
+namespace {
+
+using nlohmann::json;
+
+TEST(SlowRanks, FactorsPerRankAndWhatIsRefused) {
+  EXPECT_EQ(slowFactors("", 3), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(slowFactors("1:1.5", 3), (std::vector<double>{1, 1.5, 1}));
+  EXPECT_EQ(slowFactors("0:2,2:100", 3), (std::vector<double>{2, 1, 100}));
+  for (const char* bad : {"1", ":1.5", "1:", "x:2", "01:2", "3:2", "1:1", "1:0.5", "1:101", "1:1e1", "1:-2",
+                          "1:.5", "1:1.5.2", "1:2,", "1:2,1:3", " 1:2", "99999999:2"}) {
+    SCOPED_TRACE(bad);
+    try {
+      slowFactors(bad, 3);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("] --slow_ranks: '"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// An epoch record with each rank's compute seconds (comm and idle 0).
+json epochWith(const std::vector<double>& compute) {
+  json e = {{"epoch", 1},     {"wall_s", 1.0},    {"compute_s", 0.5}, {"comm_s", 0.1},
+            {"samples_per_s", 100.0}, {"train_loss", 1.0}, {"test_accuracy", nullptr}};
+  e["ranks"] = {{"compute_s", compute}, {"comm_s", std::vector<double>(compute.size(), 0.0)},
+                {"idle_s", std::vector<double>(compute.size(), 0.0)}};
+  return e;
+}
+
+RunRecord runWith(const std::vector<json>& epochs) {
+  json r = {{"config", {{"strategy", "ddp"}, {"n_gpus", 3}, {"batch_size", 64}, {"epochs", 1}, {"device", "cpu"},
+                        {"transport", "shm"}, {"dataset", "synthetic"}, {"train_size", 1024}, {"hidden", "512,512"},
+                        {"test_size", 0}, {"lr", 0.01}, {"momentum", 0.0}, {"seed", 1}, {"bucket_mb", 25.0},
+                        {"repeat_index", 0}}},
+            {"status", "ok"}, {"epochs", epochs},
+            {"summary", {{"total_s", 1.0}, {"samples_per_s", 100.0}, {"final_test_accuracy", nullptr},
+                         {"final_train_loss", 1.0}, {"scaling_efficiency", nullptr}}}};
+  return RunRecord::fromJson(JsonIn(r, "run.json"));
+}
+
+TEST(Stragglers, TheRankSlowInMostEpochsIsNamedAndNoiseIsNot) {
+  // Rank 2 at 1.5x in three of three epochs.
+  auto s = stragglerOf(runWith({epochWith({1.0, 1.02, 1.5}), epochWith({1.0, 0.98, 1.52}), epochWith({1.01, 1.0, 1.49})}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 2);
+  EXPECT_EQ(s->epochs, 3);
+  EXPECT_EQ(s->ofEpochs, 3);
+  EXPECT_NEAR(s->ratio, 1.5, 0.02);
+  // Within 10 %: no one; slow in one epoch of three: no one.
+  EXPECT_FALSE(stragglerOf(runWith({epochWith({1.0, 1.08, 0.95}), epochWith({1.05, 1.0, 1.0})})));
+  EXPECT_FALSE(stragglerOf(runWith({epochWith({1.0, 1.0, 2.0}), epochWith({1.0, 1.0, 1.0}), epochWith({1.0, 1.0, 1.0})})));
+  // A rank that computes nothing (a parameter server) is never the measure: rank 0 at 0.
+  s = stragglerOf(runWith({epochWith({0.0, 1.0, 1.6})}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 2);
+  // Without per-rank times, or with one computing rank: no one.
+  json plain = epochWith({1.0, 2.0});
+  plain.erase("ranks");
+  EXPECT_FALSE(stragglerOf(runWith({plain})));
+  EXPECT_FALSE(stragglerOf(runWith({epochWith({0.0, 2.0})})));
+}
+
+TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
+  json bad = epochWith({1.0, 1.0});
+  bad["ranks"]["idle_s"] = {0.0};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad = epochWith({1.0, -1.0});
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad = epochWith({});
+  EXPECT_THROW(runWith({bad}), UsageError);
+}
+
+// The experiment end to end: rank 1 of ring_all_reduce slowed to 3x is recorded, each epoch
+// carries every rank's times, and the console names rank 1; the same run without the flag names
+// no one. (Three epochs; the rates over 20 runs are a benchmark, docs/measurements.md.)
+TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
+  const std::string out = test::tempPath("straggler.json");
+  for (const bool slowed : {true, false}) {
+    SCOPED_TRACE(slowed);
+    std::vector<std::string> args{"run", "--strategy", "ring_all_reduce", "--n_gpus", "2", "--epochs", "3",
+                                  "--train_size", "1024", "--test_size", "100", "--out", out, "--overwrite"};
+    if (slowed) args.insert(args.end(), {"--slow_ranks", "1:3"});
+    const auto r = test::runCli(args);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const json run = test::readJson(out).at("runs").at(0);
+    EXPECT_EQ(run.at("config").contains("slow_ranks"), slowed);
+    for (const auto& e : run.at("epochs")) {
+      ASSERT_TRUE(e.contains("ranks")) << e;
+      ASSERT_EQ(e.at("ranks").at("compute_s").size(), 2u) << e;
+      if (slowed) EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 2 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
+    }
+    EXPECT_EQ(r.out.find("straggler: rank 1") != std::string::npos, slowed) << r.out;
+  }
+  std::remove(out.c_str());
+}
+
+TEST(Stragglers, SlowRanksIsRefusedBeforeLaunch) {
+  const std::string out = test::tempPath("straggler_refused.json");
+  test::expectRefusedUpFront(test::runCli({"run", "--strategy", "ring_all_reduce", "--n_gpus", "2", "--slow_ranks", "2:1.5",
+                                           "--out", out}),
+                             "--slow_ranks: '2:1.5': rank 2 is not one of the 2 ranks");
+  test::expectRefusedUpFront(test::runCli({"run", "--strategy", "param_server", "--n_gpus", "2", "--slow_ranks", "1:1.5",
+                                           "--out", out}),
+                             "--slow_ranks: param_server does not apply it (");
+  test::expectRefusedUpFront(test::runCli({"sweep", "--strategies", "ddp", "--n_gpus", "2,3", "--slow_ranks", "2:2",
+                                           "--out", out}),
+                             "--slow_ranks: '2:2': rank 2 is not one of the 2 ranks");
+}
+
+}  // namespace
+}  // namespace tpb
