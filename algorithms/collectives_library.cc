@@ -193,7 +193,7 @@ CollectiveAlgo libraryAllgather() {
 
 CollectiveAlgo libraryReduceScatter() {
   return libraryAlgo("reduce_scatter", "ncclReduceScatter on GPU (none on CPU: Gloo in LibTorch 1.13 lacks it)",
-                     std::nullopt, Factory(), TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
+                     blockStepsCost("modelled as a ring"), Factory(), TPB_NCCL([](CommContext& ctx, const CollectiveArgs& a) {
                        const std::size_t m = a.count / static_cast<std::size_t>(ctx.size());
                        return std::vector<NcclCollective::Call>{[a, m](ncclComm_t c, cudaStream_t s) {
                          return ncclReduceScatter(a.send, a.recv, m, ncclFloat, ncclSum, c, s);
