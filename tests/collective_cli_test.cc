@@ -136,13 +136,17 @@ TEST(CollectiveCli, AStalledRankIsAnOutlierBackToBackButNotPerCall) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const json p = readJson(out).at("allreduce").at(0);
     if (timing == "back_to_back") {
-      ASSERT_TRUE(p.at("time_us").contains("outliers")) << p;
-      EXPECT_GE(p.at("time_us").at("outliers").get<int>(), 1) << p;
       EXPECT_GE(p.at("time_us").at("max").get<double>(), 40000.0) << p;
-      EXPECT_NE(r.err.find("iterations took over 10x the median"), std::string::npos) << r.err;
-      // The stall is also a spike, which the console's row flags.
+      // The stall is a spike, which the console's row flags.
       EXPECT_GE(p.at("time_us").at("spikes").get<int>(), 1) << p;
       EXPECT_NE(r.out.find("over 1.5x the median"), std::string::npos) << r.out;
+      // And an outlier, said on stderr, where the machine leaves the median below a tenth of the
+      // stall (a loaded machine's 4K calls can take milliseconds each).
+      if (p.at("time_us").at("median").get<double>() < 4000.0) {
+        ASSERT_TRUE(p.at("time_us").contains("outliers")) << p;
+        EXPECT_GE(p.at("time_us").at("outliers").get<int>(), 1) << p;
+        EXPECT_NE(r.err.find("iterations took over 10x the median"), std::string::npos) << r.err;
+      }
     } else {
       EXPECT_LT(p.at("time_us").at("max").get<double>(), 40000.0) << p;
     }
