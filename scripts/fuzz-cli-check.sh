@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzz targets call the readers in-process; this checks the same inputs through the real
 # command line: every reader's seeds (tests/fuzz/corpus/<name>/) and a random sample of what the
-# fuzzers kept ($FUZZ_BUILD/corpus/<name>/) are given to `compare`, `report` and `model`, and each
+# fuzzers kept ($FUZZ_BUILD/corpus/<name>/) are given to `compare`, `report`, `model` and `import`, and each
 # run must end with exit 0 (compare: 3, a regression, too) or refuse with exit 2 and exactly one
 # line on stderr, without control characters, that names the file. Exit 1 (an error, not a
 # refusal), a crash or a refusal naming no file is a failure of this check.
@@ -84,6 +84,18 @@ while read -r f; do
   split_input "$f"
   expect "$work/a.json" "$work/b.json" -- report "$work/a.json" --trace "$work/b.json" -o "$work/out" --gnuplot ""
 done < <(inputs report)
+
+while read -r f; do
+  cp "$f" "$work/in.log"
+  rm -f "$work/imported.json"
+  expect "$work/in.log" -- import "$work/in.log" --out "$work/imported.json"
+  # What import wrote, every other reader must take.
+  if [ -f "$work/imported.json" ]; then
+    expect "$work/imported.json" -- compare "$work/imported.json" "$work/imported.json"
+    expect "$work/imported.json" -- report "$work/imported.json" -o "$work/out" --gnuplot ""
+    expect "$work/imported.json" -- model "$work/imported.json"
+  fi
+done < <(inputs nccl_tests)
 
 echo "fuzz-cli-check: $checked commands, $failed failed"
 [ "$failed" -eq 0 ]

@@ -27,5 +27,6 @@ void addSweep(CLI::App& app, Action& action, const std::string& commandLine, Ext
 void addWorker(CLI::App& app, Action& action);
 void addCompare(CLI::App& app, Action& action);
 void addReport(CLI::App& app, Action& action);
+void addImport(CLI::App& app, Action& action);
 
 }  // namespace tpb::cli

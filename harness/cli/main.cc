@@ -61,6 +61,7 @@ int runCommand(int argc, char** argv) {
   tpb::cli::addReport(app, action);
   tpb::cli::addCompare(app, action);
   tpb::cli::addModel(app, action);
+  tpb::cli::addImport(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);
   tpb::cli::checkNumberOptions(app);

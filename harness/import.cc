@@ -1,0 +1,87 @@
+// harness/import.cc — see import.h.
+#include "harness/import.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/error.h"
+#include "common/text_escape.h"
+#include "record/nccl_tests.h"
+#include "record/results.h"
+
+#ifndef TPB_VERSION
+#define TPB_VERSION "unknown"
+#endif
+
+namespace tpb {
+
+namespace {
+
+const std::vector<std::string>& importableOps() {
+  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"};
+  return ops;
+}
+
+// The file's meta: the first file's, with every file's hosts; the rank count where all agree.
+Meta mergedMeta(const std::vector<NcclTestsImport>& parts, const std::vector<std::string>& files) {
+  Meta meta = parts.front().meta;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const Meta& m = parts[i].meta;
+    if (m.hosts)
+      for (const auto& h : *m.hosts)
+        if (std::find(meta.hosts->begin(), meta.hosts->end(), h) == meta.hosts->end()) meta.hosts->push_back(h);
+    if (m.worldSize != meta.worldSize) meta.worldSize.reset();
+    if (m.command != meta.command) meta.command.reset();
+    if (m.nccl != meta.nccl) meta.nccl.reset();
+  }
+  if (meta.hosts) meta.nodes = static_cast<long long>(meta.hosts->size());
+  if (!meta.worldSize) meta.gpus.reset();  // one list per rank: only where every file has the same ranks
+  meta.tpbenchVersion = TPB_VERSION;
+  nlohmann::json from = nlohmann::json::array();
+  for (const auto& f : files) from.push_back(printableLine(f));
+  meta.extra["imported"] = {{"tool", kNcclTestsOrigin}, {"files", from}};
+  return meta;
+}
+
+std::string placementsOf(const std::vector<CollectiveRecord>& points) {
+  std::set<std::string> ops;
+  for (const auto& p : points) ops.insert(p.op);
+  std::string text;
+  for (const auto& op : ops) text += (text.empty() ? "" : ", ") + op;
+  return text;
+}
+
+}  // namespace
+
+int runImport(const ImportOptions& o, std::ostream& out) {
+  if (!o.op.empty() && std::find(importableOps().begin(), importableOps().end(), o.op) == importableOps().end()) {
+    std::string names;
+    for (const auto& n : importableOps()) names += (names.empty() ? "" : ", ") + n;
+    TPB_THROW(UsageError, "--op: '" << printableLine(o.op) << "' is not a test tpbench imports (choose from " << names << ")");
+  }
+  for (const auto& f : o.files)
+    if (f == o.out) TPB_THROW(UsageError, "--out " << printableLine(o.out) << " is also an input file");
+  std::vector<NcclTestsImport> parts;
+  for (const auto& f : o.files) parts.push_back(importNcclTests(f, o.op));
+  const OwnedOutput owned("--out", o.out, kResultsOutput, OutputFlags{false, o.overwrite, false});
+
+  ResultsFile results = ResultsFile::create(o.out, mergedMeta(parts, o.files));
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const auto& part = parts[i];
+    const Meta& m = part.meta;
+    out << printableLine(o.files[i]) << ": " << part.points.size() << " points of " << placementsOf(part.points);
+    if (m.worldSize) out << ", " << *m.worldSize << " ranks on " << (m.hosts ? m.hosts->size() : 0) << " host(s)";
+    if (m.gpus && !m.gpus->empty() && !m.gpus->front().empty()) out << " (" << m.gpus->front() << ")";
+    if (m.nccl) out << ", NCCL " << *m.nccl;
+    out << "\n";
+    for (const auto& why : part.leftOut) out << "  left out: " << why << "\n";
+    for (const auto& p : part.points) results.addCollective(p);
+    total += part.points.size();
+  }
+  results.save();
+  out << "wrote " << total << " nccl-tests points to " << printableLine(o.out) << "\n";
+  return 0;
+}
+
+}  // namespace tpb

@@ -1,0 +1,256 @@
+// tests/nccl_tests_test.cc — nccl-tests' output read into records (record/nccl_tests.h) and the
+// `import` command around it. The inputs are tests/fixtures/nccl_tests/*, written by
+// make_fixtures.py in nccl-tests' layout (text table, -J JSON); each test reads what the file
+// says and checks the record against the file's own figures.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "record/nccl_tests.h"
+#include "record/results.h"
+#include "tests/cli_util.h"
+#include "tests/file_util.h"
+
+namespace tpb {
+namespace {
+
+using test::expectUsageError;
+using test::readText;
+using test::writeText;
+
+std::string fixture(const std::string& name) { return std::string(TPB_SOURCE_DIR) + "/tests/fixtures/nccl_tests/" + name; }
+
+// The rows of a text table, as nccl-tests printed them: {size, out-of-place time, algbw, busbw,
+// in-place time, algbw, busbw} read back with a regex independent of the importer.
+struct Row {
+  std::uint64_t size;
+  double t[2], alg[2], bus[2];
+};
+std::vector<Row> rowsOf(const std::string& text) {
+  std::vector<Row> rows;
+  const std::regex row(R"(^\s+(\d+)\s+\d+\s+float\s+sum\s+-1\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\S+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+\S+\s*$)");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    rows.push_back({std::stoull(m[1]), {std::stod(m[2]), std::stod(m[5])}, {std::stod(m[3]), std::stod(m[6])},
+                    {std::stod(m[4]), std::stod(m[7])}});
+  }
+  return rows;
+}
+
+TEST(NcclTestsImport, EveryRowOfTheTextTableBecomesOneRecordPerPlacementWithTheFilesFigures) {
+  const std::string text = readText(fixture("all_reduce_8gpu.txt"));
+  const auto rows = rowsOf(text);
+  ASSERT_EQ(rows.size(), 13u);
+  const NcclTestsImport got = parseNcclTestsText(text, "ar.txt", "");
+  ASSERT_EQ(got.points.size(), 2 * rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (int placement = 0; placement < 2; ++placement) {
+      const CollectiveRecord& p = got.points[2 * i + placement];
+      SCOPED_TRACE(std::to_string(rows[i].size) + (placement ? " in place" : " out of place"));
+      EXPECT_EQ(p.op, "allreduce");
+      EXPECT_EQ(p.algo, "nccl-tests");
+      EXPECT_EQ(p.entry.origin.value_or(""), "nccl-tests");
+      EXPECT_EQ(p.transport, "nccl");
+      EXPECT_EQ(p.device, "cuda");
+      EXPECT_EQ(p.nGpus, 8);
+      EXPECT_EQ(p.bytes, rows[i].size);
+      EXPECT_EQ(p.count, rows[i].size / 4);
+      EXPECT_EQ(p.isInPlace(), placement == 1);
+      EXPECT_FALSE(p.root.has_value());
+      EXPECT_EQ(p.timeMedianUs, rows[i].t[placement]);
+      EXPECT_EQ(p.timeMinUs, rows[i].t[placement]);
+      EXPECT_EQ(p.timeMaxUs, rows[i].t[placement]);
+      EXPECT_EQ(p.algbwGbps, rows[i].alg[placement]);
+      EXPECT_EQ(p.busbwGbps, rows[i].bus[placement]);
+      EXPECT_EQ(p.wrong.value_or(-1), 0);
+      EXPECT_EQ(p.iters, 20);
+      EXPECT_EQ(p.warmup, 5);
+      EXPECT_EQ(p.timingMethod(), kBackToBackTiming);
+      EXPECT_FALSE(p.spread.has_value());
+      // A record a results file may hold: its JSON reads back to the same figures.
+      const nlohmann::json j = p.toJson();
+      const CollectiveRecord back = CollectiveRecord::fromJson(JsonIn(j, "x"));
+      EXPECT_EQ(back.toJson(), j);
+    }
+  }
+  EXPECT_EQ(got.meta.nccl.value_or(""), "2.27.3");
+  EXPECT_EQ(got.meta.worldSize.value_or(0), 8);
+  ASSERT_TRUE(got.meta.hosts && got.meta.gpus);
+  EXPECT_EQ(*got.meta.hosts, std::vector<std::string>{"gpu-node-1"});
+  EXPECT_EQ(got.meta.gpus->size(), 8u);
+  EXPECT_EQ(got.meta.gpus->front(), "NVIDIA H100 80GB HBM3");
+  EXPECT_TRUE(got.leftOut.empty());
+}
+
+TEST(NcclTestsImport, AnOlderLogWithoutItsTestsNameNeedsOpAndAWrongOpIsRefusedByItsBusFactor) {
+  const std::string text = readText(fixture("all_gather_old.txt"));
+  expectUsageError([&] { parseNcclTestsText(text, "ag.txt", ""); }, {"ag.txt:", "--op"});
+  const NcclTestsImport got = parseNcclTestsText(text, "ag.txt", "allgather");
+  ASSERT_EQ(got.points.size(), 16u);
+  for (const auto& p : got.points) {
+    EXPECT_EQ(p.op, "allgather");
+    EXPECT_EQ(p.nGpus, 4);
+    EXPECT_FALSE(p.wrong.has_value()) << "validation: 0 in the header: nothing was checked";
+  }
+  // busbw = algbw x 3/4 here; allreduce's factor at 4 ranks is 3/2.
+  expectUsageError([&] { parseNcclTestsText(text, "ag.txt", "allreduce"); }, {"ag.txt:", "busbw", "allreduce", "--op"});
+  // A file that names its test refuses another --op.
+  expectUsageError([&] { parseNcclTestsText(readText(fixture("all_reduce_8gpu.txt")), "ar.txt", "broadcast"); },
+                   {"ar.txt:2", "allreduce", "--op broadcast"});
+}
+
+TEST(NcclTestsImport, AJobLogKeepsWhatTpbenchCanHoldAndCountsTheRest) {
+  const NcclTestsImport got = parseNcclTestsText(readText(fixture("job_log.txt")), "job.log", "");
+  std::size_t allreduce = 0, broadcast = 0;
+  for (const auto& p : got.points) {
+    if (p.op == "allreduce") ++allreduce;
+    if (p.op == "broadcast") {
+      ++broadcast;
+      EXPECT_EQ(p.root.value_or(-1), 0);
+      EXPECT_EQ(p.busbwGbps, p.algbwGbps) << "broadcast's factor is 1";
+    }
+  }
+  EXPECT_EQ(allreduce, 10u);  // 5 sizes of float sum, two placements
+  EXPECT_EQ(broadcast, 8u);
+  ASSERT_EQ(got.leftOut.size(), 3u);
+  const auto has = [&](const std::string& needle) {
+    return std::any_of(got.leftOut.begin(), got.leftOut.end(), [&](const std::string& l) { return l.find(needle) == 0; });
+  };
+  EXPECT_TRUE(has("3 rows of sendrecv_perf")) << got.leftOut[0];
+  EXPECT_TRUE(has("10 rows of type half"));
+  EXPECT_TRUE(has("5 rows reducing with max"));
+}
+
+TEST(NcclTestsImport, PerIterationColumnsGiveTheRangeAroundTheMean) {
+  const NcclTestsImport got = parseNcclTestsText(readText(fixture("all_reduce_per_iter.txt")), "pi.txt", "");
+  ASSERT_EQ(got.points.size(), 12u);
+  for (const auto& p : got.points) {
+    EXPECT_LT(p.timeMinUs, p.timeMedianUs);
+    EXPECT_GT(p.timeMaxUs, p.timeMedianUs);
+    EXPECT_EQ(p.timeExtra.value("mean_launch", 0.0), p.timeMedianUs);
+    EXPECT_DOUBLE_EQ(p.timeExtra.value("nccl_tests_cv", 0.0), 0.0425);
+  }
+}
+
+TEST(NcclTestsImport, TheJsonFileWithPerIterationTimesGivesTheDistributionAndItsMedianBandwidth) {
+  const nlohmann::json doc = nlohmann::json::parse(readText(fixture("all_reduce_2node.json")));
+  const NcclTestsImport got = parseNcclTestsJson(doc, "ar.json", "");
+  ASSERT_EQ(got.points.size(), 2 * doc["results"].size());
+  EXPECT_EQ(got.meta.worldSize.value_or(0), 16);
+  EXPECT_EQ(got.meta.nodes.value_or(0), 2);
+  EXPECT_EQ(got.meta.command.value_or("").rfind("nccl-tests /opt/nccl-tests/build/all_reduce_perf -b 1K", 0), 0u);
+  for (std::size_t i = 0; i < doc["results"].size(); ++i) {
+    const auto& row = doc["results"][i];
+    for (int placement = 0; placement < 2; ++placement) {
+      const CollectiveRecord& p = got.points[2 * i + placement];
+      const auto& file = row[placement ? "in_place" : "out_of_place"];
+      EXPECT_EQ(p.bytes, row["size"].get<std::uint64_t>());
+      EXPECT_EQ(p.nGpus, 16);
+      const char* iterKey = placement ? "in_place_per_iter" : "out_of_place_per_iter";
+      if (!row.contains(iterKey)) {
+        EXPECT_EQ(p.timeMedianUs, file["time"].get<double>());
+        EXPECT_EQ(p.busbwGbps, file["bus_bw"].get<double>());
+        EXPECT_FALSE(p.spread.has_value());
+        continue;
+      }
+      std::vector<double> times = row[iterKey]["times_us"].get<std::vector<double>>();
+      const double first = times.front();
+      std::sort(times.begin(), times.end());
+      const double median = (times[9] + times[10]) / 2;
+      EXPECT_DOUBLE_EQ(p.timeMedianUs, median);
+      EXPECT_DOUBLE_EQ(p.timeMaxUs, times.back());
+      EXPECT_DOUBLE_EQ(p.busbwGbps, static_cast<double>(p.bytes) / (median * 1e3) * 2 * 15 / 16);
+      ASSERT_TRUE(p.spread.has_value());
+      EXPECT_DOUBLE_EQ(p.spread->firstUs, first);
+      EXPECT_EQ(p.spread->spikes, 1) << "the first iteration, at 3x";
+      EXPECT_EQ(p.timeExtra.value("mean_launch", 0.0), file["time"].get<double>());
+    }
+  }
+}
+
+TEST(NcclTestsImport, ADamagedRowIsRefusedByItsLine) {
+  const std::string text = readText(fixture("all_reduce_8gpu.txt"));
+  const auto replaceOnce = [](std::string s, const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? s : s.replace(at, from.size(), to);
+  };
+  // The 128 MiB row is the file's line 30: its in-place algbw changed, then its busbw, then one
+  // column cut, then a time that is not a number.
+  const std::string row = "   635.27  211.28  369.73";
+  ASSERT_NE(text.find(row), std::string::npos) << "make_fixtures.py changed: update this test";
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   635.27  201.28  369.73"), "d.txt", ""); },
+                   {"d.txt:30:", "algbw"});
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   635.27  211.28  339.73"), "d.txt", ""); },
+                   {"d.txt:30:", "busbw"});
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   635.27  211.28"), "d.txt", ""); },
+                   {"d.txt:30:", "columns"});
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   nan  211.28  369.73"), "d.txt", ""); },
+                   {"d.txt:30:", "time"});
+  // Without its rank lines the rank count, and so busbw's factor, is unknown.
+  std::string noRanks;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("#  Rank", 0) != 0) noRanks += line + "\n";
+  expectUsageError([&] { parseNcclTestsText(noRanks, "d.txt", ""); }, {"d.txt:", "Rank"});
+  // Nothing a table row: refused, not an empty file.
+  expectUsageError([&] { parseNcclTestsText("hello\nworld\n", "d.txt", "allreduce"); }, {"d.txt", "no nccl-tests result row"});
+}
+
+TEST(NcclTestsImport, JsonOfTheWrongShapeIsRefusedByField) {
+  nlohmann::json doc = nlohmann::json::parse(readText(fixture("all_reduce_2node.json")));
+  nlohmann::json bad = doc;
+  bad["results"][3]["in_place"]["bus_bw"] = 1.0;
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "results[3].in_place", "busbw"});
+  bad = doc;
+  bad["devices"] = nlohmann::json::array();
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "devices"});
+  bad = doc;
+  bad["results"][0]["size"] = -8;
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "results[0].size"});
+  bad = doc;
+  bad["args"][0] = "/x/sendrecv_perf";
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "sendrecv_perf"});
+}
+
+TEST(NcclTestsImport, ProgramNamesMapToOps) {
+  EXPECT_EQ(opOfNcclTestsProgram("all_reduce_perf"), "allreduce");
+  EXPECT_EQ(opOfNcclTestsProgram("./build/all_gather_perf"), "allgather");
+  EXPECT_EQ(opOfNcclTestsProgram("reduce_scatter_perf_mpi"), "reduce_scatter");
+  EXPECT_EQ(opOfNcclTestsProgram("alltoall_perf"), "alltoall");
+  EXPECT_EQ(opOfNcclTestsProgram("sendrecv_perf"), "");
+  EXPECT_EQ(opOfNcclTestsProgram("hypercube_perf"), "");
+}
+
+// The command: files read, a results file written that compare and report take; bad input refused.
+TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
+  const std::string out = test::tempPath("imported.json");
+  std::filesystem::remove(out);
+  auto r = test::runCli({"import", fixture("all_reduce_8gpu.txt"), fixture("all_reduce_2node.json"), "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("26 points of allreduce, 8 ranks on 1 host(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote 44 nccl-tests points"), std::string::npos) << r.out;
+  const ResultsFile f = ResultsFile::load(out);
+  EXPECT_EQ(f.collectives().size(), 44u);
+  EXPECT_EQ(f.meta().extra["imported"]["tool"], "nccl-tests");
+  r = test::runCli({"compare", out, out});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("44 points matched, 0 regressed"), std::string::npos) << r.out;
+  // Without --overwrite the file is not replaced; a bad --op and the output as an input are refused.
+  test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out}), "--out");
+  test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out + "2", "--op", "sendrecv"}),
+                             "--op");
+  test::expectRefusedUpFront(test::runCli({"import", out, "--out", out, "--overwrite"}), "--out");
+  test::expectRefusedUpFront(test::runCli({"import", "/dev/zero", "--out", out + "3"}), "/dev/zero");
+  EXPECT_FALSE(std::filesystem::exists(out + "2"));
+  EXPECT_FALSE(std::filesystem::exists(out + "3"));
+  std::filesystem::remove(out);
+}
+
+}  // namespace
+}  // namespace tpb
