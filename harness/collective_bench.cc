@@ -12,6 +12,7 @@
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
 #include "harness/meta.h"
+#include "record/reference_busbw.h"
 #include "harness/mpirun.h"
 #include "harness/point_driver.h"
 #include "harness/runner_session.h"
@@ -312,6 +313,14 @@ void CollectiveSweep::show(const BenchPoint& p, const std::vector<CollectiveReco
       if (rec.status != "ok") rc_ = 1;
       console_.row(rec);
       if (auto t = timingOf(rec)) timings_.push_back(std::move(*t));
+    }
+    // A GPU allreduce at the sizes published figures are for: how far from them it is.
+    for (const auto& rec : recs) {
+      if (!rec.ok() || rec.device != "cuda") continue;
+      const Meta& m = session_.meta();
+      const std::string gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
+      const auto refs = referencesFor(rec.op, rec.device, rec.nGpus, m.nodes.value_or(1), rec.bytes, gpu);
+      if (!refs.empty()) console_.againstReference(rec.bytes, referenceText(rec.busbwGbps, refs));
     }
   }
   console_.endPoint();

@@ -215,6 +215,10 @@ void CollectiveConsole::pointFailed(const std::string& op, const std::string& al
   std::fprintf(stderr, "%s %s N=%d failed: %s\n", op.c_str(), algo.c_str(), n, printable(error).c_str());
 }
 
+void CollectiveConsole::againstReference(std::size_t bytes, const std::string& text) const {
+  std::cout << "# " << formatBytes(bytes) << " against published figures: " << text << "\n";
+}
+
 void CollectiveConsole::referenceHeader() const {
   std::cout << "\n# reference: single-thread memcpy on this host\n";
 }

@@ -2,11 +2,14 @@
 #include "harness/import.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "common/error.h"
 #include "common/text_escape.h"
+#include "common/format_bytes.h"
 #include "record/nccl_tests.h"
+#include "record/reference_busbw.h"
 #include "record/results.h"
 
 #ifndef TPB_VERSION
@@ -33,8 +36,8 @@ Meta mergedMeta(const std::vector<NcclTestsImport>& parts, const std::vector<std
     if (m.worldSize != meta.worldSize) meta.worldSize.reset();
     if (m.command != meta.command) meta.command.reset();
     if (m.nccl != meta.nccl) meta.nccl.reset();
+    if (m.nodes != meta.nodes) meta.nodes.reset();  // each point keeps its own (record/nccl_tests.h)
   }
-  if (meta.hosts) meta.nodes = static_cast<long long>(meta.hosts->size());
   if (!meta.worldSize) meta.gpus.reset();  // one list per rank: only where every file has the same ranks
   meta.tpbenchVersion = TPB_VERSION;
   nlohmann::json from = nlohmann::json::array();
@@ -49,6 +52,12 @@ std::string placementsOf(const std::vector<CollectiveRecord>& points) {
   std::string text;
   for (const auto& op : ops) text += (text.empty() ? "" : ", ") + op;
   return text;
+}
+
+std::string busbwText(double gbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", gbps);
+  return buf;
 }
 
 }  // namespace
@@ -76,6 +85,20 @@ int runImport(const ImportOptions& o, std::ostream& out) {
     if (m.nccl) out << ", NCCL " << *m.nccl;
     out << "\n";
     for (const auto& why : part.leftOut) out << "  left out: " << why << "\n";
+    // The best large-message allreduce against what its platform should reach.
+    const CollectiveRecord* bestPoint = nullptr;
+    std::vector<const ReferenceBusbw*> refs;
+    const std::string gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
+    for (const auto& p : part.points) {
+      auto r = referencesFor(p.op, p.device, p.nGpus, m.nodes.value_or(1), p.bytes, gpu);
+      if (!r.empty() && (!bestPoint || p.busbwGbps > bestPoint->busbwGbps)) {
+        bestPoint = &p;
+        refs = std::move(r);
+      }
+    }
+    if (bestPoint)
+      out << "  best busbw at " << formatBytes(bestPoint->bytes) << ": " << busbwText(bestPoint->busbwGbps) << " GB/s = "
+          << referenceText(bestPoint->busbwGbps, refs) << "\n";
     for (const auto& p : part.points) results.addCollective(p);
     total += part.points.size();
   }

@@ -57,9 +57,10 @@ class RunnerSession {
   TraceFile* trace() { return trace_.get(); }
   // Where the outputs were written (harness/console_report.h).
   void close() const;
+  // The results file's meta block (harness/meta.h), collected on first use.
+  const Meta& meta();
 
  private:
-  const Meta& meta();
 
   SessionOptions opt_;
   std::optional<OwnedOutput> out_, traceOut_;

@@ -231,6 +231,11 @@ void noteDevices(Meta& meta, const Test& t) {
 void finish(NcclTestsImport& out, const LeftOut& left, const std::string& file) {
   out.leftOut = left.lines();
   if (out.meta.hosts) out.meta.nodes = static_cast<long long>(out.meta.hosts->size());
+  // Where each point ran, on the point itself: a file merging several imports keeps it.
+  for (auto& p : out.points) {
+    if (out.meta.gpus && !out.meta.gpus->empty() && !out.meta.gpus->front().empty()) p.extra["gpu"] = out.meta.gpus->front();
+    if (out.meta.nodes) p.extra["nodes"] = *out.meta.nodes;
+  }
   if (out.points.empty())
     TPB_THROW(UsageError, file << ": no nccl-tests result row tpbench can hold"
                                << (out.leftOut.empty() ? "" : " (" + out.leftOut.front() + ")"));

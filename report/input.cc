@@ -140,6 +140,13 @@ Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& regi
     }
     for (const CollectiveRecord& c : f.collectives()) {
       all.points.push_back(pointOf(c));
+      // Where it ran: the point's own "gpu" and "nodes" (an imported point), else its file's.
+      const Meta& m = f.meta();
+      CollectivePoint& p = all.points.back();
+      if (m.gpus && !m.gpus->empty()) p.gpu = m.gpus->front();
+      p.nodes = m.nodes.value_or(m.hosts ? static_cast<long long>(m.hosts->size()) : 1);
+      if (const auto g = c.extra.find("gpu"); g != c.extra.end() && g->is_string()) p.gpu = g->get<std::string>();
+      if (const auto n = c.extra.find("nodes"); n != c.extra.end() && n->is_number_integer()) p.nodes = n->get<long long>();
       all.styles.add(SeriesKind::Algorithm, c.algo, c.entry);
     }
     in.runs = f.runs().size();

@@ -55,6 +55,9 @@ struct CollectivePoint {
   long long bytes = 0;
   double medianUs = kNaN, busbw = kNaN;
   double minUs = kNaN, maxUs = kNaN;  // the fastest and slowest timed iteration
+  // Where its file says it ran: the first GPU's name ("" when none is named) and the nodes.
+  std::string gpu;
+  long long nodes = 1;
   bool ok() const { return status == "ok"; }
   // The bus bandwidth of the slowest and of the fastest iteration (busbw scales with 1/time);
   // NaN where the times are missing.

@@ -199,8 +199,8 @@ void glanceSection(Page& page, const std::vector<GlanceTable>& glance) {
   }
 }
 
-Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs,
-               const Table& runs, const Table& ar, const Table* overlap, const std::vector<GlanceTable>& glance) {
+Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs, const Table& runs,
+               const Table& ar, const Table& reference, const Table* overlap, const std::vector<GlanceTable>& glance) {
   Page page("tpbench report");
   introduce(page, inputs);
   chartSections(page, outs);
@@ -225,6 +225,14 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
                   link("allreduce.csv", "allreduce.csv"),
                   text("); min–max µs: the fastest and the slowest timed iteration of any of them.")});
   page.table(ar);
+  if (!reference.rows.empty()) {
+    page.heading(2, {text("Against published figures")});
+    page.paragraph({text("GPU allreduce points of a platform with published nccl-tests figures, at 256 MiB and up "
+                         "(the bandwidth plateau those figures are for): busbw as a percent of each; under 70 % of "
+                         "the best measured figure is flagged FAR BELOW. Line rates bound ring and tree algorithms (NVLS reduces inside the switch and passes them). "
+                         "Figures and sources: docs/reports.md, \"What a platform should reach\".")});
+    page.table(reference);
+  }
   glanceSection(page, glance);
   page.heading(2, {text("Inputs")});
   for (const auto& in : inputs) {
@@ -291,7 +299,8 @@ ReportSummary writeReport(const ReportOptions& opt) {
       summary.overlap.push_back(overlapLine(r.label, o));
     }
   }
-  const Page page = indexPage(in.files, outcomes, runTable, arTable, overlap.get(), glanceTables(in.points, in.styles));
+  const Page page = indexPage(in.files, outcomes, runTable, arTable, referenceTable(in.points, in.styles), overlap.get(),
+                              glanceTables(in.points, in.styles));
   writeText(dir / "index.md", page.markdown());
   writeText(dir / "index.html", page.html());
   return summary;

@@ -91,7 +91,7 @@ bool Styles::less(SeriesKind kind, const std::string& a, const std::string& b) c
 
 std::string Styles::label(SeriesKind kind, const std::string& name) const {
   const std::string origin = this->origin(kind, name);
-  if (origin.empty()) return name;
+  if (origin.empty() || origin == name) return name;  // "nccl-tests", not "nccl-tests (nccl-tests)"
   // The seed's word for a framework's algorithm rebuilt here; PyTorch's own for its references.
   const std::string word = origin == "builtin-equivalent" ? "builtin" : origin == kOriginPyTorch ? "PyTorch" : origin;
   return name + " (" + word + ")";

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "record/collective_summary.h"
+#include "record/reference_busbw.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/style.h"
@@ -124,6 +125,19 @@ Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& 
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
                       spreadText(lo, hi), fmtNum(median(bw)),
                       statusText(p.status, p.error, static_cast<int>(ps.size()))});
+  }
+  return t;
+}
+
+Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles) {
+  Table t;
+  t.header = {"algo", "N", "GPU", "bytes", "busbw GB/s", "of the published figures"};
+  for (const auto& p : points) {
+    if (!p.ok()) continue;
+    const auto refs = referencesFor(p.op, p.device, p.n, p.nodes, static_cast<std::uint64_t>(p.bytes), p.gpu);
+    if (refs.empty()) continue;
+    t.rows.push_back({styles.label(SeriesKind::Algorithm, p.algo) + (p.inPlace ? "" : " (out of place)"),
+                      std::to_string(p.n), p.gpu, fmtBytes(p.bytes), fmtNum(p.busbw), referenceText(p.busbw, refs)});
   }
   return t;
 }

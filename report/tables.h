@@ -20,6 +20,11 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 // beside it, the fastest and the slowest timed iteration of the records merged.
 Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& styles);
 
+// GPU allreduce points of a platform with published figures (record/reference_busbw.h), at the
+// sizes those figures are for: busbw as a percent of each, flagged far below the best. No rows
+// (an empty table) when no point has a reference.
+Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles);
+
 // The collectives at a glance (record/collective_summary.h): per op, device and placement
 // measured with two or more algorithms, the fastest per N and size and every algorithm's median
 // time over its, algorithms in display order.

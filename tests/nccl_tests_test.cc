@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "record/nccl_tests.h"
+#include "record/reference_busbw.h"
 #include "record/results.h"
 #include "tests/cli_util.h"
 #include "tests/file_util.h"
@@ -45,7 +46,7 @@ std::vector<Row> rowsOf(const std::string& text) {
 TEST(NcclTestsImport, EveryRowOfTheTextTableBecomesOneRecordPerPlacementWithTheFilesFigures) {
   const std::string text = readText(fixture("all_reduce_8gpu.txt"));
   const auto rows = rowsOf(text);
-  ASSERT_EQ(rows.size(), 13u);
+  ASSERT_EQ(rows.size(), 14u);
   const NcclTestsImport got = parseNcclTestsText(text, "ar.txt", "");
   ASSERT_EQ(got.points.size(), 2 * rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -218,6 +219,30 @@ TEST(NcclTestsImport, JsonOfTheWrongShapeIsRefusedByField) {
   expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "sendrecv_perf"});
 }
 
+TEST(ReferenceBusbw, AppliesToLargeSingleNodeAllreduceOfANamedGpuOnly) {
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  const std::uint64_t big = std::uint64_t{512} << 20;
+  const auto refs = referencesFor("allreduce", "cuda", 8, 1, big, h100);
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_TRUE(referencesFor("allreduce", "cuda", 8, 1, kReferenceMinBytes - 4, h100).empty());
+  EXPECT_TRUE(referencesFor("allreduce", "cuda", 8, 2, big, h100).empty());
+  EXPECT_TRUE(referencesFor("allreduce", "cuda", 4, 1, big, h100).empty());
+  EXPECT_TRUE(referencesFor("allgather", "cuda", 8, 1, big, h100).empty());
+  EXPECT_TRUE(referencesFor("allreduce", "cpu", 8, 1, big, h100).empty());
+  EXPECT_TRUE(referencesFor("allreduce", "cuda", 8, 1, big, "NVIDIA A100-SXM4-80GB").empty());
+  EXPECT_EQ(referencesFor("allreduce", "cuda", 8, 1, big, "NVIDIA H200").size(), 2u);
+  // The flag is against the best measured figure (NVLS 480), not the line rate.
+  EXPECT_FALSE(farBelowReference(340, refs));
+  EXPECT_TRUE(farBelowReference(330, refs));
+  EXPECT_NE(referenceText(330, refs).find("FAR BELOW"), std::string::npos);
+  EXPECT_EQ(referenceText(340, refs).find("FAR BELOW"), std::string::npos);
+  EXPECT_NE(referenceText(240, refs).find("50 % of NVLS 480"), std::string::npos) << referenceText(240, refs);
+  for (const auto& r : referenceBusbwTable()) {
+    EXPECT_GT(r.busbwGbps, 0) << r.platform;
+    EXPECT_GT(std::string(r.source).size(), 10u) << r.platform << ": every figure says where it comes from";
+  }
+}
+
 TEST(NcclTestsImport, ProgramNamesMapToOps) {
   EXPECT_EQ(opOfNcclTestsProgram("all_reduce_perf"), "allreduce");
   EXPECT_EQ(opOfNcclTestsProgram("./build/all_gather_perf"), "allgather");
@@ -233,14 +258,27 @@ TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
   std::filesystem::remove(out);
   auto r = test::runCli({"import", fixture("all_reduce_8gpu.txt"), fixture("all_reduce_2node.json"), "--out", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("26 points of allreduce, 8 ranks on 1 host(s)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("wrote 44 nccl-tests points"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("28 points of allreduce, 8 ranks on 1 host(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote 46 nccl-tests points"), std::string::npos) << r.out;
   const ResultsFile f = ResultsFile::load(out);
-  EXPECT_EQ(f.collectives().size(), 44u);
+  EXPECT_EQ(f.collectives().size(), 46u);
   EXPECT_EQ(f.meta().extra["imported"]["tool"], "nccl-tests");
   r = test::runCli({"compare", out, out});
   EXPECT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("44 points matched, 0 regressed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("46 points matched, 0 regressed"), std::string::npos) << r.out;
+  // The report sets the 8-GPU H100 points of 256 MiB and up against the published figures.
+  const std::string dir = test::tempPath("imported_report");
+  r = test::runCli({"report", out, "-o", dir, "--gnuplot", ""});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string index = readText(dir + "/index.md");
+  const auto section = index.find("## Against published figures");
+  ASSERT_NE(section, std::string::npos) << index;
+  EXPECT_NE(index.find("| nccl-tests | 8 | NVIDIA H100 80GB HBM3 | 512M | 375 | 102 % of ring 367, 78 % of NVLS 480, 83 % of "
+                       "line rate 450 GB/s (8x H100 SXM (NVLink 4, NVSwitch)) |", section), std::string::npos)
+      << index.substr(section, 1500);
+  EXPECT_EQ(index.find("128M", section), std::string::npos) << "below 256 MiB nothing is compared";
+  EXPECT_EQ(index.find("| 16 |", section), std::string::npos) << "two nodes: no single-node figure applies";
+  std::filesystem::remove_all(dir);
   // Without --overwrite the file is not replaced; a bad --op and the output as an input are refused.
   test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out}), "--out");
   test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out + "2", "--op", "sendrecv"}),
