@@ -178,10 +178,36 @@ std::vector<GlanceTable> glanceTables(const std::vector<CollectivePoint>& points
   return out;
 }
 
+namespace {
+
+// HTA's overlap per rank: each rank's for up to 8, else the median and the two extremes.
+std::string perRankOverlapText(const Overlap& o) {
+  std::vector<const Overlap::Rank*> ranks;
+  for (const auto& r : o.ranks)
+    if (r.commUs > 0) ranks.push_back(&r);
+  if (ranks.empty()) return std::string(kNotApplicable) + ": no communication traced";
+  std::string text;
+  if (ranks.size() <= 8) {
+    for (const auto* r : ranks) text += (text.empty() ? "r" : ", r") + std::to_string(r->rank) + " " + fmtPct(r->fraction());
+    return text;
+  }
+  std::vector<const Overlap::Rank*> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->fraction() < b->fraction(); });
+  const auto* lo = sorted.front();
+  const auto* hi = sorted.back();
+  std::vector<double> fractions;
+  for (const auto* r : ranks) fractions.push_back(r->fraction());
+  return "median " + fmtPct(median(fractions)) + "; lowest r" + std::to_string(lo->rank) + " " + fmtPct(lo->fraction()) +
+         ", highest r" + std::to_string(hi->rank) + " " + fmtPct(hi->fraction());
+}
+
+}  // namespace
+
 Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overlap>& overlaps) {
   Table t;
   t.header = {"traced run", "file", "steps", "measured on", "comm in flight beside compute, ms/step",
-              "of it hidden behind compute", "host in comm or waiting, ms/step", "async spans/step"};
+              "of it hidden behind compute", "host in comm or waiting, ms/step", "async spans/step",
+              "HTA overlap per rank"};
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const TracedRun& r = traces[i];
     const Overlap& o = overlaps.at(i);
@@ -191,7 +217,7 @@ Table overlapTable(const std::vector<TracedRun>& traces, const std::vector<Overl
                                                              : std::string(kNotApplicable) + ": " + o.noHiddenFraction();
     t.rows.push_back({r.label, r.file, std::to_string(o.steps), o.gpu ? "GPU streams" : "host threads",
                       async ? fmtNum(o.asyncUs / 1e3) : "0", hidden, fmtNum(o.exposedUs / 1e3),
-                      fmtNum(o.asyncPerStep)});
+                      fmtNum(o.asyncPerStep), perRankOverlapText(o)});
   }
   return t;
 }

@@ -157,6 +157,30 @@ double coveredBy(double b, double e, const std::vector<std::pair<double, double>
   return covered;
 }
 
+// The union of `spans` (sorted here: concurrent spans count once) and how much of that union
+// `compute` (sorted) covers; compute may be null (nothing covers it).
+std::pair<double, double> unionAndCovered(std::vector<std::pair<double, double>>& spans,
+                                          const std::vector<std::pair<double, double>>* compute) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, covered = 0;
+  double lo = spans.front().first, hi = spans.front().second;
+  auto flush = [&] {
+    total += hi - lo;
+    if (compute) covered += coveredBy(lo, hi, *compute);
+  };
+  for (const auto& [b, e] : spans) {
+    if (b > hi) {
+      flush();
+      lo = b;
+      hi = e;
+    } else {
+      hi = std::max(hi, e);
+    }
+  }
+  flush();
+  return {total, covered};
+}
+
 }  // namespace
 
 std::string Overlap::noHiddenFraction() const {
@@ -190,25 +214,23 @@ Overlap overlapOf(const TracedRun& r) {
       exposed += s.endUs - s.beginUs;
     }
   }
+  const auto computeOf = [&](int rank) -> const std::vector<std::pair<double, double>>* {
+    const auto it = compute.find(rank);
+    return it == compute.end() ? nullptr : &it->second;
+  };
   double async = 0, hidden = 0;
   for (auto& [rank, v] : inFlight) {
-    std::sort(v.begin(), v.end());
-    const auto it = compute.find(rank);
-    double lo = v.front().first, hi = v.front().second;
-    auto flush = [&] {
-      async += hi - lo;
-      if (it != compute.end()) hidden += coveredBy(lo, hi, it->second);
-    };
-    for (const auto& [b, e] : v) {
-      if (b > hi) {
-        flush();
-        lo = b;
-        hi = e;
-      } else {
-        hi = std::max(hi, e);
-      }
-    }
-    flush();
+    const auto [total, covered] = unionAndCovered(v, computeOf(rank));
+    async += total;
+    hidden += covered;
+  }
+  // HTA's figure: all of a rank's communication (its union), and the part its compute covers.
+  std::map<int, std::vector<std::pair<double, double>>> comm = inFlight;
+  for (const TraceSpan& s : r.spans)
+    if (s.onHost() && s.cat == "comm" && !o.gpu) comm[s.rank].emplace_back(s.beginUs, s.endUs);
+  for (auto& [rank, v] : comm) {
+    const auto [total, covered] = unionAndCovered(v, computeOf(rank));
+    o.ranks.push_back({rank, total, covered});
   }
   if (o.steps == 0) return o;
   const double per = static_cast<double>(o.steps) * ranks;

@@ -64,6 +64,15 @@ struct Overlap {
   double asyncUs = 0, hiddenUs = 0, exposedUs = 0;
   double asyncPerStep = 0;              // such spans per step and rank (ddp: buckets)
   bool gpu = false;                     // measured on the GPU streams
+  // HTA's overlap per rank: computation during communication over communication, where
+  // communication is every span of it (beside the host and, on the host track, blocking), each
+  // rank on its own clock. In rank order; none where a rank communicated nothing.
+  struct Rank {
+    int rank = 0;
+    double commUs = 0, computeDuringCommUs = 0;
+    double fraction() const { return commUs > 0 ? computeDuringCommUs / commUs : NAN; }
+  };
+  std::vector<Rank> ranks;
   // hiddenUs / asyncUs; NaN when nothing ran beside the computation (no denominator).
   double hiddenFraction() const { return asyncUs > 0 ? hiddenUs / asyncUs : NAN; }
   // Why hiddenFraction() has no value ("" when it has one).

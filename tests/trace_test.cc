@@ -493,6 +493,40 @@ TEST(TraceReport, OverlapCountsOnlyCommBesideTheHostThatComputeCovers) {
   EXPECT_DOUBLE_EQ(ov.hiddenFraction(), 0.4);
   EXPECT_DOUBLE_EQ(ov.exposedUs, 4.0);
   EXPECT_DOUBLE_EQ(ov.asyncPerStep, 2.0);
+  // HTA's per rank: the same 10 us of communication and 4 us of it under compute, each rank on
+  // its own clock (rank 1's extra backward at 6..14 is before its communication at 106..116).
+  ASSERT_EQ(ov.ranks.size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(ov.ranks[rank].rank, rank);
+    EXPECT_DOUBLE_EQ(ov.ranks[rank].commUs, 10.0);
+    EXPECT_DOUBLE_EQ(ov.ranks[rank].fraction(), 0.4);
+  }
+}
+
+// HTA's figure counts blocking communication too, where today's share counts only what ran beside
+// the host: a rank that also blocks in an allreduce overlaps less, and the table names it.
+TEST(TraceReport, HtaOverlapPerRankCountsBlockingCommunicationToo) {
+  report::TracedRun r;
+  r.label = "ddp N=3";
+  for (int rank = 0; rank < 3; ++rank) {
+    r.spans.push_back(span("step", "step", rank, 0, 0, 40, "step", 0));
+    r.spans.push_back(span("backward", "compute", rank, 0, 0, 10));
+    r.spans.push_back(span("bucket allreduce", "comm", rank, 1, 5, 15, "bucket", 0));  // 5 of 10 under backward
+  }
+  r.spans.push_back(span("allreduce", "comm", 2, 0, 20, 30));  // rank 2 also blocks 10 us
+  const report::Overlap ov = report::overlapOf(r);
+  ASSERT_EQ(ov.ranks.size(), 3u);
+  EXPECT_DOUBLE_EQ(ov.ranks[0].fraction(), 0.5);
+  EXPECT_DOUBLE_EQ(ov.ranks[1].fraction(), 0.5);
+  EXPECT_DOUBLE_EQ(ov.ranks[2].commUs, 20.0);
+  EXPECT_DOUBLE_EQ(ov.ranks[2].fraction(), 0.25);
+  EXPECT_DOUBLE_EQ(ov.hiddenFraction(), 0.5) << "today's share: only what ran beside the host";
+  const report::Table t = report::overlapTable({r}, {ov});
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.header.back(), "HTA overlap per rank");
+  const auto& cell = t.rows[0].back().content;
+  ASSERT_EQ(cell.size(), 1u);
+  EXPECT_EQ(cell[0].text, "r0 50.0 %, r1 50.0 %, r2 25.0 %");
 }
 
 TEST(TraceReport, OnCudaTheGpuStreamsAreComparedNotTheHost) {
