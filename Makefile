@@ -66,6 +66,7 @@ micro: build
 baseline: build
 	$(TPBENCH) $(BASELINE_SWEEP) --out results/baseline-cpu.json --overwrite
 	$(TPBENCH) report results/baseline-cpu.json -o reports/baseline-cpu
+	bash scripts/report-screenshot.sh reports/baseline-cpu
 
 # Reruns the baseline sweep and compares: accuracy/loss changes and failed points fail, timings
 # only beyond GATE_THRESHOLD. Exit 3 on regression.

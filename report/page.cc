@@ -131,7 +131,8 @@ std::string openTag(const std::string& tag, const std::string& cls) {
 
 std::string htmlTable(const Table& t) {
   if (t.rows.empty()) return "<p>(none)</p>\n";
-  std::string out = "<table>\n<tr>";
+  // In a box that scrolls sideways: a wide table never widens the page (a narrow window).
+  std::string out = "<div class=\"scroll\"><table>\n<tr>";
   for (const auto& h : t.header) out += "<th>" + htmlText(h) + "</th>";
   out += "</tr>\n";
   for (const auto& row : t.rows) {
@@ -139,7 +140,7 @@ std::string htmlTable(const Table& t) {
     for (const Cell& c : row) out += openTag("td", c.cls) + htmlOf(c.content) + "</td>";
     out += "</tr>\n";
   }
-  return out + "</table>\n";
+  return out + "</table></div>\n";
 }
 
 const char* htmlClass(ParaStyle style) {
@@ -196,7 +197,8 @@ std::string Page::html() const {
      << "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\n"
      << "table{border-collapse:collapse;margin:1em 0;font-size:90%}\n"
      << "th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\n"
-     << "th{background:#f3f3f3}\nimg{max-width:100%;border:1px solid #eee}\n"
+     << "th{background:#f3f3f3}\nimg{max-width:100%;box-sizing:border-box;border:1px solid #eee}\n"
+     << ".scroll{overflow-x:auto}\n"
      << ".skipped{color:#a33}\n.sub{color:#555;font-style:italic}\ncode{background:#f6f6f6}\n"
      << "</style>\n</head>\n<body>\n";
   for (const Block& b : blocks_) {

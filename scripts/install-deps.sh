@@ -17,6 +17,7 @@ packages=(
   python3-torch                     # PyTorch (/usr/bin/python3): torch_ddp/torch_dp references, torchrun tests
   libopenmpi-dev openmpi-bin        # the mpi transport and allreduce; mpirun (--launcher mpirun, external launch)
   clang libclang-rt-dev             # `make fuzz`: libFuzzer, AddressSanitizer and UBSan (tests/fuzz)
+  chromium                          # the HTML report's browser test (tests/browser_report_test.sh)
 )
 
 missing=()
