@@ -9,6 +9,7 @@
 #include "record/collective_summary.h"
 #include "record/records.h"
 #include "record/stats.h"
+#include "record/stragglers.h"
 
 namespace tpb {
 
@@ -132,8 +133,9 @@ void CollectiveConsole::header(const CollectiveHeader& h) const {
 }
 
 namespace {
-// What a reader of the row should not miss: iterations far above the median, and a first timed
-// iteration that paid for something the warm-up did not (a cold cache, a lazy connection).
+// What a reader of the row should not miss: iterations far above the median, a first timed
+// iteration that paid for something the warm-up did not (a cold cache, a lazy connection), and a
+// rank that held most iterations back (record/stragglers.h).
 std::string spreadNote(const CollectiveRecord& p) {
   if (!p.spread || !(p.timeMedianUs > 0)) return "";
   std::string note;
@@ -146,6 +148,7 @@ std::string spreadNote(const CollectiveRecord& p) {
     std::snprintf(buf, sizeof buf, "%sfirst %.1fx the median", note.empty() ? "" : "; ", p.spread->firstUs / p.timeMedianUs);
     note += buf;
   }
+  if (const auto st = stragglerOf(p)) note += (note.empty() ? "" : "; ") + stragglerText(*st);
   return note.empty() ? "" : "  ! " + note;
 }
 }  // namespace

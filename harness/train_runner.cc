@@ -441,12 +441,7 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   RunConfig point = run.config;
   point.repeatIndex = 0;
   std::string straggler;
-  if (const auto st = stragglerOf(run)) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "rank %d (compute %.2fx the others' median in %d of %d epochs)", st->rank, st->ratio,
-                  st->epochs, st->ofEpochs);
-    straggler = buf;
-  }
+  if (const auto st = stragglerOf(run)) straggler = stragglerText(*st);
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
                 std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
                 cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler});

@@ -170,15 +170,7 @@ CollectiveRecord record(const Test& t, long long bytes, std::optional<int> root,
     r.timeMaxUs = s.max;
     r.algbwGbps = static_cast<double>(bytes) / (s.median * 1e3);
     r.busbwGbps = r.algbwGbps * factor;
-    if (kept.size() >= 2) {
-      IterationSpread spread;
-      spread.p90Us = s.p90;
-      spread.p99Us = s.p99;
-      spread.cv = s.cv();
-      spread.firstUs = kept.front();
-      spread.spikes = std::count_if(kept.begin(), kept.end(), [&](double us) { return us > kSpikeFactor * s.median; });
-      r.spread = spread;
-    }
+    if (kept.size() >= 2) r.spread = IterationSpread::of(kept, s);
     r.timeExtra["mean_launch"] = m.timeUs;
     r.iters = static_cast<int>(kept.size());
     return r;

@@ -518,6 +518,16 @@ EntryRecord EntryRecord::readFrom(const JsonIn& record) {
 
 // ---- allreduce[] ---------------------------------------------------------------------------
 
+IterationSpread IterationSpread::of(const std::vector<double>& timesUs, const Summary& s) {
+  IterationSpread spread;
+  spread.p90Us = s.p90;
+  spread.p99Us = s.p99;
+  spread.cv = s.cv();
+  spread.firstUs = timesUs.front();
+  spread.spikes = std::count_if(timesUs.begin(), timesUs.end(), [&](double us) { return us > kSpikeFactor * s.median; });
+  return spread;
+}
+
 json CollectiveRecord::toJson() const {
   json j = startWith(extra);
   j["op"] = op;
@@ -542,6 +552,11 @@ json CollectiveRecord::toJson() const {
       t["spikes"] = spread->spikes;
     }
     j["time_us"] = std::move(t);
+    if (ranks) {
+      json median = json::array();
+      for (double us : ranks->medianUs) median.push_back(num(us));
+      j["ranks"] = {{"median_us", std::move(median)}, {"slowest_in", ranks->slowestIn}};
+    }
     j["algbw_gbps"] = num(algbwGbps);
     j["busbw_gbps"] = num(busbwGbps);
     j["wrong"] = orNull(wrong);
@@ -560,6 +575,26 @@ json CollectiveRecord::toJson() const {
 namespace {
 // time_us' spread: all five members or none; each in order with the median, min and max it
 // comes from (p90 and p99 between median and max, first between min and max).
+// ranks: one median and one count per rank, the counts within the iterations.
+CollectiveRanks ranksIn(const JsonIn& r, const CollectiveRecord& c) {
+  r.object();
+  CollectiveRanks out;
+  const JsonIn median = r.at("median_us"), slowest = r.at("slowest_in");
+  median.array();
+  slowest.array();
+  const std::size_t n = static_cast<std::size_t>(c.nGpus);
+  if (median.size() != n) median.fail("one entry per rank (n_gpus " + std::to_string(n) + ")");
+  if (slowest.size() != n) slowest.fail("one entry per rank (n_gpus " + std::to_string(n) + ")");
+  long long total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    out.medianUs.push_back(median[i].numberOrNull(kNonNegativeNumber));
+    out.slowestIn.push_back(slowest[i].integer(0, c.iters));
+    total += out.slowestIn.back();
+  }
+  if (total > c.iters) slowest.fail("counts summing to at most iters (" + std::to_string(c.iters) + ")");
+  return out;
+}
+
 std::optional<IterationSpread> spreadIn(const JsonIn& t, const CollectiveRecord& c) {
   const char* keys[] = {"p90", "p99", "cv", "first", "spikes"};
   int present = 0;
@@ -620,12 +655,13 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.iters = intIn(in, "iters", 0, kMaxInt);
   c.warmup = intIn(in, "warmup", 0, kMaxInt);
   if (c.spread && c.spread->spikes > c.iters) in.at("time_us").at("spikes").fail("at most iters");
+  if (const auto r = in.find("ranks")) c.ranks = ranksIn(*r, c);
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "status", "error", "iters",
                             "warmup", "traffic", "origin", "order", "color", "data_ranks",
-                            "reference_of", "carrier"});
+                            "reference_of", "carrier", "ranks"});
   return c;
 }
 

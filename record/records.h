@@ -16,6 +16,7 @@
 
 #include "common/train_settings.h"
 #include "record/json_in.h"
+#include "record/stats.h"
 
 namespace tpb {
 
@@ -201,6 +202,16 @@ inline constexpr double kSpikeFactor = 1.5;
 struct IterationSpread {
   double p90Us = 0, p99Us = 0, cv = 0, firstUs = 0;
   long long spikes = 0;
+  // The spread of `timesUs` (at least two, in the order they ran), whose summary is `s`.
+  static IterationSpread of(const std::vector<double>& timesUs, const Summary& s);
+};
+
+// Each rank's own timed iterations, where each was timed on its own: its median, and in how many
+// iterations it was the slowest rank (the one whose time the iteration's is; a tie goes to the
+// lowest rank, so the counts sum to the iterations). In rank order.
+struct CollectiveRanks {
+  std::vector<double> medianUs;
+  std::vector<long long> slowestIn;
 };
 
 struct CollectiveRecord {
@@ -217,6 +228,8 @@ struct CollectiveRecord {
   double timeMedianUs = NAN, timeMinUs = NAN, timeMaxUs = NAN;
   // Absent for a mean of queued launches (cuda_events_back_to_back) and in older files.
   std::optional<IterationSpread> spread;
+  // Two or more ranks, each iteration timed on its own; absent elsewhere and in older files.
+  std::optional<CollectiveRanks> ranks;
   nlohmann::json timeExtra = nlohmann::json::object();  // time_us members besides those above
   double algbwGbps = NAN, busbwGbps = NAN;
   std::optional<long long> wrong;  // null when --check was off

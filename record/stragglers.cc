@@ -1,6 +1,7 @@
 #include "record/stragglers.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <vector>
 
@@ -36,6 +37,37 @@ std::optional<Straggler> stragglerOf(const RunRecord& run) {
       best = Straggler{rank, static_cast<int>(rs.size()), withTimes, summarize(rs).median};
   }
   return best;
+}
+
+std::string stragglerText(const Straggler& s) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "rank %d (compute %.2fx the others' median in %d of %d epochs)", s.rank, s.ratio,
+                s.epochs, s.ofEpochs);
+  return buf;
+}
+
+std::optional<CollectiveStraggler> stragglerOf(const CollectiveRecord& c) {
+  if (!c.ranks || c.ranks->slowestIn.size() < 2 || c.iters < 1) return std::nullopt;
+  const auto& counts = c.ranks->slowestIn;
+  const auto& medians = c.ranks->medianUs;
+  int top = 0;
+  for (int r = 1; r < static_cast<int>(counts.size()); ++r)
+    if (counts[r] > counts[top]) top = r;
+  if (2 * counts[top] <= c.iters) return std::nullopt;
+  std::vector<double> others;
+  for (int r = 0; r < static_cast<int>(medians.size()); ++r)
+    if (r != top && std::isfinite(medians[r])) others.push_back(medians[r]);
+  if (others.empty() || !std::isfinite(medians[top])) return std::nullopt;
+  const double base = summarize(others).median;
+  if (!(base > 0) || medians[top] < kStragglerRatio * base) return std::nullopt;
+  return CollectiveStraggler{top, counts[top], c.iters, medians[top] / base};
+}
+
+std::string stragglerText(const CollectiveStraggler& s) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "rank %d slowest in %lld of %d iterations, median %.2fx the others'", s.rank, s.slowestIn,
+                s.iters, s.ratio);
+  return buf;
 }
 
 }  // namespace tpb

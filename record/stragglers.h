@@ -1,10 +1,11 @@
-// record/stragglers.h — which rank held a training run back: from each epoch's per-rank compute
+// record/stragglers.h — which rank held a training run, or a collective point, back: from each epoch's per-rank compute
 // seconds (runs[].epochs[].ranks), the rank whose compute exceeds the median of the other
 // computing ranks by kStragglerRatio or more, in most of the run's epochs. A rank that computes
 // nothing (a parameter server) is never one; one rank, or files without per-rank times, name no one.
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "record/records.h"
 
@@ -22,5 +23,21 @@ struct Straggler {
 };
 
 std::optional<Straggler> stragglerOf(const RunRecord& run);
+// "rank 1 (compute 1.52x the others' median in 3 of 3 epochs)": what the console and report say.
+std::string stragglerText(const Straggler& s);
+
+// A collective point's straggler, from its per-rank times (records.h: CollectiveRanks): the rank
+// that was the slowest in more than half of the timed iterations, with a median kStragglerRatio
+// or more over the median of the other ranks' medians. None for one rank, without per-rank times,
+// or where the slowest rank changes from call to call (no rank holds the others back).
+struct CollectiveStraggler {
+  int rank = 0;
+  long long slowestIn = 0;  // iterations it was the slowest in
+  int iters = 0;
+  double ratio = 0;         // its median over the others' median of medians
+};
+std::optional<CollectiveStraggler> stragglerOf(const CollectiveRecord& c);
+// "rank 1 slowest in 18 of 20 iterations, median 1.6x the others'".
+std::string stragglerText(const CollectiveStraggler& s);
 
 }  // namespace tpb

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "record/results.h"
+#include "record/stragglers.h"
 #include "report/format.h"
 
 namespace tpb::report {
@@ -54,6 +55,7 @@ Run runOf(const RunRecord& r) {
   if (!std::isfinite(run.finalAccuracy) && !run.accuracy.empty())
     run.finalAccuracy = run.accuracy.back();
   run.scalingEfficiency = finiteOr(r.summary.scalingEfficiency);
+  if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
   return run;
 }
 
@@ -73,6 +75,7 @@ CollectivePoint pointOf(const CollectiveRecord& c) {
   a.minUs = finiteOr(c.timeMinUs);
   a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
+  if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
   a.minUs = finiteOr(c.timeMinUs);
   a.maxUs = finiteOr(c.timeMaxUs);
   return a;

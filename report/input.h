@@ -42,6 +42,7 @@ struct Run {
   double samplesPerS = kNaN;
   double finalAccuracy = kNaN;
   double scalingEfficiency = kNaN;  // as recorded; NaN when null
+  std::string straggler;  // record/stragglers.h's text; "" when no rank held the run back
   bool ok() const { return status == "ok"; }
   double meanWall() const { return meanOf(wall); }
 };
@@ -58,6 +59,7 @@ struct CollectivePoint {
   // Where its file says it ran: the first GPU's name ("" when none is named) and the nodes.
   std::string gpu;
   long long nodes = 1;
+  std::string straggler;  // record/stragglers.h's text; "" when no rank held the point back
   bool ok() const { return status == "ok"; }
   // The bus bandwidth of the slowest and of the fastest iteration (busbw scales with 1/time);
   // NaN where the times are missing.

@@ -200,7 +200,8 @@ void glanceSection(Page& page, const std::vector<GlanceTable>& glance) {
 }
 
 Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs, const Table& runs,
-               const Table& ar, const Table& reference, const Table* overlap, const std::vector<GlanceTable>& glance) {
+               const Table& ar, const Table& reference, const Table& stragglers, const Table* overlap,
+               const std::vector<GlanceTable>& glance) {
   Page page("tpbench report");
   introduce(page, inputs);
   chartSections(page, outs);
@@ -234,6 +235,13 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
     page.table(reference);
   }
   glanceSection(page, glance);
+  if (!stragglers.rows.empty()) {
+    page.heading(2, {text("Stragglers")});
+    page.paragraph({text("A rank that held a point back: in a training run, the rank whose compute was 1.2x or more "
+                         "the median of the other computing ranks' in most epochs; in a collective point, the rank "
+                         "that was the slowest in most timed iterations with a median 1.2x or more the others'.")});
+    page.table(stragglers);
+  }
   page.heading(2, {text("Inputs")});
   for (const auto& in : inputs) {
     page.heading(3, {code(in.path)});
@@ -299,8 +307,8 @@ ReportSummary writeReport(const ReportOptions& opt) {
       summary.overlap.push_back(overlapLine(r.label, o));
     }
   }
-  const Page page = indexPage(in.files, outcomes, runTable, arTable, referenceTable(in.points, in.styles), overlap.get(),
-                              glanceTables(in.points, in.styles));
+  const Page page = indexPage(in.files, outcomes, runTable, arTable, referenceTable(in.points, in.styles),
+                              stragglerTable(in.runs, in.points), overlap.get(), glanceTables(in.points, in.styles));
   writeText(dir / "index.md", page.markdown());
   writeText(dir / "index.html", page.html());
   return summary;

@@ -129,6 +129,22 @@ Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& 
   return t;
 }
 
+Table stragglerTable(const std::vector<Run>& runs, const std::vector<CollectivePoint>& points) {
+  Table t;
+  t.header = {"kind", "point", "straggler"};
+  for (const auto& r : runs)
+    if (!r.straggler.empty())
+      t.rows.push_back({"training run", r.strategy + " N=" + std::to_string(r.n) + " batch " + std::to_string(r.batch) +
+                                            " train_size " + std::to_string(r.trainSize),
+                        r.straggler});
+  for (const auto& p : points)
+    if (!p.straggler.empty())
+      t.rows.push_back({"collective", p.op + " " + p.algo + " N=" + std::to_string(p.n) + " " + fmtBytes(p.bytes) +
+                                          (p.inPlace ? "" : " out of place"),
+                        p.straggler});
+  return t;
+}
+
 Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles) {
   Table t;
   t.header = {"algo", "N", "GPU", "bytes", "busbw GB/s", "of the published figures"};

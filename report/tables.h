@@ -25,6 +25,10 @@ Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& 
 // (an empty table) when no point has a reference.
 Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles);
 
+// Training runs and collective points that a rank held back (record/stragglers.h), one row
+// each, in input order; no rows when none was.
+Table stragglerTable(const std::vector<Run>& runs, const std::vector<CollectivePoint>& points);
+
 // The collectives at a glance (record/collective_summary.h): per op, device and placement
 // measured with two or more algorithms, the fastest per N and size and every algorithm's median
 // time over its, algorithms in display order.

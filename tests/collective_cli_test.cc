@@ -154,6 +154,26 @@ TEST(CollectiveCli, AStalledRankIsAnOutlierBackToBackButNotPerCall) {
   }
 }
 
+// Every rank's own times reach the record: one median per rank, and the slowest of each
+// iteration counted once, so the counts sum to the iterations.
+TEST(CollectiveCli, EachRanksTimesAreRecorded) {
+  const std::string out = test::tempPath("ranks.json");
+  const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "3", "--bytes", "4K,64K", "--iters", "9",
+                         "--warmup", "1", "--launcher", "tpbench", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  for (const json& p : readJson(out).at("allreduce")) {
+    ASSERT_TRUE(p.contains("ranks")) << p;
+    const json& ranks = p.at("ranks");
+    ASSERT_EQ(ranks.at("median_us").size(), 3u);
+    long long sum = 0;
+    for (const auto& k : ranks.at("slowest_in")) sum += k.get<long long>();
+    EXPECT_EQ(sum, 9) << ranks;
+    // The point's median is the slowest rank's per iteration: at least every rank's own median.
+    for (const auto& m : ranks.at("median_us")) EXPECT_LE(m.get<double>(), p.at("time_us").at("median").get<double>() + 1e-9);
+  }
+  std::remove(out.c_str());
+}
+
 TEST(CollectiveCli, BadInputIsRefusedUpFront) {
   test::expectAllRefused({}, {
       {{"collective", "--op", "gossip"}, "--op"},

@@ -628,6 +628,35 @@ TEST_F(ResultsTest, TheIterationSpreadRoundTripsAndIsChecked) {
   }
 }
 
+// A collective point's per-rank times: read and written back as they are, one entry per rank,
+// the slowest counts within the iterations.
+TEST_F(ResultsTest, PerRankCollectiveTimesRoundTripAndAreChecked) {
+  const auto with = [](const std::function<void(json&)>& spoil) {
+    json p = sampleAllreduce();  // n_gpus 4, iters 20
+    p["ranks"] = {{"median_us", {12.0, 12.5, 30.0, 11.0}}, {"slowest_in", {2, 1, 16, 1}}};
+    spoil(p["ranks"]);
+    return p;
+  };
+  const CollectiveRecord c = collectiveOf(with([](json&) {}));
+  ASSERT_TRUE(c.ranks);
+  EXPECT_EQ(c.ranks->medianUs, (std::vector<double>{12.0, 12.5, 30.0, 11.0}));
+  EXPECT_EQ(c.ranks->slowestIn, (std::vector<long long>{2, 1, 16, 1}));
+  EXPECT_EQ(c.toJson().at("ranks"), with([](json&) {})["ranks"]);
+  EXPECT_FALSE(collectiveOf(sampleAllreduce()).toJson().contains("ranks")) << "absent stays absent";
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& r) { r["median_us"] = {1.0, 2.0}; }, "ranks.median_us: expected one entry per rank (n_gpus 4)"},
+      {[](json& r) { r["slowest_in"] = {1, 1, 1}; }, "ranks.slowest_in: expected one entry per rank (n_gpus 4)"},
+      {[](json& r) { r["slowest_in"] = {0, 0, 21, 0}; }, "ranks.slowest_in[2]: expected an integer in 0..20"},
+      {[](json& r) { r["slowest_in"] = {10, 10, 1, 0}; }, "ranks.slowest_in: expected counts summing to at most iters (20)"},
+      {[](json& r) { r["median_us"][1] = -3.0; }, "ranks.median_us[1]"},
+      {[](json& r) { r.erase("slowest_in"); }, "ranks.slowest_in"},
+  };
+  for (const auto& [spoil, expected] : cases) {
+    const std::string msg = usageErrorOf([&, &spoil = spoil] { collectiveOf(with(spoil)); });
+    EXPECT_NE(msg.find(expected), std::string::npos) << msg << "\n  expected: " << expected;
+  }
+}
+
 TEST_F(ResultsTest, DeepNestingAndOversizeFilesAreRefusedBeforeParsing) {
   const std::string deep = file("deep.json");
   writeText(deep, "{\"schema\": \"tpbench.results/1\", \"x\": " + std::string(100000, '[') + "\n");

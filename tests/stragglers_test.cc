@@ -76,6 +76,35 @@ TEST(Stragglers, TheRankSlowInMostEpochsIsNamedAndNoiseIsNot) {
   EXPECT_FALSE(stragglerOf(runWith({epochWith({0.0, 2.0})})));
 }
 
+CollectiveRecord pointWith(const std::vector<double>& medians, const std::vector<long long>& slowestIn, int iters) {
+  CollectiveRecord c;
+  c.nGpus = static_cast<int>(medians.size());
+  c.iters = iters;
+  c.ranks = CollectiveRanks{medians, slowestIn};
+  return c;
+}
+
+TEST(Stragglers, ACollectivesStragglerIsSlowestInMostIterationsAndSlowerByTheRatio) {
+  auto s = stragglerOf(pointWith({10, 10.5, 16, 9.8}, {1, 2, 17, 0}, 20));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 2);
+  EXPECT_EQ(s->slowestIn, 17);
+  EXPECT_NEAR(s->ratio, 16 / 10.0, 1e-9);  // over the others' median of medians (9.8, 10, 10.5)
+  EXPECT_EQ(stragglerText(*s), "rank 2 slowest in 17 of 20 iterations, median 1.60x the others'");
+  // Slowest in half the iterations only, or slower by less than 1.2x: no one.
+  EXPECT_FALSE(stragglerOf(pointWith({10, 10.5, 16, 9.8}, {4, 3, 10, 3}, 20)));
+  EXPECT_FALSE(stragglerOf(pointWith({10, 10.5, 11.9, 9.8}, {1, 2, 17, 0}, 20)));
+  // Two ranks: the other one is the measure.
+  s = stragglerOf(pointWith({10, 13}, {2, 18}, 20));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 1);
+  // One rank, or no per-rank times: no one.
+  EXPECT_FALSE(stragglerOf(pointWith({10}, {20}, 20)));
+  CollectiveRecord plain;
+  plain.iters = 20;
+  EXPECT_FALSE(stragglerOf(plain));
+}
+
 TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
   json bad = epochWith({1.0, 1.0});
   bad["ranks"]["idle_s"] = {0.0};

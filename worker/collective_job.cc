@@ -315,9 +315,17 @@ void collectiveJob(Worker& w, const json& job) {
       };
       addTraffic(mine);
       std::vector<double> theirs(mine.size());
+      // Each rank's own times, and which rank each iteration's slowest was (a tie: the lowest).
+      std::vector<Summary> rankSummaries{summarize(std::vector<double>(mine.begin(), mine.begin() + samples))};
+      std::vector<long long> slowestIn(n, 0);
+      std::vector<int> slowestRank(samples, 0);
       for (int r = 1; r < n; ++r) {
         t.recvHost(r, theirs.data(), theirs.size() * sizeof(double));
-        for (int i = 0; i < samples; ++i) slowest[i] = std::max(slowest[i], theirs[i]);
+        for (int i = 0; i < samples; ++i) {
+          if (theirs[i] > slowest[i]) slowestRank[i] = r;
+          slowest[i] = std::max(slowest[i], theirs[i]);
+        }
+        rankSummaries.push_back(summarize(std::vector<double>(theirs.begin(), theirs.begin() + samples)));
         if (check) wrongTotal += theirs[samples];
         addTraffic(theirs);
       }
@@ -339,13 +347,14 @@ void collectiveJob(Worker& w, const json& job) {
       p.busbwGbps = algbw * op.busFactor(n);
       if (check) p.wrong = static_cast<long long>(wrongTotal);
       if (samples >= 2) {  // each iteration timed on its own, not a mean of queued launches
-        IterationSpread spread;
-        spread.p90Us = s.p90;
-        spread.p99Us = s.p99;
-        spread.cv = s.cv();
-        spread.firstUs = slowest.front();
-        spread.spikes = std::count_if(slowest.begin(), slowest.end(), [&](double us) { return us > kSpikeFactor * s.median; });
-        p.spread = spread;
+        p.spread = IterationSpread::of(slowest, s);
+        if (n >= 2) {
+          CollectiveRanks ranks;
+          for (const Summary& rs : rankSummaries) ranks.medianUs.push_back(rs.median);
+          for (int who : slowestRank) ++slowestIn[who];
+          ranks.slowestIn = std::move(slowestIn);
+          p.ranks = std::move(ranks);
+        }
       }
       if (outliers > 0) {
         p.timeExtra["outliers"] = outliers;
