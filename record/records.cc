@@ -329,6 +329,7 @@ json EpochRecord::toJson() const {
     r["compute_s"] = numbers(ranks->computeS);
     r["comm_s"] = numbers(ranks->commS);
     r["idle_s"] = numbers(ranks->idleS);
+    if (!ranks->stepComputeS.empty()) r["step_compute_s"] = numbers(ranks->stepComputeS);
     j["ranks"] = std::move(r);
   }
   return j;
@@ -370,6 +371,11 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
     }
     if (times.commS.size() != times.computeS.size() || times.idleS.size() != times.computeS.size())
       r->fail("compute_s, comm_s and idle_s of one length (one entry per rank)");
+    if (const auto a = r->find("step_compute_s")) {
+      a->array();
+      if (a->size() != times.computeS.size()) a->fail("one entry per rank, as compute_s");
+      for (std::size_t i = 0; i < a->size(); ++i) times.stepComputeS.push_back((*a)[i].number(0, kLargestFinite));
+    }
     e.ranks = std::move(times);
   }
   e.extra = in.extraExcept({"epoch", "wall_s", "compute_s", "comm_s", "samples_per_s", "train_loss",

@@ -112,8 +112,11 @@ struct EpochRecord {
   std::optional<std::vector<double>> activationBytes;
   // Each rank's seconds of the epoch, in rank order (several ranks; absent in older files):
   // computing, waiting on communication, and idle, the rest of the slowest rank's wall_s.
+  // And each rank's median compute per step (absent where steps are not timed on the host, and in
+  // older files): one step that lost its core moves the sum, not the median.
   struct RankTimes {
     std::vector<double> computeS, commS, idleS;
+    std::vector<double> stepComputeS;  // empty: absent
   };
   std::optional<RankTimes> ranks;
   nlohmann::json extra = nlohmann::json::object();

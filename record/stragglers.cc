@@ -12,12 +12,16 @@ namespace tpb {
 std::optional<Straggler> stragglerOf(const RunRecord& run) {
   std::map<int, std::vector<double>> ratios;  // rank -> its ratio in each epoch it straggled
   int withTimes = 0;
+  bool perStep = true;
   for (const EpochRecord& e : run.epochs) {
     if (!e.ranks) continue;
-    const std::vector<double>& c = e.ranks->computeS;
-    std::vector<int> computing;
+    const std::vector<double>& sums = e.ranks->computeS;
+    const bool steps = e.ranks->stepComputeS.size() == sums.size();
+    perStep = perStep && steps;
+    const std::vector<double>& c = steps ? e.ranks->stepComputeS : sums;
+    std::vector<int> computing;  // by the epoch's sum: a parameter server's is 0
     for (int r = 0; r < static_cast<int>(c.size()); ++r)
-      if (std::isfinite(c[r]) && c[r] > 0) computing.push_back(r);
+      if (std::isfinite(sums[r]) && sums[r] > 0 && std::isfinite(c[r]) && c[r] > 0) computing.push_back(r);
     if (computing.size() < 2) continue;
     ++withTimes;
     int slowest = computing.front();
@@ -34,15 +38,16 @@ std::optional<Straggler> stragglerOf(const RunRecord& run) {
     // Named only where it straggled in more than half of the epochs: one slow epoch is noise.
     if (2 * static_cast<int>(rs.size()) <= withTimes) continue;
     if (!best || static_cast<int>(rs.size()) > best->epochs)
-      best = Straggler{rank, static_cast<int>(rs.size()), withTimes, summarize(rs).median};
+      best = Straggler{rank, false, static_cast<int>(rs.size()), withTimes, summarize(rs).median};
   }
+  if (best) best->perStep = perStep;
   return best;
 }
 
 std::string stragglerText(const Straggler& s) {
   char buf[128];
-  std::snprintf(buf, sizeof buf, "rank %d (compute %.2fx the others' median in %d of %d epochs)", s.rank, s.ratio,
-                s.epochs, s.ofEpochs);
+  std::snprintf(buf, sizeof buf, "rank %d (%s %.2fx the others' median in %d of %d epochs)", s.rank,
+                s.perStep ? "median step compute" : "compute", s.ratio, s.epochs, s.ofEpochs);
   return buf;
 }
 

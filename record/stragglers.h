@@ -1,7 +1,10 @@
-// record/stragglers.h — which rank held a training run, or a collective point, back: from each epoch's per-rank compute
-// seconds (runs[].epochs[].ranks), the rank whose compute exceeds the median of the other
-// computing ranks by kStragglerRatio or more, in most of the run's epochs. A rank that computes
-// nothing (a parameter server) is never one; one rank, or files without per-rank times, name no one.
+// record/stragglers.h — which rank held a training run, or a collective point, back: from each
+// epoch's per-rank compute (runs[].epochs[].ranks: each rank's median step compute where the
+// record has it, else its epoch sum), the rank whose compute exceeds the median of the other
+// computing ranks by kStragglerRatio or more, in most of the run's epochs. The median step is
+// what a deliberately slowed rank moves and a rank that lost its core for a few steps does not.
+// A rank that computes nothing (a parameter server) is never one; one rank, or files without
+// per-rank times, name no one.
 #pragma once
 
 #include <optional>
@@ -17,6 +20,7 @@ inline constexpr double kStragglerRatio = 1.2;
 
 struct Straggler {
   int rank = 0;
+  bool perStep = false;  // judged by each rank's median step compute (else by the epochs' sums)
   int epochs = 0;       // epochs in which it was the straggler
   int ofEpochs = 0;     // epochs with per-rank times
   double ratio = 0;     // its compute over the others' median, median over those epochs

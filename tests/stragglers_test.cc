@@ -105,6 +105,36 @@ TEST(Stragglers, ACollectivesStragglerIsSlowestInMostIterationsAndSlowerByTheRat
   EXPECT_FALSE(stragglerOf(plain));
 }
 
+// Where the record has each rank's median step compute, that is the measure: a rank whose epoch
+// sum grew because it lost its core for a few steps is not named, a rank slower in every step is.
+TEST(Stragglers, TheMedianStepIsTheMeasureWhereTheRecordHasIt) {
+  const auto withSteps = [](const std::vector<double>& sums, const std::vector<double>& steps) {
+    json e = epochWith(sums);
+    e["ranks"]["step_compute_s"] = steps;
+    return e;
+  };
+  // Rank 1's sum 1.5x (a few long steps), its median step like the others': no one.
+  EXPECT_FALSE(stragglerOf(runWith({withSteps({1.0, 1.5, 1.0}, {0.010, 0.0101, 0.0099}),
+                                    withSteps({1.0, 1.5, 1.0}, {0.010, 0.0102, 0.010})})));
+  // Rank 2 slower in every step (median 1.5x), its sum too: named, by the step.
+  const auto s = stragglerOf(runWith({withSteps({1.0, 1.0, 1.5}, {0.010, 0.010, 0.015}),
+                                      withSteps({1.0, 1.0, 1.5}, {0.010, 0.0098, 0.0152})}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 2);
+  EXPECT_TRUE(s->perStep);
+  EXPECT_NEAR(s->ratio, 1.5, 0.03);
+  EXPECT_EQ(stragglerText(*s).rfind("rank 2 (median step compute 1.5", 0), 0u) << stragglerText(*s);
+  // A parameter server (sum 0, median step 0) is never the measure.
+  const auto ps = stragglerOf(runWith({withSteps({0.0, 1.0, 1.6}, {0.0, 0.010, 0.016})}));
+  ASSERT_TRUE(ps);
+  EXPECT_EQ(ps->rank, 2);
+  // Without step medians: the sums, and the text says so.
+  const auto sums = stragglerOf(runWith({epochWith({1.0, 1.0, 1.5})}));
+  ASSERT_TRUE(sums);
+  EXPECT_FALSE(sums->perStep);
+  EXPECT_EQ(stragglerText(*sums).rfind("rank 2 (compute 1.50x", 0), 0u) << stragglerText(*sums);
+}
+
 TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
   json bad = epochWith({1.0, 1.0});
   bad["ranks"]["idle_s"] = {0.0};
@@ -112,6 +142,11 @@ TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
   bad = epochWith({1.0, -1.0});
   EXPECT_THROW(runWith({bad}), UsageError);
   bad = epochWith({});
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad = epochWith({1.0, 1.0});
+  bad["ranks"]["step_compute_s"] = {0.01};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad["ranks"]["step_compute_s"] = {0.01, nullptr};
   EXPECT_THROW(runWith({bad}), UsageError);
 }
 
@@ -135,6 +170,9 @@ TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
       ASSERT_EQ(e.at("ranks").at("compute_s").size(), 2u) << e;
       // 3x its own compute; 1.5x the peer's leaves room for the peer losing its core.
       if (slowed) EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 1.5 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
+      // Each rank's median step compute, timed on the host here.
+      ASSERT_EQ(e.at("ranks").at("step_compute_s").size(), 2u) << e;
+      if (slowed) EXPECT_GT(e.at("ranks").at("step_compute_s")[1].get<double>(), 1.5 * e.at("ranks").at("step_compute_s")[0].get<double>()) << e;
     }
     if (slowed) EXPECT_NE(r.out.find("straggler: rank 1"), std::string::npos) << r.out;
   }

@@ -46,6 +46,10 @@ EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
       times.commS.push_back(e.rankCommS[i]);
       times.idleS.push_back(std::max(0.0, e.wallS - e.rankComputeS[i] - e.rankCommS[i]));
     }
+    // Kept where every rank timed its steps on the host (else the epoch sums are what there is).
+    if (e.rankStepComputeS.size() == e.rankComputeS.size() &&
+        std::all_of(e.rankStepComputeS.begin(), e.rankStepComputeS.end(), [](double s) { return std::isfinite(s); }))
+      times.stepComputeS = e.rankStepComputeS;
     r.ranks = std::move(times);
   }
   if (countsTraffic && !e.rankTraffic.empty()) {

@@ -201,10 +201,10 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
   if (t && t->size() > 1) {
     // wall, compute, comm, loss sum, steps, samples, then the traffic (exact in a double)
     const Traffic& m = mine.traffic;
-    double v[10] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
+    double v[11] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
                     static_cast<double>(mine.steps), static_cast<double>(mine.samples),
                     static_cast<double>(m.bytesSent), static_cast<double>(m.bytesRecv),
-                    static_cast<double>(m.msgsSent), static_cast<double>(m.msgsRecv)};
+                    static_cast<double>(m.msgsSent), static_cast<double>(m.msgsRecv), mine.stepComputeMedianS};
     if (t->rank() != 0) {
       t->sendHost(0, v, sizeof v);
       return s;
@@ -214,6 +214,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     auto add = [&](const double* x) {
       s.rankComputeS.push_back(x[1]);
       s.rankCommS.push_back(x[2]);
+      s.rankStepComputeS.push_back(x[10]);
       if (x[5] > 0 || x[1] > 0) {
         compute += x[1];
         comm += x[2];
@@ -222,7 +223,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     };
     add(v);
     for (int r = 1; r < t->size(); ++r) {
-      double o[10];
+      double o[11];
       t->recvHost(r, o, sizeof o);
       s.rankTraffic.push_back({static_cast<std::uint64_t>(o[6]), static_cast<std::uint64_t>(o[7]),
                                static_cast<std::uint64_t>(o[8]), static_cast<std::uint64_t>(o[9])});
@@ -269,6 +270,15 @@ void closeEpoch(Transport* t, EpochStats mine, TrainableImpl* model, const DataS
 }
 
 namespace {
+
+// The median of a non-empty list (the mean of the middle two for an even count).
+double medianOf(std::vector<double> xs) {
+  const auto mid = xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2);
+  std::nth_element(xs.begin(), mid, xs.end());
+  if (xs.size() % 2) return *mid;
+  return (*mid + *std::max_element(xs.begin(), mid)) / 2;
+}
+
 // The checkpoint after `epochs` epochs and `steps` steps: every rank gives its state (saveState
 // may gather it), the reporter writes it.
 void saveEpoch(const TrainConfig& cfg, const EpochLoop& loop, const CheckpointModel& model, int epochs, long steps,
@@ -332,10 +342,13 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     s.epoch = epoch + 1;
     const Traffic before = t ? t->traffic() : Traffic{};
     const auto t0 = clock_type::now();
+    std::vector<double> stepCompute;  // each step's share of s.computeS, as the step added it
     for (std::size_t begin = 0; begin < n && stepsLeft(); begin += loop.rowsPerStep) {
       Step st{idx, begin, std::min(begin + loop.rowsPerStep, n), s, lossSum};
       trace::Span span("step", trace::Category::Step, "step", totalSteps);
+      const double computedBefore = s.computeS;
       step(st);
+      stepCompute.push_back(s.computeS - computedBefore);
       if (loop.countsSamples) {
         ++s.steps;
         s.samples += st.end - st.begin;
@@ -348,6 +361,8 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     s.wallS = since(t0);
     trace::flushGpu();  // the GPU has finished the epoch's steps (above): read their events
     if (t) s.traffic = t->traffic() - before;
+    const bool hostTimedSteps = !loop.computeIsWall && !(loop.gpuCompute && loop.gpuCompute->active()) && !loop.beforeClose;
+    if (hostTimedSteps && !stepCompute.empty()) s.stepComputeMedianS = medianOf(stepCompute);
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
     if (loop.gpuCompute && loop.gpuCompute->active()) {
       s.computeS = loop.gpuCompute->takeSpansS();

@@ -5,6 +5,7 @@
 // code itself is in workload/train.h.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,9 +66,13 @@ struct EpochStats {
   // every rank's in rank order (empty without a transport).
   Traffic traffic;
   std::vector<Traffic> rankTraffic;
-  // After gatherEpoch, on rank 0 with several ranks: each rank's compute and comm seconds, in
-  // rank order (empty otherwise).
-  std::vector<double> rankComputeS, rankCommS;
+  // This rank's median compute seconds per step, where each step's compute is timed on the host
+  // (NaN where the device's time is read after the epoch instead): unlike the epoch's sum, one
+  // step that lost its core does not move it.
+  double stepComputeMedianS = NAN;
+  // After gatherEpoch, on rank 0 with several ranks: each rank's compute and comm seconds and its
+  // median step compute, in rank order (empty otherwise).
+  std::vector<double> rankComputeS, rankCommS, rankStepComputeS;
   // Model parallel strategies (workload/stages.h); -1 / empty elsewhere.
   double bubbleFraction = -1;  // idle time over wall time of each stage, averaged
   double bubbleFormula = -1;   // GPipe's (S-1)/(M+S-1) for the same S and M
