@@ -20,6 +20,7 @@ void faultPoint(int rank) {
   const auto c2 = s.find(':', c1 + 1);
   const std::string action = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
   const long at = c2 == std::string::npos ? 1 : std::atol(s.c_str() + c2 + 1);
+  if (action == "corrupt") return;  // acts in the verification pass, not here (faultCorrupts)
   if (++hits != at) return;
   std::fprintf(stderr, "TPB_FAULT: rank %d injecting '%s'\n", rank, action.c_str());
   std::fflush(stderr);
@@ -43,6 +44,15 @@ void faultPoint(int rank) {
   }
   std::fprintf(stderr, "TPB_FAULT: unknown action '%s'\n", action.c_str());
   std::_Exit(4);
+}
+
+bool faultCorrupts(int rank) {
+  static const char* spec = std::getenv("TPB_FAULT");
+  if (!spec || !*spec) return false;
+  const std::string s(spec);
+  const auto c1 = s.find(':');
+  if (c1 == std::string::npos || std::atoi(s.substr(0, c1).c_str()) != rank) return false;
+  return s.compare(c1 + 1, std::string::npos, "corrupt") == 0;
 }
 
 }  // namespace tpb

@@ -4,11 +4,16 @@
 // reaches a fault point (one per timed allreduce iteration, one per training step). ACTION is
 // a signal name (KILL, SEGV, ABRT, TERM, ...), "exit" (exit code 3), "hang" (sleep forever,
 // to exercise --timeout) or "stall" (sleep 50 ms once, then go on: a rank that lost its core).
-// Unset in normal use; checked at negligible cost.
+// "corrupt" is not a fault point's: rank RANK adds 1 to the first element of its result before a
+// collective's verification pass reads it (faultCorrupts), so that the pass is seen to count a
+// wrong element. Unset in normal use; checked at negligible cost.
 #pragma once
 
 namespace tpb {
 
 void faultPoint(int rank);
+
+// Whether TPB_FAULT asks `rank` to corrupt its verified result ("RANK:corrupt").
+bool faultCorrupts(int rank);
 
 }  // namespace tpb

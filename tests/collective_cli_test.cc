@@ -161,7 +161,9 @@ TEST(CollectiveCli, EachRanksTimesAreRecorded) {
   const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "3", "--bytes", "4K,64K", "--iters", "9",
                          "--warmup", "1", "--launcher", "tpbench", "--out", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  for (const json& p : readJson(out).at("allreduce")) {
+  const json doc = readJson(out);  // held: a range-for over a member of a temporary would dangle
+  ASSERT_EQ(doc.at("allreduce").size(), 2u);
+  for (const json& p : doc.at("allreduce")) {
     ASSERT_TRUE(p.contains("ranks")) << p;
     const json& ranks = p.at("ranks");
     ASSERT_EQ(ranks.at("median_us").size(), 3u);
@@ -171,6 +173,27 @@ TEST(CollectiveCli, EachRanksTimesAreRecorded) {
     // The point's median is the slowest rank's per iteration: at least every rank's own median.
     for (const auto& m : ranks.at("median_us")) EXPECT_LE(m.get<double>(), p.at("time_us").at("median").get<double>() + 1e-9);
   }
+  std::remove(out.c_str());
+}
+
+// The verification pass counts what is wrong: one element corrupted on one rank fails the point
+// with wrong = 1 (and the command with it), for each op that has a result to check.
+TEST(CollectiveCli, ACorruptedElementFailsThePoint) {
+  const std::string out = test::tempPath("corrupt.json");
+  const auto r = runCli({"collective", "--op", "allreduce,broadcast,allgather,reduce_scatter", "--n_gpus", "2",
+                         "--bytes", "4K", "--iters", "2", "--warmup", "1", "--launcher", "tpbench", "--out", out},
+                        {{"TPB_FAULT", "1:corrupt"}});
+  EXPECT_NE(r.exitCode, 0) << r.out;
+  int checked = 0;
+  const json doc = readJson(out);
+  for (const json& p : doc.at("allreduce")) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p.at("wrong").get<long long>(), 1);
+    EXPECT_EQ(p.at("status"), "failed");
+    EXPECT_NE(p.at("error").get<std::string>().find("verification found 1 wrong elements"), std::string::npos);
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
   std::remove(out.c_str());
 }
 

@@ -215,7 +215,8 @@ SpansByTid runTracedDdp(const TracedDdp& run) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
   SpansByTid byTid;
   if (r.exitCode != 0) return byTid;
-  for (const json& e : test::readJson(tr).at("traceEvents"))
+  const json trace = test::readJson(tr);  // held: a range-for over a member of a temporary would dangle
+  for (const json& e : trace.at("traceEvents"))
     if (e.at("ph") == "X")
       byTid[e.at("tid").get<int>()].push_back(
           {e.at("name"), e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});

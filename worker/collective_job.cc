@@ -287,6 +287,7 @@ void collectiveJob(Worker& w, const json& job) {
         coll->run();
         finishDeviceWork(device);
         pb.out->download(count);
+        if (faultCorrupts(rank) && pb.recvCount > 0) pb.out->host()[pb.recvOffset] += 1.0f;  // TPB_FAULT=R:corrupt
         const float* got = pb.out->host() + pb.recvOffset;
         wrong = 0;
         for (std::size_t i = 0; i < pb.recvCount; ++i) {
