@@ -108,11 +108,19 @@ void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::c
 void ExternalJob::join() {
   TPB_CHECK(!store_, "joined twice");
   checkMaster();
-  // Over several nodes rank 0's store is reachable from their network: only the secret's
-  // holders may join (torchrun's agent store is torchrun's, with its own rules).
-  if (!env_.agentStore && env_.localWorldSize < env_.worldSize && jobSecret().empty())
-    TPB_THROW(UsageError, kJobSecretVar << ": " << env_.launcher << " over several nodes: set " << kJobSecretVar
+  // Over several nodes rank 0's store is reachable from their network, and on one node too
+  // where MASTER_ADDR is not a loopback address (an environment without LOCAL_WORLD_SIZE reads
+  // as one node): only the secret's holders may join (torchrun's agent store is torchrun's, with
+  // its own rules).
+  const std::string local = routeTo(masterAddr_, masterFrom_).address;
+  const bool loopback = local.rfind("127.", 0) == 0 || local == "::1";
+  const bool severalNodes = env_.localWorldSize < env_.worldSize;
+  if (!env_.agentStore && (severalNodes || !loopback) && jobSecret().empty()) {
+    const std::string why = severalNodes ? env_.launcher + " over several nodes"
+                                         : "rank 0's store would listen on " + local + ", beyond this host";
+    TPB_THROW(UsageError, kJobSecretVar << ": " << why << ": set " << kJobSecretVar
                                         << " to the same secret on every node, or give --secret_file FILE (mode 600)");
+  }
   // Rank 0 hosts the store unless torchrun's agent already does at that port. The store's
   // timeout is the rendezvous's until every rank has arrived, then --timeout's.
   const bool host = env_.rank == 0 && !env_.agentStore;

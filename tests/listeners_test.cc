@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/net_iface.h"
+#include "common/error.h"
 #include "tests/cli_util.h"
 #include "tests/listeners_util.h"
 
@@ -75,6 +77,23 @@ TEST(SecretFile, AnExternalJobOverSeveralNodesNeedsASecret) {
                               {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
                                {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29998"}, {"TPB_JOB_SECRET", ""}});
   test::expectRefusedUpFront(r, "TPB_JOB_SECRET: torchrun over several nodes");
+}
+
+// One node by the environment (no LOCAL_WORLD_SIZE: torchrun-like variables a PyTorchJob gives),
+// but MASTER_ADDR one of this host's network addresses: the store would listen beyond this host,
+// so it needs the secret too.
+TEST(SecretFile, AStoreOnANetworkAddressNeedsASecretOnOneNodeToo) {
+  std::string address;
+  try {
+    address = routeTo("192.0.2.1").address;  // this host's address towards a documentation network
+  } catch (const UsageError& e) {
+    GTEST_SKIP() << "no route off this host: " << e.what();
+  }
+  if (address.rfind("127.", 0) == 0) GTEST_SKIP() << "the route off this host is loopback";
+  const auto r = test::runCli({"run", "--strategy", "ring_all_reduce", "--timeout", "20", "--rendezvous_timeout", "5"},
+                              {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", address}, {"MASTER_PORT", "29997"},
+                               {"TPB_JOB_SECRET", ""}});
+  test::expectRefusedUpFront(r, "TPB_JOB_SECRET: rank 0's store would listen on " + address + ", beyond this host");
 }
 
 TEST(SecretFile, AnOwnersOnlySecretRunsAPoint) {
