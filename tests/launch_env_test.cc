@@ -137,6 +137,26 @@ TEST(LaunchEnv, SlurmStepTakesTheFirstHostAsMaster) {
   EXPECT_EQ(e->jobKey, "4242.0");
 }
 
+// srun with the pmi2 plugin also sets PMI_RANK and PMI_SIZE, equal to Slurm's: the step is still
+// read as Slurm's (two nodes here), not as an MPICH mpirun on one node. PMI variables that differ
+// from Slurm's (MPICH's mpirun inside an allocation) stay MPI's.
+TEST(LaunchEnv, SrunsPmiVariablesDoNotHideTheSlurmLayout) {
+  EnvMap env{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_STEP_NUM_NODES", "2"},
+             {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}, {"SLURM_STEP_NODELIST", "n[1-2]"}, {"SLURM_JOB_ID", "77"},
+             {"PMI_RANK", "1"}, {"PMI_SIZE", "2"}};
+  auto e = detectLaunchEnv(env);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->launcher, "slurm");
+  EXPECT_EQ(e->nodes, 2);
+  EXPECT_EQ(e->masterAddr, "n1");
+  env["PMI_RANK"] = "3";
+  env["PMI_SIZE"] = "4";
+  e = detectLaunchEnv(env);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->launcher, "mpirun");
+  EXPECT_EQ(e->worldSize, 4);
+}
+
 TEST(LaunchEnv, SlurmMasterAddrAndNtasksPerNodeWin) {
   const auto e = detectLaunchEnv({{"SLURM_PROCID", "1"},
                                   {"SLURM_NTASKS", "3"},

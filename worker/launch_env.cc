@@ -183,7 +183,15 @@ std::optional<LaunchEnv> detectLaunchEnv(const EnvMap& env) {
   if (find(env, "OMPI_COMM_WORLD_RANK") || find(env, "OMPI_COMM_WORLD_SIZE"))
     return fromMpi(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                    "OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (find(env, "PMI_RANK") || find(env, "PMI_SIZE"))
+  // srun's pmi2 plugin sets PMI_RANK and PMI_SIZE in every task of a step, equal to Slurm's own:
+  // there Slurm's variables tell the layout (nodes, tasks per node), which PMI's do not.
+  const std::string* pmiRank = find(env, "PMI_RANK");
+  const std::string* pmiSize = find(env, "PMI_SIZE");
+  const std::string* procId = find(env, "SLURM_PROCID");
+  const std::string* nTasks = find(env, "SLURM_NTASKS");
+  const bool slurmsPmi = pmiRank && pmiSize && procId && nTasks && *pmiRank == *procId && *pmiSize == *nTasks &&
+                         find(env, "SLURM_STEP_NODELIST");
+  if ((pmiRank || pmiSize) && !slurmsPmi)
     return fromMpi(env, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
   if (find(env, "SLURM_PROCID") && find(env, "SLURM_STEP_NODELIST")) {
     // One task is a shell or `srun -n 1 tpbench ...`: tpbench launches its ranks itself.
