@@ -6,22 +6,42 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace tpb {
 
-void faultPoint(int rank) {
+namespace {
+
+// TPB_FAULT's "RANK:ACTION[:AT]" where RANK is `rank`; nullopt when unset or for another rank.
+struct FaultSpec {
+  std::string action;
+  long at = 1;
+  bool atGiven = false;
+};
+std::optional<FaultSpec> faultFor(int rank) {
   static const char* spec = std::getenv("TPB_FAULT");
-  static long hits = 0;
-  if (!spec || !*spec) return;
+  if (!spec || !*spec) return std::nullopt;
   const std::string s(spec);
   const auto c1 = s.find(':');
-  if (c1 == std::string::npos || std::atoi(s.substr(0, c1).c_str()) != rank) return;
+  if (c1 == std::string::npos || std::atoi(s.substr(0, c1).c_str()) != rank) return std::nullopt;
   const auto c2 = s.find(':', c1 + 1);
-  const std::string action = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-  const long at = c2 == std::string::npos ? 1 : std::atol(s.c_str() + c2 + 1);
+  FaultSpec f;
+  f.action = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  f.atGiven = c2 != std::string::npos;
+  if (f.atGiven) f.at = std::atol(s.c_str() + c2 + 1);
+  return f;
+}
+
+}  // namespace
+
+void faultPoint(int rank) {
+  static long hits = 0;
+  const std::optional<FaultSpec> f = faultFor(rank);
+  if (!f) return;
+  const std::string& action = f->action;
   if (action == "corrupt") return;  // acts in the verification pass, not here (faultCorrupts)
-  if (++hits != at) return;
+  if (++hits != f->at) return;
   std::fprintf(stderr, "TPB_FAULT: rank %d injecting '%s'\n", rank, action.c_str());
   std::fflush(stderr);
   if (action == "hang") {
@@ -47,12 +67,8 @@ void faultPoint(int rank) {
 }
 
 bool faultCorrupts(int rank) {
-  static const char* spec = std::getenv("TPB_FAULT");
-  if (!spec || !*spec) return false;
-  const std::string s(spec);
-  const auto c1 = s.find(':');
-  if (c1 == std::string::npos || std::atoi(s.substr(0, c1).c_str()) != rank) return false;
-  return s.compare(c1 + 1, std::string::npos, "corrupt") == 0;
+  const std::optional<FaultSpec> f = faultFor(rank);
+  return f && f->action == "corrupt" && !f->atGiven;
 }
 
 }  // namespace tpb

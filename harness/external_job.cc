@@ -83,11 +83,11 @@ std::unique_ptr<Store> ExternalJob::connectStore(std::chrono::milliseconds timeo
                          : Store::connect(masterAddr_, port, timeout);
 }
 
-void ExternalJob::checkMaster() const {
+LocalAddress ExternalJob::checkMaster() const {
   if (masterAddr_.empty())
     TPB_THROW(UsageError, "MASTER_ADDR: " << env_.launcher << " over several nodes names no rendezvous host: set "
                                           << "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST) or give --master_addr");
-  routeTo(masterAddr_, masterFrom_);
+  return routeTo(masterAddr_, masterFrom_);
 }
 
 std::int64_t ExternalJob::count(Store& s, const std::string& name) { return s.add(key(name), 0); }
@@ -107,12 +107,11 @@ void ExternalJob::waitCount(const std::string& name, std::int64_t target, std::c
 
 void ExternalJob::join() {
   TPB_CHECK(!store_, "joined twice");
-  checkMaster();
+  const std::string local = checkMaster().address;
   // Over several nodes rank 0's store is reachable from their network, and on one node too
   // where MASTER_ADDR is not a loopback address (an environment without LOCAL_WORLD_SIZE reads
   // as one node): only the secret's holders may join (torchrun's agent store is torchrun's, with
   // its own rules).
-  const std::string local = routeTo(masterAddr_, masterFrom_).address;
   const bool loopback = local.rfind("127.", 0) == 0 || local == "::1";
   const bool severalNodes = env_.localWorldSize < env_.worldSize;
   if (!env_.agentStore && (severalNodes || !loopback) && jobSecret().empty()) {

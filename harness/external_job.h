@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/net_iface.h"
 #include "comm/store.h"
 #include "record/records.h"
 #include "worker/launch_env.h"
@@ -62,8 +63,8 @@ class ExternalJob {
   void overrideMaster(const std::string& addr, int port);
   // Before anything waits on the job: the master's address is given, resolves and has a route
   // from this host, else UsageError naming where it came from (MASTER_ADDR, a Slurm node list or
-  // --master_addr).
-  void checkMaster() const;
+  // --master_addr). Returns the local address this host reaches it from.
+  LocalAddress checkMaster() const;
   void setTimeout(std::chrono::milliseconds t) { timeout_ = t; }
   // How long join waits to reach the store and for every rank to arrive (--rendezvous_timeout).
   void setRendezvousTimeout(std::chrono::milliseconds t) { rendezvous_ = t; }

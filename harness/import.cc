@@ -20,11 +20,6 @@ namespace tpb {
 
 namespace {
 
-const std::vector<std::string>& importableOps() {
-  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"};
-  return ops;
-}
-
 // The file's meta: the first file's, with every file's hosts; the rank count where all agree.
 Meta mergedMeta(const std::vector<NcclTestsImport>& parts, const std::vector<std::string>& files) {
   Meta meta = parts.front().meta;
@@ -63,9 +58,10 @@ std::string busbwText(double gbps) {
 }  // namespace
 
 int runImport(const ImportOptions& o, std::ostream& out) {
-  if (!o.op.empty() && std::find(importableOps().begin(), importableOps().end(), o.op) == importableOps().end()) {
+  const auto& ops = ncclTestsOps();
+  if (!o.op.empty() && std::find(ops.begin(), ops.end(), o.op) == ops.end()) {
     std::string names;
-    for (const auto& n : importableOps()) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : ops) names += (names.empty() ? "" : ", ") + n;
     TPB_THROW(UsageError, "--op: '" << printableLine(o.op) << "' is not a test tpbench imports (choose from " << names << ")");
   }
   for (const auto& f : o.files)

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "common/bus_factor.h"
@@ -193,6 +192,15 @@ CollectiveRecord record(const Test& t, long long bytes, std::optional<int> root,
   return r;
 }
 
+// A row's root as a record holds it: a rank of the test for a rooted op (else `fail` says why),
+// none for the others.
+template <typename Fail>
+std::optional<int> rootOfRow(const Test& t, long long root, Fail fail) {
+  if (t.op != "broadcast" && t.op != "reduce") return std::nullopt;
+  if (root < 0 || root >= t.ranks) fail("one of the " + std::to_string(t.ranks) + " ranks");
+  return static_cast<int>(root);
+}
+
 void checkOp(const std::string& given, const std::string& found, const std::string& where) {
   if (!given.empty() && !found.empty() && given != found)
     TPB_THROW(UsageError, where << ": the file is " << found << "'s output, not --op " << given);
@@ -293,12 +301,16 @@ std::string opOfNcclTestsProgram(const std::string& program) {
   if (name.size() > 5 && name.compare(name.size() - 5, 5, "_perf") == 0) name.resize(name.size() - 5);
   if (name.size() > 4 && name.compare(name.size() - 4, 4, "_mpi") == 0) name.resize(name.size() - 4);  // *_perf_mpi
   if (name.size() > 5 && name.compare(name.size() - 5, 5, "_perf") == 0) name.resize(name.size() - 5);
-  static const std::map<std::string, std::string> kOps = {
-      {"all_reduce", "allreduce"}, {"all_gather", "allgather"}, {"reduce_scatter", "reduce_scatter"},
-      {"broadcast", "broadcast"},  {"reduce", "reduce"},        {"alltoall", "alltoall"},
-      {"allreduce", "allreduce"},  {"allgather", "allgather"}};
-  const auto it = kOps.find(name);
-  return it == kOps.end() ? "" : it->second;
+  // nccl-tests' names with an underscore; the others are the op's own name.
+  if (name == "all_reduce") name = "allreduce";
+  if (name == "all_gather") name = "allgather";
+  const auto& ops = ncclTestsOps();
+  return std::find(ops.begin(), ops.end(), name) == ops.end() ? "" : name;
+}
+
+const std::vector<std::string>& ncclTestsOps() {
+  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"};
+  return ops;
 }
 
 NcclTestsImport parseNcclTestsText(const std::string& text, const std::string& file, const std::string& op) {
@@ -389,9 +401,9 @@ NcclTestsImport parseNcclTestsText(const std::string& text, const std::string& f
       left.add(why);
       continue;
     }
-    const bool rooted = test.op == "broadcast" || test.op == "reduce";
-    if (rooted && (root < 0 || root >= test.ranks)) TPB_THROW(UsageError, where << ": root " << root << " is not one of the " << test.ranks << " ranks");
-    const std::optional<int> rootOf = rooted ? std::optional<int>(static_cast<int>(root)) : std::nullopt;
+    const std::optional<int> rootOf = rootOfRow(test, root, [&](const std::string& expected) {
+      TPB_THROW(UsageError, where << ": root " << root << " is not " << expected);
+    });
     if (out.points.size() + 2 > kMaxPoints) TPB_THROW(UsageError, where << ": more than " << kMaxPoints << " points");
     noteDevices(out.meta, test);
     if (both) out.points.push_back(record(test, bytes, rootOf, false, placementOf(t, pre, columns, where), where));
@@ -475,9 +487,7 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
       left.add(why);
       continue;
     }
-    const bool rooted = test.op == "broadcast" || test.op == "reduce";
-    if (rooted && (root < 0 || root >= test.ranks)) row.at("root").fail("one of the " + std::to_string(test.ranks) + " ranks");
-    const std::optional<int> rootOf = rooted ? std::optional<int>(static_cast<int>(root)) : std::nullopt;
+    const std::optional<int> rootOf = rootOfRow(test, root, [&](const std::string& expected) { row.at("root").fail(expected); });
     Measured m;
     if (placement(row, "out_of_place", m)) out.points.push_back(record(test, bytes, rootOf, false, m, where + ".out_of_place"));
     Measured inPlace;

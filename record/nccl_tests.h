@@ -38,6 +38,9 @@ struct NcclTestsImport {
   std::vector<std::string> leftOut;      // one line per kind of row left out, with its count
 };
 
+// The ops whose nccl-tests results tpbench reads, in the order --op lists them.
+const std::vector<std::string>& ncclTestsOps();
+
 // The op of an nccl-tests program ("all_reduce_perf", "./build/all_gather_perf", "broadcast"):
 // allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall; "" for any other.
 std::string opOfNcclTestsProgram(const std::string& program);

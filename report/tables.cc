@@ -207,10 +207,10 @@ std::string perRankOverlapText(const Overlap& o) {
     for (const auto* r : ranks) text += (text.empty() ? "r" : ", r") + std::to_string(r->rank) + " " + fmtPct(r->fraction());
     return text;
   }
-  std::vector<const Overlap::Rank*> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->fraction() < b->fraction(); });
-  const auto* lo = sorted.front();
-  const auto* hi = sorted.back();
+  const auto [lowest, highest] = std::minmax_element(
+      ranks.begin(), ranks.end(), [](const auto* a, const auto* b) { return a->fraction() < b->fraction(); });
+  const auto* lo = *lowest;
+  const auto* hi = *highest;
   std::vector<double> fractions;
   for (const auto* r : ranks) fractions.push_back(r->fraction());
   return "median " + fmtPct(median(fractions)) + "; lowest r" + std::to_string(lo->rank) + " " + fmtPct(lo->fraction()) +

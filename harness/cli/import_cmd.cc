@@ -4,6 +4,7 @@
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/import.h"
+#include "record/nccl_tests.h"
 
 namespace tpb::cli {
 
@@ -17,9 +18,11 @@ void addImport(CLI::App& app, Action& action) {
       "counted; a row whose time, algbw and busbw disagree is refused");
   cmd->add_option("FILES", o->files, "nccl-tests output files (text or JSON)")->required();
   cmd->add_option("--out", o->out, "Write the results JSON here")->required();
+  std::string ops;
+  for (const auto& op : ncclTestsOps()) ops += (ops.empty() ? "" : ", ") + op;
   cmd->add_option("--op", o->op,
                   "The test the files ran, where they do not say (older nccl-tests print no 'Collective test "
-                  "starting' line): allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall");
+                  "starting' line): " + ops);
   cmd->add_flag("--overwrite", o->overwrite,
                 "Replace the tpbench results file at --out when one is there (without it an existing one is "
                 "refused; a file tpbench did not write is never replaced)");
