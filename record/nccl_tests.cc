@@ -284,7 +284,12 @@ Measured placementOf(const std::vector<std::string>& t, std::size_t at, const Co
   m.timeUs = num(0, "time");
   m.algbw = num(1, "algbw");
   m.busbw = num(2, "busbw");
-  if (t[at + 3] != "N/A") m.wrong = static_cast<long long>(num(3, "#wrong"));
+  if (t[at + 3] != "N/A") {  // printed with %g: "1.2e+07" for a large count
+    const double wrong = num(3, "#wrong");
+    if (wrong > static_cast<double>(kMaxCount) || wrong != std::floor(wrong))
+      TPB_THROW(UsageError, where << ": #wrong '" << printableLine(t[at + 3]) << "' is not a count of elements");
+    m.wrong = static_cast<long long>(wrong);
+  }
   if (c.perIter) {
     m.minUs = num(4, "i_min");
     m.maxUs = num(5, "i_max");

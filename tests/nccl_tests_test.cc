@@ -193,6 +193,13 @@ TEST(NcclTestsImport, ADamagedRowIsRefusedByItsLine) {
                    {"d.txt:30:", "columns"});
   expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   nan  211.28  369.73"), "d.txt", ""); },
                    {"d.txt:30:", "time"});
+  // #wrong is a count: one beyond what a count can hold, or with a fraction, is refused.
+  const std::string wrongCol = "  369.73       0";
+  ASSERT_NE(text.find(wrongCol), std::string::npos);
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, wrongCol, "  369.73   1e+60"), "d.txt", ""); },
+                   {"d.txt:30:", "#wrong"});
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, wrongCol, "  369.73     2.5"), "d.txt", ""); },
+                   {"d.txt:30:", "#wrong"});
   // Without its rank lines the rank count, and so busbw's factor, is unknown.
   std::string noRanks;
   std::istringstream in(text);
