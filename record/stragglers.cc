@@ -51,8 +51,15 @@ std::string stragglerText(const Straggler& s) {
   return buf;
 }
 
+bool ranksHaveOneRole(const CollectiveRecord& c) {
+  // broadcast and reduce have a root, sendrecv's even ranks time the round trip their partner
+  // answers, and param_server's rank 0 reduces for all: one of them is slowest by design.
+  if (c.op != "allreduce" && c.op != "allgather" && c.op != "reduce_scatter" && c.op != "alltoall") return false;
+  return c.algo != "param_server";
+}
+
 std::optional<CollectiveStraggler> stragglerOf(const CollectiveRecord& c) {
-  if (!c.ranks || c.ranks->slowestIn.size() < 2 || c.iters < 1) return std::nullopt;
+  if (!c.ranks || c.ranks->slowestIn.size() < 2 || c.iters < 1 || !ranksHaveOneRole(c)) return std::nullopt;
   const auto& counts = c.ranks->slowestIn;
   const auto& medians = c.ranks->medianUs;
   int top = 0;

@@ -33,13 +33,19 @@ std::string stragglerText(const Straggler& s);
 // A collective point's straggler, from its per-rank times (records.h: CollectiveRanks): the rank
 // that was the slowest in more than half of the timed iterations, with a median kStragglerRatio
 // or more over the median of the other ranks' medians. None for one rank, without per-rank times,
-// or where the slowest rank changes from call to call (no rank holds the others back).
+// or where the slowest rank changes from call to call (no rank holds the others back); none
+// either where the ranks play different parts (ranksHaveOneRole), which makes one of them the
+// slowest every time without holding anyone back.
 struct CollectiveStraggler {
   int rank = 0;
   long long slowestIn = 0;  // iterations it was the slowest in
   int iters = 0;
   double ratio = 0;         // its median over the others' median of medians
 };
+// Every rank does the same work in each call: allreduce, allgather, reduce_scatter and alltoall,
+// except a parameter server's allreduce. Not so for the rooted ops, sendrecv's ping-pong (the
+// even rank times a round trip, its partner half of one) and param_server (rank 0 reduces).
+bool ranksHaveOneRole(const CollectiveRecord& c);
 std::optional<CollectiveStraggler> stragglerOf(const CollectiveRecord& c);
 // "rank 1 slowest in 18 of 20 iterations, median 1.6x the others'".
 std::string stragglerText(const CollectiveStraggler& s);
