@@ -85,6 +85,10 @@ TEST(Compare, SlowerThanTheThresholdRegressesFasterDoesNot) {
   EXPECT_NEAR(find(slow, "samples_per_s")->slowdown, 0.25, 1e-9);
   EXPECT_TRUE(find(slow, "epoch_s")->regression);
   EXPECT_FALSE(compare(base, doc({run("ddp", 2, 19000, 0.93, 0.5)})).regressed());  // 5 % slower
+  // The bound is the threshold itself: just over it regresses, just under it does not.
+  EXPECT_TRUE(compare(base, doc({run("ddp", 2, 17800, 0.93, 0.5)})).regressed());   // 12.4 % slower
+  EXPECT_FALSE(compare(base, doc({run("ddp", 2, 18300, 0.93, 0.5)})).regressed());  // 9.3 % slower
+  EXPECT_FALSE(compare(base, doc({run("ddp", 2, 17800, 0.93, 0.5)}), 0.13).regressed());
   EXPECT_FALSE(compare(base, doc({run("ddp", 2, 40000, 0.93, 0.5)})).regressed());  // faster
 }
 
