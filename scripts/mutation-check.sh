@@ -71,7 +71,7 @@ for i in "${!names[@]}"; do
   fi
 done
 
-printf '%-46s %-8s %s\n' mutation result "catchers (tests run)"
+printf '%-50s %-8s %s\n' mutation result "catchers (tests run)"
 missed=0
 for i in "${!names[@]}"; do
   f=${files[$i]}
@@ -95,6 +95,6 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"].replace("\\n",
     tests=$(ran)
   fi
   restore
-  printf '%-46s %-8s %s (%s)\n' "${names[$i]}" "$result" "${regexes[$i]}" "$tests"
+  printf '%-50s %-8s %s (%s)\n' "${names[$i]}" "$result" "${regexes[$i]}" "$tests"
 done
 exit "$missed"
