@@ -461,7 +461,7 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
     m.timeUs = num(timeKey);
     m.algbw = num("alg_bw");
     m.busbw = num("bus_bw");
-    if (const auto w = p->find("nwrong")) m.wrong = static_cast<long long>(w->number(0, static_cast<double>(kMaxCount)));
+    if (const auto w = p->find("nwrong")) m.wrong = w->integer(0, kMaxCount);  // 2.5 refused, as the text reader does
     const std::string iterKey = std::string(key) + "_per_iter";
     if (const auto it = row.find(iterKey.c_str())) {
       const JsonIn times = it->at("times_us");

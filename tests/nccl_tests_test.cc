@@ -224,6 +224,12 @@ TEST(NcclTestsImport, JsonOfTheWrongShapeIsRefusedByField) {
   bad = doc;
   bad["args"][0] = "/x/sendrecv_perf";
   expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "sendrecv_perf"});
+  // A count of wrong elements is a whole number, as in the text table (2.0 is 2).
+  bad = doc;
+  bad["results"][2]["out_of_place"]["nwrong"] = 2.5;
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "results[2].out_of_place.nwrong"});
+  bad["results"][2]["out_of_place"]["nwrong"] = 2.0;
+  EXPECT_NO_THROW(parseNcclTestsJson(bad, "b.json", ""));
 }
 
 TEST(ReferenceBusbw, AppliesToLargeSingleNodeAllreduceOfANamedGpuOnly) {
