@@ -55,4 +55,10 @@ inline std::vector<std::string> cpuTransports() {
   return names;
 }
 
+// A Traffic as a failure message reads it: "sent 4096 B in 2, received 4096 B in 2".
+inline std::string str(const Traffic& t) {
+  return "sent " + std::to_string(t.bytesSent) + " B in " + std::to_string(t.msgsSent) + ", received " +
+         std::to_string(t.bytesRecv) + " B in " + std::to_string(t.msgsRecv);
+}
+
 }  // namespace tpb::test

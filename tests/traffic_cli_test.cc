@@ -16,6 +16,7 @@
 #include "core/collective.h"
 #include "core/registry.h"
 #include "tests/cli_util.h"
+#include "tests/thread_world.h"
 
 namespace tpb {
 namespace {
@@ -28,10 +29,7 @@ Traffic recorded(const json& traffic, int r) {
           traffic.at("msgs_sent").at(r).get<std::uint64_t>(), traffic.at("msgs_recv").at(r).get<std::uint64_t>()};
 }
 
-std::string str(const Traffic& t) {
-  return std::to_string(t.bytesSent) + " B / " + std::to_string(t.msgsSent) + " msgs sent, " +
-         std::to_string(t.bytesRecv) + " B / " + std::to_string(t.msgsRecv) + " msgs received";
-}
+using test::str;
 
 Traffic times(std::uint64_t k, const Traffic& t) {
   return {k * t.bytesSent, k * t.bytesRecv, k * t.msgsSent, k * t.msgsRecv};

@@ -22,10 +22,7 @@ ExactTraffic closedFormOf(const std::string& algo) { return findAllreduce("--alg
 
 std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-std::string str(const Traffic& t) {
-  return "sent " + std::to_string(t.bytesSent) + " B in " + std::to_string(t.msgsSent) + ", received " +
-         std::to_string(t.bytesRecv) + " B in " + std::to_string(t.msgsRecv);
-}
+using test::str;
 
 // ---- the transports count --------------------------------------------------------------------
 
