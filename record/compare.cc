@@ -279,8 +279,51 @@ void widen(double& lo, double& hi, const Point& p, const std::string& metric) {
   hi = std::max(hi, it->second.second);
 }
 
+// Each round's points, both sides (paired comparisons only).
+struct Rounds {
+  std::vector<std::vector<Point>> base, now;
+};
+
+// The median of one round's values of `metric` at point `like` (NaN where it has none).
+double roundValue(const std::vector<Point>& round, const Point& like, const std::string& metric) {
+  const Point* p = findPoint(round, like);
+  if (!p) return NAN;
+  const auto it = p->timing.find(metric);
+  return it == p->timing.end() || it->second.empty() ? NAN : summarize(it->second).median;
+}
+
+// The paired verdict: per round NEW's time over BASE's (a rate: BASE's over NEW's); the slowdown
+// is their median - 1, and it counts where beyond the threshold and the signed-rank test of
+// their logs gives p < alpha over at least minRepeats rounds.
+void judgePaired(Comparison& c, const Point& bp, const std::string& metric, const Rounds& r, const CompareOptions& opt) {
+  std::vector<double> ratios, logs;
+  for (std::size_t i = 0; i < r.base.size(); ++i) {
+    const double b = roundValue(r.base[i], bp, metric), n = roundValue(r.now[i], bp, metric);
+    if (!(b > 0 && n > 0 && std::isfinite(b) && std::isfinite(n))) continue;
+    ratios.push_back(higherIsBetter(metric) ? b / n : n / b);
+    logs.push_back(std::log(ratios.back()));
+  }
+  const std::string pairs = std::to_string(ratios.size()) + " paired rounds";
+  if (ratios.empty()) {
+    c.note = "no round measured it on both sides";
+    c.regression = true;
+    return;
+  }
+  c.slowdown = summarize(ratios).median - 1;
+  const bool slower = c.slowdown > opt.threshold;
+  if (static_cast<int>(ratios.size()) < opt.minRepeats) {
+    c.regression = slower;
+    if (slower) c.note = pairs + ", fewer than " + std::to_string(opt.minRepeats) + ": no test";
+    return;
+  }
+  c.p = signedRankGreater(logs).p;
+  c.regression = slower && c.p < opt.alpha;
+  if (slower && !c.regression) c.note = "slower, but not significant (" + pairs + ")";
+}
+
 // Timings regress when slower beyond the threshold and, with enough repeats, significantly so.
-void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, std::vector<Comparison>& rows) {
+void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, const Rounds* rounds,
+                    std::vector<Comparison>& rows) {
   for (const auto& [metric, bv] : bp.timing) {
     if (bv.empty()) continue;
     const auto nv = np.timing.find(metric);
@@ -297,6 +340,11 @@ void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt,
     widen(c.newMin, c.newMax, np, metric);
     c.change = c.base != 0 ? c.now / c.base - 1 : 0;
     if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
+    if (rounds) {
+      judgePaired(c, bp, metric, *rounds, opt);
+      rows.push_back(c);
+      continue;
+    }
     const bool slower = c.slowdown > opt.threshold;
     if (c.nBase >= opt.minRepeats && c.nNew >= opt.minRepeats) {
       c.p = mannWhitneyU(bv, nv->second).p;
@@ -353,11 +401,11 @@ PointComparison statusPoint(const std::string& label, const std::string& note) {
   return pc;
 }
 
-PointComparison comparePoint(const Point& bp, const Point& np, const CompareOptions& opt) {
+PointComparison comparePoint(const Point& bp, const Point& np, const CompareOptions& opt, const Rounds* rounds) {
   if (!np.anyOk) return statusPoint(bp.label, np.anyFailed ? "failed in NEW" : "not run in NEW");
   PointComparison pc;
   pc.point = bp.label;
-  compareTimings(bp, np, opt, pc.metrics);
+  compareTimings(bp, np, opt, rounds, pc.metrics);
   compareAccuracy(bp, np, opt, pc.metrics);
   compareTraffic(bp, np, pc.metrics);
   if (bp.isRun) pc.split = timeSplit(bp, np);
@@ -431,13 +479,67 @@ std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point
   return why;
 }
 
+// The round files of a paired comparison: the *.json names both directories hold, sorted. A
+// name in one only is refused, and so is a directory without rounds.
+std::vector<std::string> roundNames(const CompareOptions& opt) {
+  const std::vector<std::string> b = jsonFilesIn(opt.basePath, "--paired BASE"), n = jsonFilesIn(opt.newPath, "--paired NEW");
+  const std::set<std::string> bs(b.begin(), b.end()), ns(n.begin(), n.end());
+  for (const auto& x : b)
+    if (!ns.count(x)) TPB_THROW(UsageError, "--paired: round '" << printableLine(x) << "' is in BASE but not in NEW");
+  for (const auto& x : n)
+    if (!bs.count(x)) TPB_THROW(UsageError, "--paired: round '" << printableLine(x) << "' is in NEW but not in BASE");
+  if (b.empty()) TPB_THROW(UsageError, "--paired: no round (*.json) in " << printableLine(opt.basePath));
+  return b;
+}
+
+// Every round of one side as one file (runs and collectives appended in round order), and each
+// round's points into `each`.
+ResultsFile mergedRounds(const std::string& dir, const std::vector<std::string>& names,
+                         std::vector<std::vector<Point>>& each) {
+  std::optional<ResultsFile> merged;
+  for (const auto& name : names) {
+    ResultsFile f = ResultsFile::load((std::filesystem::path(dir) / name).string());
+    each.push_back(collect(f));
+    if (!merged) {
+      merged = std::move(f);
+      continue;
+    }
+    for (auto& run : f.runs()) merged->addRun(std::move(run));
+    for (auto& rec : f.collectives()) merged->addCollective(std::move(rec));
+  }
+  return std::move(*merged);
+}
+
 }  // namespace
+
+std::vector<PointMedians> pointMedians(const ResultsFile& f) {
+  std::vector<PointMedians> out;
+  for (const Point& p : collect(f)) {
+    if (!p.anyOk) continue;
+    PointMedians m;
+    m.point = p.label;
+    for (const auto* values : {&p.timing, &p.accuracy})
+      for (const auto& [metric, v] : *values)
+        if (!v.empty()) m.metrics[metric] = summarize(v).median;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 CompareResult compareResults(const CompareOptions& opt) {
   if (!(opt.threshold >= 0)) TPB_THROW(UsageError, "--threshold: must be >= 0, got " << opt.threshold);
   if (!(opt.alpha > 0 && opt.alpha < 1)) TPB_THROW(UsageError, "--alpha: must be in (0, 1), got " << opt.alpha);
   if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc_tolerance: must be >= 0, got " << opt.accTolerance);
-  const auto b = collect(ResultsFile::load(opt.basePath)), n = collect(ResultsFile::load(opt.newPath));
+  Rounds rounds;
+  std::vector<Point> b, n;
+  if (opt.paired) {
+    const std::vector<std::string> names = roundNames(opt);
+    b = collect(mergedRounds(opt.basePath, names, rounds.base));
+    n = collect(mergedRounds(opt.newPath, names, rounds.now));
+  } else {
+    b = collect(ResultsFile::load(opt.basePath));
+    n = collect(ResultsFile::load(opt.newPath));
+  }
   if (std::none_of(b.begin(), b.end(), [](const Point& p) { return p.anyOk; }))
     TPB_THROW(UsageError, "nothing to compare: no point of " << opt.basePath << " measured anything");
 
@@ -452,11 +554,12 @@ CompareResult compareResults(const CompareOptions& opt) {
     }
     ++out.matched;
     measuredInNew += np->anyOk;
-    out.points.push_back(comparePoint(bp, *np, opt));
+    out.points.push_back(comparePoint(bp, *np, opt, opt.paired ? &rounds : nullptr));
   }
   if (out.matched == 0)
     TPB_THROW(UsageError, "no point in common between " << opt.basePath << " and " << opt.newPath << ": "
                                                         << nothingInCommon(b, n));
+  out.rounds = rounds.base.size();
   // Every matched point failed in NEW: the rows above say so; this row makes sure that a NEW
   // file which measured nothing can never pass, whatever else the rows hold.
   if (measuredInNew == 0) out.points.push_back(statusPoint("(all points)", "nothing measured in NEW"));
@@ -596,14 +699,16 @@ std::string formatJson(const CompareResult& r, const CompareOptions& opt) {
   for (const auto& pc : r.points) points.push_back(pointJson(pc));
   json doc = {{"base", opt.basePath}, {"new", opt.newPath}, {"threshold", opt.threshold},
               {"alpha", opt.alpha}, {"acc_tolerance", opt.accTolerance}, {"matched_points", r.matched},
+              {"paired_rounds", opt.paired ? json(r.rounds) : json(nullptr)},
               {"regressions", r.regressions()}, {"points", points}};
   // ASCII only: names from the files reach the terminal as \u escapes, never as controls.
   return doc.dump(2, ' ', true, json::error_handler_t::replace) + "\n";
 }
 
-std::string settingsLine(const CompareOptions& opt) {
+std::string settingsLine(const CompareResult& r, const CompareOptions& opt) {
   std::ostringstream os;
   os << "threshold " << opt.threshold * 100 << " %, alpha " << opt.alpha << ", acc_tolerance " << opt.accTolerance;
+  if (opt.paired) os << ", paired over " << r.rounds << " round files (signed-rank test)";
   return os.str();
 }
 
@@ -612,7 +717,7 @@ std::string formatMarkdown(const CompareResult& r, const CompareOptions& opt) {
   const std::size_t regressions = r.regressions();
   os << "### tpbench compare: "
      << (regressions ? std::to_string(regressions) + " point(s) regressed" : "no regression") << "\n\n"
-     << r.matched << " points matched; " << settingsLine(opt) << ".\n\n|";
+     << r.matched << " points matched; " << settingsLine(r, opt) << ".\n\n|";
   for (const auto& h : kHead) os << " " << h << " |";
   os << "\n|";
   for (std::size_t i = 0; i < kHead.size(); ++i) os << "---|";
@@ -644,7 +749,7 @@ std::string formatText(const CompareResult& r, const CompareOptions& opt) {
     }
     os << "\n";
   }
-  os << "\n" << r.matched << " points matched, " << r.regressions() << " regressed (" << settingsLine(opt) << ")\n";
+  os << "\n" << r.matched << " points matched, " << r.regressions() << " regressed (" << settingsLine(r, opt) << ")\n";
   return os.str();
 }
 }  // namespace

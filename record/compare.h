@@ -20,9 +20,16 @@
 // run's verdict comes with its compute/communication split, to say which of the two moved.
 // Every median printed comes with its min-max spread where the values differ (the repeats; for
 // a collective also its timed iterations), so a reader sees whether a change is within noise.
+//
+// Paired (`--paired`, what scripts/ab-gate.sh runs): BASE and NEW are directories of rounds, the
+// files of one name in both having run side by side (A B, then B A, ...), so a machine's slow
+// minute hits both. Every other check reads the rounds merged; a timing's slowdown is the median
+// over rounds of NEW's time over BASE's in that round, and its test a one-sided Wilcoxon
+// signed-rank test of the rounds' log ratios (>= minRepeats rounds), not the U test.
 #pragma once
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +41,8 @@ struct CompareOptions {
   double threshold = 0.10;
   double alpha = 0.05;
   double accTolerance = 0.001;
-  int minRepeats = 5;  // repetitions each side needs for the U test
+  int minRepeats = 5;  // repetitions each side needs for the U test (paired: rounds)
+  bool paired = false;  // basePath, newPath are directories of rounds
 };
 
 // One metric of one point, measured on both sides.
@@ -74,15 +82,28 @@ struct PointComparison {
 struct CompareResult {
   std::vector<PointComparison> points;  // regressions first
   std::size_t matched = 0;
+  std::size_t rounds = 0;  // paired: the rounds read
   bool regressed() const;
   std::size_t regressions() const;  // points, not metrics
 };
 
-// Throws UsageError for unreadable files, a wrong schema or nothing in common.
+// Throws UsageError for unreadable files, a wrong schema or nothing in common; paired, also for
+// a round file in only one directory, a link or a directory without rounds.
 CompareResult compareResults(const CompareOptions& opt);
 
 // "communication" or "compute": the part whose seconds per epoch grew more ("" when neither grew).
 std::string slowerPart(const TimeSplit& s);
+
+// One point of one results file with the median over its repeats of each metric it measured
+// (timings: samples_per_s, epoch_s, busbw_gbps; accuracy: final_test_accuracy,
+// final_train_loss): what `tpbench history` follows from file to file. Points are labelled and
+// told apart as compare matches them.
+struct PointMedians {
+  std::string point;
+  std::map<std::string, double> metrics;
+};
+class ResultsFile;
+std::vector<PointMedians> pointMedians(const ResultsFile& f);
 
 // Renders as an aligned table ("text"), a Markdown table ("markdown") or JSON ("json").
 std::string formatComparison(const CompareResult& r, const CompareOptions& opt, const std::string& format);

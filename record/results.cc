@@ -212,4 +212,25 @@ OwnedOutput::OwnedOutput(const std::string& flag, const std::string& path, const
   }
 }
 
+std::vector<std::string> jsonFilesIn(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::symlink_status(dir, ec);
+  if (ec || !fs::is_directory(st))
+    TPB_THROW(UsageError, flag << ": '" << oneLine(dir) << "' is not a directory"
+                               << (fs::is_symlink(st) ? " (a link; refused)" : ""));
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    std::error_code ignored;
+    if (!fs::is_regular_file(e.symlink_status(ignored)))
+      TPB_THROW(UsageError, flag << ": '" << oneLine(e.path().string()) << "' is not a regular file (links are refused)");
+    out.push_back(name);
+  }
+  if (ec) TPB_THROW(UsageError, flag << ": cannot list '" << oneLine(dir) << "': " << ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace tpb

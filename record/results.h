@@ -68,6 +68,13 @@ class ResultsFile {
 nlohmann::json readJsonBounded(const std::string& path, const char* what = "results file",
                                std::size_t maxBytes = kMaxResultsBytes, int maxDepth = kMaxResultsDepth);
 
+// The *.json names in directory `dir`, sorted (for `compare --paired` and `history`, whose
+// directories hold a series of results files). `flag` names the input in errors. Throws
+// UsageError where dir is not a directory (or is a link to one), cannot be listed, or holds a
+// *.json entry that is not a regular file (a link is refused, not followed); other names are
+// not read.
+std::vector<std::string> jsonFilesIn(const std::string& dir, const std::string& flag);
+
 // What a command may do to an output file that is already there.
 struct OutputFlags {
   bool resume = false;     // --resume given: continue it

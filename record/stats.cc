@@ -140,4 +140,51 @@ MannWhitney mannWhitneyU(const std::vector<double>& a, const std::vector<double>
   return r;
 }
 
+SignedRank signedRankGreater(const std::vector<double>& d) {
+  if (anyNan(d)) TPB_THROW(Error, "signedRankGreater: a difference is NaN");
+  std::vector<double> nonzero;
+  for (double x : d)
+    if (x != 0) nonzero.push_back(x);
+  SignedRank r;
+  r.n = nonzero.size();
+  if (r.n == 0) return r;
+  std::sort(nonzero.begin(), nonzero.end(), [](double a, double b) { return std::fabs(a) < std::fabs(b); });
+  double tieTerm = 0;
+  for (std::size_t i = 0; i < r.n;) {
+    std::size_t j = i + 1;
+    while (j < r.n && std::fabs(nonzero[j]) == std::fabs(nonzero[i])) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (std::size_t q = i; q < j; ++q)
+      if (nonzero[q] > 0) r.wPlus += rank;
+    const double t = static_cast<double>(j - i);
+    tieTerm += t * t * t - t;
+    i = j;
+  }
+  const double n = static_cast<double>(r.n);
+  if (r.n <= 50) {
+    // Doubled ranks are whole numbers, midranks of ties included. ways[s]: sign assignments of
+    // the first k ranks whose positive doubled ranks sum to s (at most 2^50 < 2^53: exact).
+    std::vector<std::size_t> doubled;
+    for (std::size_t i = 0; i < r.n;) {
+      std::size_t j = i + 1;
+      while (j < r.n && std::fabs(nonzero[j]) == std::fabs(nonzero[i])) ++j;
+      for (std::size_t q = i; q < j; ++q) doubled.push_back(i + 1 + j);  // 2 x (i+1 + j)/2
+      i = j;
+    }
+    const std::size_t maxSum = r.n * (r.n + 1);
+    std::vector<double> ways(maxSum + 1, 0.0);
+    ways[0] = 1;
+    for (std::size_t d : doubled)
+      for (std::size_t s = maxSum; s >= d; --s) ways[s] += ways[s - d];
+    double atLeast = 0;
+    for (auto s = static_cast<std::size_t>(std::llround(2 * r.wPlus)); s <= maxSum; ++s) atLeast += ways[s];
+    r.p = atLeast / std::ldexp(1.0, static_cast<int>(r.n));
+  } else {
+    const double var = n * (n + 1) * (2 * n + 1) / 24.0 - tieTerm / 48.0;
+    if (var > 0) r.p = 0.5 * std::erfc((r.wPlus - n * (n + 1) / 4.0 - 0.5) / std::sqrt(var) / std::sqrt(2.0));
+  }
+  r.p = std::clamp(r.p, 0.0, 1.0);
+  return r;
+}
+
 }  // namespace tpb

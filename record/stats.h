@@ -45,4 +45,22 @@ struct MannWhitney {
 // every value tied (sigma = 0). NaN in either sample throws tpb::Error.
 MannWhitney mannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
 
+struct SignedRank {
+  std::size_t n = 0;  // the nonzero differences ranked
+  double wPlus = 0;   // the sum of the ranks of the positive differences
+  double p = 1;       // one-sided p-value: the differences lean positive
+};
+
+// One-sided Wilcoxon signed-rank test that the paired differences d lean positive (for
+// `compare --paired`: the log of NEW's time over BASE's, one per round). Zero differences are
+// dropped (scipy's zero_method="wilcox"); ranks of tied |d| are averaged.
+//  * exact when n <= 50: p = P(W+ >= observed) over the 2^n equally likely sign assignments of
+//    the ranks (midranks where |d| ties: the permutation distribution given the ranks; scipy
+//    uses the normal approximation there), counted by the number of assignments per rank sum;
+//  * beyond 50 the normal approximation with tie and continuity correction:
+//      mu = n(n+1)/4,  sigma^2 = n(n+1)(2n+1)/24 - sum(t^3 - t)/48,
+//      z = (W+ - mu - 0.5) / sigma,  p = 1 - Phi(z).
+// No nonzero difference gives p = 1. NaN throws tpb::Error.
+SignedRank signedRankGreater(const std::vector<double>& d);
+
 }  // namespace tpb

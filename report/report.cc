@@ -252,6 +252,21 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
 
 }  // namespace
 
+std::string report::writeChart(const Chart& c, const std::string& outDir, const std::string& gnuplot,
+                               const std::vector<std::pair<std::string, std::string>>& extraFiles) {
+  prepareOutDir(outDir);
+  const fs::path dir(outDir);
+  const OutLock lock("-o", outDir, (dir / ".tpbench-report.lock").string());
+  removeLeftoverScratch(dir);
+  for (const auto& [name, text] : extraFiles) writeText(dir / name, text);
+  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
+    std::error_code ec;
+    fs::remove(dir / (c.id + ext), ec);
+  }
+  if (!c.hasData()) return c.reason;
+  return draw(c, dir, findGnuplot(gnuplot), gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found");
+}
+
 ReportSummary writeReport(const ReportOptions& opt) {
   if (opt.inputs.empty() && opt.traces.empty()) TPB_THROW(UsageError, "report: no results or trace file given");
   // Load every input before touching the output directory: a bad input leaves nothing behind.

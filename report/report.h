@@ -46,4 +46,14 @@ struct ReportSummary {
 // chart is not an error: that chart is skipped with gnuplot's first line of stderr as reason.
 ReportSummary writeReport(const ReportOptions& opt);
 
+namespace report {
+struct Chart;
+// For a command that draws one chart of its own (tpbench history): prepares outDir as report
+// does (created, writable, one writer at a time) and writes c's .dat and .gp there, with its PNG
+// and SVG when gnuplot (a path or a name in PATH; "" disables it) drew them. Returns "" when
+// drawn, else why not. extraFiles (name, content) are written beside it, each renamed into place.
+std::string writeChart(const Chart& c, const std::string& outDir, const std::string& gnuplot,
+                       const std::vector<std::pair<std::string, std::string>>& extraFiles = {});
+}  // namespace report
+
 }  // namespace tpb

@@ -1,12 +1,16 @@
 // tpbench compare: regressions in timing, accuracy, status; the U test; bad input; exit codes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "record/compare.h"
+#include "record/history.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -244,6 +248,197 @@ TEST(Compare, WithRepeatsASlowdownMustAlsoBeSignificant) {
   EXPECT_GT(c2->slowdown, 0.10);
   EXPECT_GT(c2->p, 0.05);
   EXPECT_FALSE(c2->regression);
+}
+
+// Paired rounds: `dir`/rNN.json, one file per round with one run of ring_all_reduce at each rate.
+std::string roundsDir(const std::string& name, const std::vector<double>& rates) {
+  const std::string dir = test::tempPath(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (std::size_t i = 0; i < rates.size(); ++i)
+    std::ofstream(dir + "/r" + std::to_string(10 + i) + ".json") << doc({run("ring_all_reduce", 2, rates[i], 0.9, 0.5)}).dump();
+  return dir;
+}
+
+CompareResult comparePaired(const std::string& base, const std::string& now, double threshold, double alpha) {
+  CompareOptions o;
+  o.basePath = base;
+  o.newPath = now;
+  o.threshold = threshold;
+  o.alpha = alpha;
+  o.paired = true;
+  return compareResults(o);
+}
+
+TEST(ComparePaired, ASteadySlowdownUnderAMoodyMachineIsCaughtWhereTheUTestMissesIt) {
+  // The machine's mood moves each round's rate by up to 40 %; NEW is 8 % slower in every round.
+  const std::vector<double> mood = {100, 60, 140, 80, 120, 90, 110, 70};
+  std::vector<double> slower;
+  for (double m : mood) slower.push_back(m / 1.08);
+  const std::string a = roundsDir("pa", mood), b = roundsDir("pb", slower);
+  const auto r = comparePaired(a, b, 0.05, 0.01);
+  const Comparison* c = find(r, "samples_per_s");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NEAR(c->slowdown, 0.08, 1e-9);
+  EXPECT_DOUBLE_EQ(c->p, 1.0 / 256);  // all 8 log ratios positive
+  EXPECT_TRUE(c->regression);
+  EXPECT_EQ(r.rounds, 8u);
+  EXPECT_EQ(c->nBase, 8);
+  // The same values unpaired: the medians differ by 8 %, the samples overlap, no verdict.
+  json base = json::array(), now = json::array();
+  for (std::size_t i = 0; i < mood.size(); ++i) {
+    base.push_back(run("ring_all_reduce", 2, mood[i], 0.9, 0.5, static_cast<int>(i)));
+    now.push_back(run("ring_all_reduce", 2, slower[i], 0.9, 0.5, static_cast<int>(i)));
+  }
+  const Comparison* u = find(compare(doc(base), doc(now), 0.05), "samples_per_s");
+  ASSERT_NE(u, nullptr);
+  EXPECT_GT(u->p, 0.05);
+  EXPECT_FALSE(u->regression);
+}
+
+TEST(ComparePaired, NoiseWithoutAShiftAndASmallShiftPass) {
+  const std::vector<double> mood = {100, 60, 140, 80, 120, 90, 110, 70};
+  std::vector<double> noisy, small;
+  for (std::size_t i = 0; i < mood.size(); ++i) {
+    noisy.push_back(mood[i] * (i % 2 ? 1.04 : 0.96));
+    small.push_back(mood[i] / 1.02);  // 2 % slower in every round: significant, under the threshold
+  }
+  const std::string a = roundsDir("na", mood);
+  const Comparison* n = find(comparePaired(a, roundsDir("nb", noisy), 0.05, 0.01), "samples_per_s");
+  ASSERT_NE(n, nullptr);
+  EXPECT_FALSE(n->regression);
+  EXPECT_GT(n->p, 0.01);
+  const Comparison* s = find(comparePaired(a, roundsDir("ns", small), 0.05, 0.01), "samples_per_s");
+  ASSERT_NE(s, nullptr);
+  EXPECT_LT(s->p, 0.01);
+  EXPECT_FALSE(s->regression);
+  // Fewer rounds than minRepeats: no test, the threshold alone decides (as unpaired).
+  const std::string a3 = roundsDir("ta", {100, 60, 140}), b3 = roundsDir("tb", {90, 54, 126});
+  const Comparison* t = find(comparePaired(a3, b3, 0.05, 0.01), "samples_per_s");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->p, -1);
+  EXPECT_TRUE(t->regression);
+  EXPECT_NE(t->note.find("fewer than 5"), std::string::npos) << t->note;
+}
+
+TEST(ComparePaired, RoundsMustPairAndLinksAreRefused) {
+  const std::string a = roundsDir("ra", {100, 100, 100, 100, 100}), b = roundsDir("rb", {100, 100, 100, 100});
+  EXPECT_THROW(comparePaired(a, b, 0.05, 0.01), UsageError);  // r14.json only in BASE
+  const auto missing = test::runCli({"compare", "--paired", a, b});
+  EXPECT_EQ(missing.exitCode, 2);
+  EXPECT_NE(missing.err.find("r14.json"), std::string::npos) << missing.err;
+  // A link among the rounds, a link as the directory, a file as the directory, no round at all.
+  const std::string c = roundsDir("rc", {100, 100, 100, 100});
+  std::filesystem::create_symlink(a + "/r14.json", c + "/r14.json");
+  const auto link = test::runCli({"compare", "--paired", a, c});
+  EXPECT_EQ(link.exitCode, 2);
+  EXPECT_NE(link.err.find("not a regular file"), std::string::npos) << link.err;
+  const std::string dirLink = test::tempPath("rlink");
+  std::filesystem::remove(dirLink);
+  std::filesystem::create_directory_symlink(a, dirLink);
+  EXPECT_EQ(test::runCli({"compare", "--paired", a, dirLink}).exitCode, 2);
+  EXPECT_EQ(test::runCli({"compare", "--paired", a, a + "/r10.json"}).exitCode, 2);
+  const std::string empty = roundsDir("re", {});
+  EXPECT_EQ(test::runCli({"compare", "--paired", empty, empty}).exitCode, 2);
+  // Without --paired a directory is not a results file.
+  EXPECT_EQ(test::runCli({"compare", a, a}).exitCode, 2);
+}
+
+TEST(ComparePaired, CliExitCodeAndMarkdownSayPaired) {
+  const std::vector<double> mood = {100, 60, 140, 80, 120, 90};
+  std::vector<double> slower;
+  for (double m : mood) slower.push_back(m / 1.2);
+  const std::string a = roundsDir("ca", mood), b = roundsDir("cb", slower);
+  const auto r = test::runCli({"compare", "--paired", a, b, "--format", "markdown", "--threshold", "0.05"});
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.out.find("paired over 6 round files"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| REGRESSION |"), std::string::npos) << r.out;
+  EXPECT_EQ(test::runCli({"compare", "--paired", a, a}).exitCode, 0);
+  const auto j = test::runCli({"compare", "--paired", a, b, "--format", "json"});
+  EXPECT_EQ(json::parse(j.out).at("paired_rounds").get<int>(), 6);
+}
+
+// ---- tpbench history (record/history.h): the points of compare followed over a series of files ----
+
+// DIR/NN.json for each rate: one ddp run at that rate (none where the rate is 0) and one
+// allreduce point at 5 GB/s.
+std::string historyDir(const std::string& name, const std::vector<double>& rates) {
+  const std::string dir = test::tempPath(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    json runs = json::array();
+    if (rates[i] > 0) runs.push_back(run("ddp", 2, rates[i], 0.9, 0.5));
+    char file[32];
+    std::snprintf(file, sizeof file, "/%02zu.json", i);
+    std::ofstream(dir + file) << doc(runs, json::array({allreduce("ring", 2, 1 << 20, 5.0)})).dump();
+  }
+  return dir;
+}
+
+TEST(History, AStepIsFoundAtItsFileAndAFlatSeriesHasNone) {
+  std::vector<double> rates;
+  for (int i = 0; i < 24; ++i) rates.push_back((i < 14 ? 1000 : 850) + (i % 3) * 5);  // 15 % slower from 14
+  HistoryOptions o;
+  o.dir = historyDir("hstep", rates);
+  const History h = readHistory(o);
+  ASSERT_EQ(h.files.size(), 24u);
+  ASSERT_EQ(h.series.size(), 3u);  // ddp's samples_per_s and final_test_accuracy, ring's busbw
+  const HistorySeries& s = h.series.front();  // the one with a change point comes first
+  EXPECT_EQ(s.metric, "samples_per_s");
+  ASSERT_EQ(s.changes.size(), 1u);
+  EXPECT_EQ(h.files[s.files[s.changes[0].index]], "14.json");
+  EXPECT_NEAR(s.changes[0].before, 1005, 1);
+  EXPECT_NEAR(s.changes[0].after, 855, 1);
+  EXPECT_TRUE(h.series[1].changes.empty());
+  EXPECT_TRUE(h.series[2].changes.empty());
+  EXPECT_EQ(h.changes(), 1u);
+  const json j = json::parse(formatHistory(h, o, "json"));
+  EXPECT_EQ(j.at("schema"), "tpbench.history/1");
+  EXPECT_EQ(j.at("series").at(0).at("change_points").at(0).at("file"), "14.json");
+  EXPECT_NE(formatHistory(h, o, "text").find("at 14.json: 1005 -> 855.5 (-14.8 %"), std::string::npos)
+      << formatHistory(h, o, "text");
+}
+
+TEST(History, AFileWithoutThePointLeavesAGap) {
+  std::vector<double> rates(12, 1000);
+  rates[3] = rates[7] = 0;
+  HistoryOptions o;
+  o.dir = historyDir("hgap", rates);
+  o.metrics = {"samples_per_s"};
+  const History h = readHistory(o);
+  ASSERT_EQ(h.series.size(), 1u);
+  EXPECT_EQ(h.series[0].values.size(), 10u);
+  EXPECT_EQ(h.series[0].files[3], 4u);
+}
+
+TEST(History, CliWritesTheChartAndTablesAndRefusesBadInput) {
+  std::vector<double> rates;
+  for (int i = 0; i < 20; ++i) rates.push_back(i < 10 ? 1000 + i : 700 + i);
+  const std::string dir = historyDir("hcli", rates), out = test::tempPath("hcli-out");
+  std::filesystem::remove_all(out);
+  const auto r = test::runCli({"history", dir, "-o", out, "--gnuplot", ""});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("at 10.json"), std::string::npos) << r.out;
+  for (const char* f : {"history.md", "history.json", "history.dat", "history.gp"})
+    EXPECT_TRUE(std::filesystem::is_regular_file(out + "/" + f)) << f;
+  std::ifstream gp(out + "/history.gp");
+  const std::string script((std::istreambuf_iterator<char>(gp)), std::istreambuf_iterator<char>());
+  EXPECT_NE(script.find("set arrow from 10.5"), std::string::npos) << script;  // file 11 (1-based), its left edge
+  EXPECT_EQ(test::runCli({"history", dir, "--format", "markdown"}).exitCode, 0);
+  // Refused before anything is read or written.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"history", dir + "/00.json"}, {"history", "/nonexistent-dir"},
+        {"history", dir, "--metric", "speed"}, {"history", dir, "--min_size", "1"},
+        {"history", dir, "--alpha", "1"}, {"history", dir, "--exponent", "2"}, {"history", dir, "--format", "yaml"},
+        {"history", dir, "--permutations", "0"}, {"history", roundsDir("hempty", {})}}) {
+    const auto b = test::runCli(bad);
+    EXPECT_EQ(b.exitCode, 2) << bad.back() << ": " << b.err;
+  }
+  const std::string link = test::tempPath("hlink");
+  std::filesystem::remove(link);
+  std::filesystem::create_directory_symlink(dir, link);
+  EXPECT_EQ(test::runCli({"history", link}).exitCode, 2);
 }
 
 TEST(Compare, AnyAccuracyOrLossChangeBeyondToleranceRegresses) {

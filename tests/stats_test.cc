@@ -244,5 +244,88 @@ TEST(MannWhitney, SymmetricInItsArguments) {
   EXPECT_DOUBLE_EQ(ab.u + ba.u, static_cast<double>(a.size() * b.size()));
 }
 
+
+// P(W+ >= observed) by enumerating all 2^n sign assignments of the ranks of |d| (midranks for
+// ties): the definition the exact count and the normal approximation stand for.
+double bruteForceSignedRank(const std::vector<double>& d) {
+  std::vector<double> nz;
+  for (double x : d)
+    if (x != 0) nz.push_back(x);
+  const std::size_t n = nz.size();
+  std::vector<double> rank(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double below = 0, equal = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      below += std::fabs(nz[j]) < std::fabs(nz[i]);
+      equal += std::fabs(nz[j]) == std::fabs(nz[i]);
+    }
+    rank[i] = below + (equal + 1) / 2;
+  }
+  double observed = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (nz[i] > 0) observed += rank[i];
+  double atLeast = 0;
+  for (std::size_t mask = 0; mask < (std::size_t{1} << n); ++mask) {
+    double w = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (mask >> i & 1) w += rank[i];
+    atLeast += w >= observed - 1e-9;
+  }
+  return atLeast / static_cast<double>(std::size_t{1} << n);
+}
+
+TEST(SignedRank, WorkedByHand) {
+  // All five positive: W+ = 15, reached by 1 of 32 assignments.
+  const SignedRank all = signedRankGreater({0.1, 0.2, 0.3, 0.4, 0.5});
+  EXPECT_EQ(all.n, 5u);
+  EXPECT_DOUBLE_EQ(all.wPlus, 15);
+  EXPECT_DOUBLE_EQ(all.p, 1.0 / 32);
+  // Ranks 1..4 with rank 1 negative: W+ = 9; sums >= 9 of 16: {2,3,4} 9, {1,2,3,4} 10 -> 2/16.
+  const SignedRank one = signedRankGreater({-1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(one.wPlus, 9);
+  EXPECT_DOUBLE_EQ(one.p, 2.0 / 16);
+  // All negative: every assignment has W+ >= 0.
+  EXPECT_DOUBLE_EQ(signedRankGreater({-1, -2, -3}).p, 1.0);
+  // Zeros are dropped; none left is no evidence.
+  EXPECT_EQ(signedRankGreater({0, 0, 3}).n, 1u);
+  EXPECT_DOUBLE_EQ(signedRankGreater({0, 0}).p, 1.0);
+  EXPECT_DOUBLE_EQ(signedRankGreater({}).p, 1.0);
+  EXPECT_THROW(signedRankGreater({1, std::nan("")}), Error);
+}
+
+TEST(SignedRank, ExactMatchesBruteForceEnumeration) {
+  std::mt19937 rng(777);
+  std::normal_distribution<double> shift(0.3, 1.0);
+  for (std::size_t n = 1; n <= 14; ++n) {
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<double> d(n);
+      for (auto& x : d) x = shift(rng);
+      EXPECT_NEAR(signedRankGreater(d).p, bruteForceSignedRank(d), 1e-12) << "n = " << n;
+    }
+  }
+}
+
+TEST(SignedRank, TiedMagnitudesAreCountedExactlyAndApproximatedBeyond50) {
+  // 14 differences whose magnitudes come in tied pairs (1,1,2,2,...,7,7), signs drawn with a
+  // growing lean to positive: the count of midrank sums is the enumerated p.
+  std::mt19937 rng(99);
+  for (double positive : {0.2, 0.5, 0.7, 0.9}) {
+    std::bernoulli_distribution up(positive);
+    std::vector<double> d;
+    for (int k = 1; k <= 7; ++k)
+      for (int twice = 0; twice < 2; ++twice) d.push_back(up(rng) ? k : -k);
+    EXPECT_NEAR(signedRankGreater(d).p, bruteForceSignedRank(d), 1e-12) << "P(positive) " << positive;
+  }
+  // Eight equal positive differences: one assignment of 256 has them all positive.
+  EXPECT_DOUBLE_EQ(signedRankGreater(std::vector<double>(8, 0.077)).p, 1.0 / 256);
+  // 60 differences, 40 positive: the normal approximation, p = 1 - Phi(z) by hand. Magnitudes
+  // 1..60 without ties, positive at ranks 21..60: W+ = 1620, mu = 915, sigma^2 = 18452.5.
+  std::vector<double> d;
+  for (int k = 1; k <= 60; ++k) d.push_back(k <= 20 ? -k : k);
+  const SignedRank big = signedRankGreater(d);
+  EXPECT_DOUBLE_EQ(big.wPlus, 1620);
+  EXPECT_NEAR(big.p, 0.5 * std::erfc((1620 - 915 - 0.5) / std::sqrt(18452.5) / std::sqrt(2.0)), 1e-15);
+}
+
 }  // namespace
 }  // namespace tpb

@@ -28,5 +28,6 @@ void addWorker(CLI::App& app, Action& action);
 void addCompare(CLI::App& app, Action& action);
 void addReport(CLI::App& app, Action& action);
 void addImport(CLI::App& app, Action& action);
+void addHistory(CLI::App& app, Action& action);
 
 }  // namespace tpb::cli

@@ -34,6 +34,10 @@ void addCompare(CLI::App& app, Action& action) {
        a->o.accTolerance = std::stod(text);
      })->group("");
   cmd->add_option("--format", a->format, "text, markdown or json")->capture_default_str();
+  cmd->add_flag("--paired", a->o.paired,
+                "BASE and NEW are directories of rounds (scripts/ab-gate.sh writes them): the *.json files of one name "
+                "ran side by side. A timing's slowdown is the median over rounds of NEW's time over BASE's, tested by a "
+                "one-sided Wilcoxon signed-rank test of their logs (>= 5 rounds) instead of the U test");
   cmd->callback([&action, a] {
     action = [a] {
       checkReal("--threshold", a->o.threshold, kNonNegative);

@@ -60,6 +60,7 @@ int runCommand(int argc, char** argv) {
   tpb::cli::addSweep(app, action, commandLine, external.get());
   tpb::cli::addReport(app, action);
   tpb::cli::addCompare(app, action);
+  tpb::cli::addHistory(app, action);
   tpb::cli::addModel(app, action);
   tpb::cli::addImport(app, action);
   tpb::cli::addList(app, action);
