@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 TPBENCH := $(BUILD)/tpbench
 
-.PHONY: all deps configure build run test fuzz fuzz-long micro baseline gate clean
+.PHONY: all deps configure build run test fuzz fuzz-long micro baseline gate ab-gate clean
 
 # The regression baseline: a small CPU sweep of the data-parallel strategies the committed
 # baseline holds, N = 1..4, two batch sizes, three repeats. `make baseline` records it (and its
@@ -22,8 +22,13 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# ccache (installed by deps) keeps every object, so that the A/B gate's build of the baseline
+# revision (scripts/ab-gate.sh) recompiles only what changed since; paths are hashed relative to
+# this directory, so the base's worktree under $(BUILD) hits the same entries.
+export CCACHE_BASEDIR := $(CURDIR)
 configure: deps
-	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -77,6 +82,13 @@ gate: build
 	@mkdir -p $(BUILD)/gate
 	$(TPBENCH) $(BASELINE_SWEEP) --out $(BUILD)/gate/sweep.json --overwrite
 	$(TPBENCH) compare results/baseline-cpu.json $(BUILD)/gate/sweep.json --threshold $(GATE_THRESHOLD)
+
+# The same-machine A/B gate (docs/reports.md, "The A/B gate"): the baseline revision's tpbench,
+# built beside this one, and this one run on a small suite in interleaved rounds; timings judged
+# per round pair. Exit 3 on a regression. With TPB_AB_ALLOW_SKIP=1 (CI) a clone that lacks the
+# base revision (a shallow one) is a loud SKIPPED, not a failure.
+ab-gate: build
+	@bash scripts/ab-gate.sh
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

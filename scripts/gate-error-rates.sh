@@ -11,6 +11,7 @@
 #   scripts/gate-error-rates.sh [TPBENCH]      default build/tpbench
 #     POOL=48 ROUNDS=12 DECISIONS=300 WORK=build/gate-rates
 #     REUSE=1: judge the pool already in WORK again (no new rounds)
+#     POWER_ONLY=1: no A/A arm and no collective points (the slowed arms need only training)
 #     DDP_FACTORS=1.10,1.20 RING_FACTORS=1.057,1.115   (about 5 % and 10 % on the epoch time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,9 @@ done
 case $WORK in /* | *..* | '') echo "gate-error-rates: WORK must be a relative path without '..'" >&2; exit 2 ;; esac
 PY=/usr/bin/python3
 
-arms=(aa)
+POWER_ONLY=${POWER_ONLY:-0}
+arms=()
+[ "$POWER_ONLY" = 1 ] || arms=(aa)
 for ((k = 0; k < ${#ddp_f[@]}; k++)); do arms+=("slow$k"); done
 REUSE=${REUSE:-0}
 [ "$REUSE" = 1 ] || rm -rf "$WORK"
@@ -71,7 +74,10 @@ for ((i = 1; i <= POOL; i++)); do
   sides=("${sides[@]:shift_by}" "${sides[@]:0:shift_by}")
   for side in "${sides[@]}"; do
     case $side in
-      A | aa) ab_round "$TPBENCH" "$WORK/$side" "$name" ;;
+      A) if [ "$POWER_ONLY" = 1 ]; then
+           "$TPBENCH" "${AB_TRAIN[@]}" --out "$WORK/A/$name-train.json" --overwrite >>"$WORK/A/log" 2>&1
+         else ab_round "$TPBENCH" "$WORK/$side" "$name"; fi ;;
+      aa) ab_round "$TPBENCH" "$WORK/$side" "$name" ;;
       slow*) slowed_round "${side#slow}" "$WORK/$side" "$name" ;;
     esac || { tail -5 "$WORK/$side/log" >&2; echo "gate-error-rates: round $i ($side) failed" >&2; exit 1; }
   done
@@ -85,7 +91,7 @@ import json, math, os, random, subprocess, sys, tempfile
 tpbench, work, rounds, decisions, arms = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 names = sorted({f.rsplit("-", 1)[0] for f in os.listdir(os.path.join(work, "A")) if f.endswith(".json")})
 rng = random.Random(1)
-grid = [(t, a) for t in (0.02, 0.03, 0.05, 0.10) for a in (0.01, 0.05)]
+grid = [(t, a) for t in (0.02, 0.03, 0.05) for a in (0.001, 0.01, 0.05)]
 
 def verdict(doc):
     """Per timing metric (point, slowdown, p); and whether anything but timing regressed."""
@@ -128,8 +134,33 @@ print(f"pool: {len(names)} rounds; decisions of {rounds} rounds, {decisions} per
 for arm in arms:
     print(f"{arm}: slowdown over the whole pool (median of per-round ratios): " +
           ", ".join(f"{p.split(' batch')[0]} {100 * s:+.1f} %" for p, s in ratios(arm).items()))
+# Drawing rounds from a pool stands for fresh decisions when rounds are exchangeable: the A/A
+# log ratios of successive rounds must not be correlated.
+def series(side, suffix):
+    out = {}
+    for f in sorted(os.listdir(os.path.join(work, side))):
+        if not f.endswith(suffix):
+            continue
+        doc = json.load(open(os.path.join(work, side, f)))
+        for r in doc.get("runs", []):
+            e = [x["wall_s"] for x in r["epochs"]]
+            out.setdefault(r["config"]["strategy"], {})[f] = sum(e) / len(e)
+        for r in doc.get("allreduce", []):
+            if r.get("busbw_gbps"):
+                out.setdefault(f"allreduce {r['bytes']} B", {})[f] = 1 / r["busbw_gbps"]
+    return out
+base = {**series("A", "-train.json"), **series("A", "-coll.json")}
+other = {**series("aa", "-train.json"), **series("aa", "-coll.json")} if "aa" in arms else {}
+for point, by_file in (base.items() if other else []):
+    logs = [math.log(other[point][f] / by_file[f]) for f in sorted(by_file) if f in other.get(point, {})]
+    m = sum(logs) / len(logs)
+    den = sum((x - m) ** 2 for x in logs)
+    lag1 = sum((logs[i] - m) * (logs[i + 1] - m) for i in range(len(logs) - 1)) / den if den else 0
+    q = sorted(logs)
+    iqr = q[(3 * len(q)) // 4] - q[len(q) // 4]
+    print(f"A/A {point}: {len(logs)} rounds, log ratio spread (IQR/1.35) {iqr / 1.35:.3f}, lag-1 autocorrelation {lag1:+.2f}")
 print()
-print("arm     " + "  ".join(f"t={t:.2f},a={a:.2f}" for t, a in grid))
+print("arm     " + "  ".join(f"t={t:.2f},a={a:.3f}" for t, a in grid))
 per_point = {}
 for arm in arms:
     hits = [0] * len(grid)
@@ -142,9 +173,9 @@ for arm in arms:
             for point in {p for p, _, _ in timing}:
                 flagged = any(s > t and pv < a for q, s, pv in timing if q == point)
                 per_point.setdefault((arm, point), [0] * len(grid))[g] += flagged
-    print(f"{arm:<7} " + "  ".join(f"{100 * h / decisions:13.1f}" for h in hits) + "   % of decisions regressed")
+    print(f"{arm:<7} " + "  ".join(f"{100 * h / decisions:14.1f}" for h in hits) + "   % of decisions regressed")
 print()
 print("per point, % of decisions that flagged it:")
 for (arm, point), hits in sorted(per_point.items()):
-    print(f"{arm:<7} " + "  ".join(f"{100 * h / decisions:13.1f}" for h in hits) + f"   {point}")
+    print(f"{arm:<7} " + "  ".join(f"{100 * h / decisions:14.1f}" for h in hits) + f"   {point}")
 PY

@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache                            # the A/B gate rebuilds the base revision from cached objects
   libtorch-dev libgloo-dev          # LibTorch 1.13 (CPU) with c10d; Gloo
   nlohmann-json3-dev libcli11-dev   # results JSON; command line
   libgtest-dev libgmock-dev         # tests
