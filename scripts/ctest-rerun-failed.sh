@@ -18,8 +18,23 @@ if [ ! -s "$log" ] || [ -L "$log" ]; then
 fi
 mapfile -t failed < <(cut -d: -f2- "$log")
 echo "make test: ${#failed[@]} test(s) failed beside others: ${failed[*]}; rerunning each alone, once"
-(cd "$BUILD" && ctest --rerun-failed --output-on-failure --timeout 600 -j 1)
+# By name, not by number: ctest numbers tests afresh on every run, and where the list changes
+# between runs (tests discovered at test time) `--rerun-failed` reruns whichever test now holds
+# the failed one's number, so a broken test once passed as FLAKY. Each name becomes an exact,
+# escaped regular expression.
+regex=""
+for t in "${failed[@]}"; do
+  regex+="${regex:+|}$(printf '%s' "$t" | sed 's/[][\\.^$*+?(){}|/]/\\&/g')"
+done
+(cd "$BUILD" && ctest -R "^($regex)\$" --output-on-failure --timeout 600 -j 1) >"$BUILD/rerun.log" 2>&1
 rc=$?
+cat "$BUILD/rerun.log"
+# A name that matches no test now (renamed, gone) is not a pass.
+ran=$(grep -c '^ *[0-9]*/[0-9]* Test *#' "$BUILD/rerun.log")
+if [ "$ran" -ne "${#failed[@]}" ]; then
+  echo "make test: the rerun ran $ran test(s), not the ${#failed[@]} that failed" >&2
+  exit 1
+fi
 if [ "$rc" -eq 0 ]; then
   for t in "${failed[@]}"; do echo "make test: FLAKY: $t failed beside other tests and passed alone"; done
 fi

@@ -34,5 +34,29 @@ grep -q 'FLAKY: Broken' <<<"$out" && { echo "FAIL: the broken test was called fl
 rm -f Testing/Temporary/LastTestsFailed.log
 out=$(bash "$SRC/scripts/ctest-rerun-failed.sh" . 2>&1); rc=$?
 [ "$rc" -ne 0 ] && grep -q 'no list of failed tests' <<<"$out" || { echo "FAIL: a missing list passed: $out"; FAILED=1; }
+# Numbers that move between runs (a list discovered at test time): the first run numbers Broken 2;
+# the rerun's list puts a passing test first, so Broken is 3 and number 2 is a test that passes.
+# The rerun must go by name and fail.
+mkdir -p "$TMP/moving"
+cat > "$TMP/moving/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.16)
+project(moving NONE)
+enable_testing()
+set_directory_properties(PROPERTIES TEST_INCLUDE_FILES "$TMP/moving/tests.cmake")
+CMAKE
+cat > "$TMP/moving/tests.cmake" <<CMAKE
+if(EXISTS "$TMP/moved")
+  add_test(Early true)
+endif()
+add_test(Ok true)
+add_test(Broken.Case/1 sh -c "echo moving-broken; exit 1")
+file(WRITE "$TMP/moved" "")
+CMAKE
+cmake -S "$TMP/moving" -B "$TMP/mb" >/dev/null || { echo "FAIL: cmake (moving)"; exit 1; }
+(cd "$TMP/mb" && ctest >/dev/null 2>&1) && { echo "FAIL: the moving project passed"; FAILED=1; }
+out=$(bash "$SRC/scripts/ctest-rerun-failed.sh" "$TMP/mb" 2>&1); rc=$?
+[ "$rc" -ne 0 ] || { echo "FAIL: a broken test whose number moved passed the rerun: $out"; FAILED=1; }
+grep -q 'moving-broken' <<<"$out" || { echo "FAIL: the rerun did not run the broken test by name: $out"; FAILED=1; }
+grep -q 'FLAKY' <<<"$out" && { echo "FAIL: a broken test was called flaky: $out"; FAILED=1; }
 [ "$FAILED" -eq 0 ] && echo "ctest_rerun_test: ok"
 exit "$FAILED"
