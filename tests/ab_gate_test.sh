@@ -37,8 +37,9 @@ refused "is a link" OUT="$TMP/outlink"
 (cd "$SRC" && env NEW_BIN="$TPBENCH" OUT="$TMP/never" bash scripts/ab-gate.sh no-such-revision) 2>"$TMP/err" >/dev/null
 [ $? -eq 2 ] && grep -q 'BASE_REV' "$TMP/err" || { echo "FAIL: an unknown BASE_REV: $(cat "$TMP/err")"; FAILED=1; }
 
-# A/A over two rounds: under 5 rounds no test, so only a 1000 % slowdown would fail.
-gate BASE_BIN="$TPBENCH" NEW_BIN="$TPBENCH" OUT="$TMP/aa" ROUNDS=2 THRESHOLD=10
+# A/A over two rounds: under 5 rounds no test, and beside a full ctest -j2 one 64K round once ran
+# 500x slower, so the threshold is out of reach: this checks the plumbing, not the timing.
+gate BASE_BIN="$TPBENCH" NEW_BIN="$TPBENCH" OUT="$TMP/aa" ROUNDS=2 THRESHOLD=999999
 rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: A/A gave exit $rc: $(tail -5 "$TMP/err")"; FAILED=1; }
 for f in A/r001-train.json A/r002-coll.json B/r001-coll.json B/r002-train.json verdict.md; do
@@ -53,7 +54,7 @@ cat >"$TMP/other" <<WRAP
 exec "$TPBENCH" "\${@/#4096/4000}"
 WRAP
 chmod +x "$TMP/other"
-gate BASE_BIN="$TPBENCH" NEW_BIN="$TMP/other" OUT="$TMP/ab" ROUNDS=2 THRESHOLD=10
+gate BASE_BIN="$TPBENCH" NEW_BIN="$TMP/other" OUT="$TMP/ab" ROUNDS=2 THRESHOLD=999999
 rc=$?
 [ "$rc" -eq 3 ] || { echo "FAIL: a new side with other points gave exit $rc, not 3: $(tail -5 "$TMP/err")"; FAILED=1; }
 grep -q 'missing in NEW' "$TMP/ab/verdict.md" || { echo "FAIL: verdict.md: $(cat "$TMP/ab/verdict.md")"; FAILED=1; }
