@@ -110,6 +110,15 @@ struct Outcome {
   bool filesWritten = false;  // .dat/.gp exist
 };
 
+// Removes the files an earlier report or history drew for chart `id` in dir: they would
+// contradict this one (remove(2) takes away a link, it does not follow it).
+void removeChartFiles(const fs::path& dir, const std::string& id) {
+  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
+    std::error_code ec;
+    fs::remove(dir / (id + ext), ec);
+  }
+}
+
 // Writes c's .dat and .gp and draws them, then moves them (and the PNG and SVG when drawn) into
 // dir; "" when drawn, else why not. gnuplot opens its outputs itself, following whatever sits
 // at a name, so it works in a scratch directory no one else can write to.
@@ -259,10 +268,7 @@ std::string report::writeChart(const Chart& c, const std::string& outDir, const 
   const OutLock lock("-o", outDir, (dir / ".tpbench-report.lock").string());
   removeLeftoverScratch(dir);
   for (const auto& [name, text] : extraFiles) writeText(dir / name, text);
-  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
-    std::error_code ec;
-    fs::remove(dir / (c.id + ext), ec);
-  }
+  removeChartFiles(dir, c.id);
   if (!c.hasData()) return c.reason;
   return draw(c, dir, findGnuplot(gnuplot), gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found");
 }
@@ -286,11 +292,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
     Outcome o;
     o.chart = buildChart(def, in);
     const Chart& c = o.chart;
-    // Files of an earlier report in the same directory would contradict this one.
-    for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
-      std::error_code ec;
-      fs::remove(dir / (c.id + ext), ec);
-    }
+    removeChartFiles(dir, c.id);
     o.reason = c.reason;
     if (c.hasData()) {
       o.reason = draw(c, dir, gnuplot, noGnuplot);
