@@ -80,7 +80,10 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   }
   char acc[16] = "n/a";
   if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
-  const std::string straggler = r.straggler.empty() || *note ? "" : "  ! straggler: " + r.straggler;
+  const std::string straggler = *note                 ? ""
+                                : !r.straggler.empty() ? "  ! straggler: " + r.straggler
+                                : !r.coreWait.empty()  ? "  ! core wait: " + r.coreWait
+                                                       : "";
   std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
               r.status.c_str(), r.samplesPerS, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str());
 }

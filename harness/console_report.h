@@ -46,6 +46,7 @@ struct TrainRow {
   std::string workload = "mlp";  // --workload's canonical text
   double bucketMb = -1;          // a bucketed strategy's --bucket_mb; negative for the others
   std::string straggler;         // record/stragglers.h, as text; "" when no rank held the run back
+  std::string coreWait;          // record/stragglers.h's coreWaitText; "" when no rank waited for a core
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.

@@ -440,11 +440,12 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   const RunSummary& s = run.summary;
   RunConfig point = run.config;
   point.repeatIndex = 0;
-  std::string straggler;
+  std::string straggler, coreWait;
   if (const auto st = stragglerOf(run)) straggler = stragglerText(*st);
+  if (const auto w = coreWaitOf(run)) coreWait = coreWaitText(*w);
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
                 std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
-                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler});
+                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler, coreWait});
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }

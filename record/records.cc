@@ -330,6 +330,7 @@ json EpochRecord::toJson() const {
     r["comm_s"] = numbers(ranks->commS);
     r["idle_s"] = numbers(ranks->idleS);
     if (!ranks->stepComputeS.empty()) r["step_compute_s"] = numbers(ranks->stepComputeS);
+    if (!ranks->stepComputeCpuS.empty()) r["step_compute_cpu_s"] = numbers(ranks->stepComputeCpuS);
     j["ranks"] = std::move(r);
   }
   return j;
@@ -375,6 +376,12 @@ EpochRecord EpochRecord::fromJson(const JsonIn& in) {
       a->array();
       if (a->size() != times.computeS.size()) a->fail("one entry per rank, as compute_s");
       for (std::size_t i = 0; i < a->size(); ++i) times.stepComputeS.push_back((*a)[i].number(0, kLargestFinite));
+    }
+    if (const auto a = r->find("step_compute_cpu_s")) {
+      a->array();
+      if (times.stepComputeS.empty()) a->fail("only beside step_compute_s");
+      if (a->size() != times.computeS.size()) a->fail("one entry per rank, as compute_s");
+      for (std::size_t i = 0; i < a->size(); ++i) times.stepComputeCpuS.push_back((*a)[i].number(0, kLargestFinite));
     }
     e.ranks = std::move(times);
   }

@@ -113,10 +113,13 @@ struct EpochRecord {
   // Each rank's seconds of the epoch, in rank order (several ranks; absent in older files):
   // computing, waiting on communication, and idle, the rest of the slowest rank's wall_s.
   // And each rank's median compute per step (absent where steps are not timed on the host, and in
-  // older files): one step that lost its core moves the sum, not the median.
+  // older files): one step that lost its core moves the sum, not the median. And the same median
+  // on the rank's CPU clock (absent where steps are not timed there, e.g. on a GPU): time spent
+  // waiting for a core moves the wall clock's, not this one.
   struct RankTimes {
     std::vector<double> computeS, commS, idleS;
-    std::vector<double> stepComputeS;  // empty: absent
+    std::vector<double> stepComputeS;     // empty: absent
+    std::vector<double> stepComputeCpuS;  // empty: absent; only beside stepComputeS
   };
   std::optional<RankTimes> ranks;
   nlohmann::json extra = nlohmann::json::object();

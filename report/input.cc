@@ -56,6 +56,7 @@ Run runOf(const RunRecord& r) {
     run.finalAccuracy = run.accuracy.back();
   run.scalingEfficiency = finiteOr(r.summary.scalingEfficiency);
   if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
+  else if (const auto w = coreWaitOf(r)) run.straggler = coreWaitText(*w);  // it held the run back too
   return run;
 }
 

@@ -42,7 +42,7 @@ struct Run {
   double samplesPerS = kNaN;
   double finalAccuracy = kNaN;
   double scalingEfficiency = kNaN;  // as recorded; NaN when null
-  std::string straggler;  // record/stragglers.h's text; "" when no rank held the run back
+  std::string straggler;  // record/stragglers.h's text (or its core wait's); "" when no rank held the run back
   bool ok() const { return status == "ok"; }
   double meanWall() const { return meanOf(wall); }
 };

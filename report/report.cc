@@ -247,8 +247,10 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
   if (!stragglers.rows.empty()) {
     page.heading(2, {text("Stragglers")});
     page.paragraph({text("A rank that held a point back: in a training run, the rank whose compute was 1.2x or more "
-                         "the median of the other computing ranks' in most epochs; in a collective point, the rank "
-                         "that was the slowest in most timed iterations with a median 1.2x or more the others'.")});
+                         "the median of the other computing ranks' in most epochs (its median step on its CPU clock "
+                         "where the record has it; a rank slower only on the wall clock waited for a core, and the "
+                         "row says so); in a collective point, the rank that was the slowest in most timed "
+                         "iterations with a median 1.2x or more the others'.")});
     page.table(stragglers);
   }
   page.heading(2, {text("Inputs")});

@@ -2,11 +2,12 @@
 # Measures the A/B gate's error rates (docs/reports.md, "The A/B gate"): records POOL rounds of
 # the gate's suite (scripts/ab-suite.sh) with one binary on both sides, and beside them the
 # training points slowed by a known amount (--slow_ranks on every rank: each rank's compute
-# waits out FACTOR-1 of itself again in every step; the knob's record is taken out of the slowed
-# files so that they read as a revision that got slower). Then it draws DECISIONS gate decisions
-# of ROUNDS rounds each from the pool (rounds drawn without replacement), runs
-# `tpbench compare --paired` on each, and prints per THRESHOLD and ALPHA of the grid how often
-# the A/A decision regressed (false positives) and how often the slowed one did (power).
+# takes FACTOR-1 of itself again in every step, spun out on its CPU clock; the knob's record is
+# taken out of the slowed files so that they read as a revision that got slower). Then it draws
+# DECISIONS gate decisions of ROUNDS rounds each from the pool (rounds drawn without
+# replacement), runs `tpbench compare --paired` on each, and prints per THRESHOLD and ALPHA of
+# the grid how often the A/A decision regressed (false positives) and how often the slowed one
+# did (power).
 #
 #   scripts/gate-error-rates.sh [TPBENCH]      default build/tpbench
 #     POOL=48 ROUNDS=12 DECISIONS=300 WORK=build/gate-rates

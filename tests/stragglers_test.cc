@@ -155,6 +155,53 @@ TEST(Stragglers, TheMedianStepIsTheMeasureWhereTheRecordHasIt) {
   EXPECT_EQ(stragglerText(*sums).rfind("rank 2 (compute 1.50x", 0), 0u) << stragglerText(*sums);
 }
 
+// Where the record has each rank's median step on its CPU clock too, that is the measure: a rank
+// that shared its core (more ranks than cores) took longer on the wall clock, not on its CPU
+// clock, and is said to have waited for a core instead of being named; a rank that computed more
+// is named, by its CPU clock, whatever the wall clock's medians say.
+TEST(Stragglers, TheCpuClockTellsASlowRankFromOneThatWaitedForACore) {
+  const auto withClocks = [](const std::vector<double>& wall, const std::vector<double>& cpu) {
+    json e = epochWith({1.0, 1.0, 1.0, 1.0});
+    e["ranks"]["step_compute_s"] = wall;
+    e["ranks"]["step_compute_cpu_s"] = cpu;
+    return e;
+  };
+  // What N = 4 on two cores gave here: rank 0's wall median 1.3x the others', every CPU median alike.
+  const RunRecord shared = runWith({withClocks({6.8, 5.2, 4.4, 6.7}, {3.5, 3.3, 3.2, 3.3}),
+                                    withClocks({6.9, 6.1, 4.4, 5.4}, {3.5, 3.5, 3.2, 3.5}),
+                                    withClocks({6.8, 5.3, 5.2, 5.3}, {3.5, 3.5, 3.3, 3.7})});
+  EXPECT_FALSE(stragglerOf(shared));
+  const auto w = coreWaitOf(shared);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->rank, 0);
+  EXPECT_EQ(w->epochs, 3);
+  EXPECT_EQ(coreWaitText(*w).rfind("rank 0 waited for a core (median step compute 1.", 0), 0u) << coreWaitText(*w);
+  // Rank 1 slowed 1.5x: named by its CPU clock although the wall clock's slowest was another rank.
+  const RunRecord slowed = runWith({withClocks({7.0, 6.9, 7.0, 5.5}, {3.7, 5.1, 3.7, 3.7}),
+                                    withClocks({7.3, 8.9, 4.8, 5.0}, {3.5, 5.1, 3.5, 3.4}),
+                                    withClocks({4.0, 6.7, 7.0, 7.2}, {3.4, 5.3, 3.4, 3.6})});
+  const auto s = stragglerOf(slowed);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 1);
+  EXPECT_TRUE(s->onCpuClock);
+  EXPECT_NEAR(s->ratio, 1.47, 0.03);
+  EXPECT_EQ(stragglerText(*s).rfind("rank 1 (median step compute on its CPU clock 1.4", 0), 0u) << stragglerText(*s);
+  EXPECT_FALSE(coreWaitOf(slowed));  // a straggler named is not also a core wait
+  // Equal on both clocks: neither.
+  const RunRecord even = runWith({withClocks({5.0, 5.1, 4.9, 5.0}, {3.4, 3.5, 3.4, 3.4})});
+  EXPECT_FALSE(stragglerOf(even));
+  EXPECT_FALSE(coreWaitOf(even));
+  // An epoch without the CPU clock's medians: the wall clock's for all, and no core wait said.
+  json noCpu = epochWith({1.0, 1.0, 1.0, 1.0});
+  noCpu["ranks"]["step_compute_s"] = {6.8, 5.2, 4.4, 5.0};
+  const RunRecord mixed = runWith({withClocks({6.8, 5.2, 4.4, 5.0}, {3.5, 3.3, 3.2, 3.3}), noCpu});
+  const auto m = stragglerOf(mixed);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->rank, 0);
+  EXPECT_FALSE(m->onCpuClock);
+  EXPECT_FALSE(coreWaitOf(mixed));
+}
+
 TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
   json bad = epochWith({1.0, 1.0});
   bad["ranks"]["idle_s"] = {0.0};
@@ -167,6 +214,18 @@ TEST(Stragglers, PerRankTimesAreCheckedOnRead) {
   bad["ranks"]["step_compute_s"] = {0.01};
   EXPECT_THROW(runWith({bad}), UsageError);
   bad["ranks"]["step_compute_s"] = {0.01, nullptr};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  // The CPU clock's medians: one per rank, numbers, and only beside the wall clock's.
+  bad = epochWith({1.0, 1.0});
+  bad["ranks"]["step_compute_cpu_s"] = {0.01, 0.01};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad["ranks"]["step_compute_s"] = {0.01, 0.01};
+  EXPECT_NO_THROW(runWith({bad}));
+  bad["ranks"]["step_compute_cpu_s"] = {0.01};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad["ranks"]["step_compute_cpu_s"] = {0.01, -1.0};
+  EXPECT_THROW(runWith({bad}), UsageError);
+  bad["ranks"]["step_compute_cpu_s"] = {0.01, nullptr};
   EXPECT_THROW(runWith({bad}), UsageError);
 }
 
@@ -192,11 +251,19 @@ TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
       if (slowed) {
         EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 1.5 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
       }
-      // Each rank's median step compute, timed on the host here. Not compared between the ranks:
-      // beside two busy processes the slowed rank (which sleeps out its extra time) had a median
-      // step of 10.7 ms and its peer, waiting for a core in every step, 11.6 ms, in 2 of 6 runs.
+      // Each rank's median step compute, timed on the host here, on the wall clock and the CPU
+      // clock. The wall clock's are not compared between the ranks: beside two busy processes a
+      // slowed rank had a median step of 10.7 ms and its peer, waiting for a core in every step,
+      // 11.6 ms, in 2 of 6 runs. The CPU clock's are: the slowed rank works its extra time out.
       ASSERT_EQ(e.at("ranks").at("step_compute_s").size(), 2u) << e;
       for (const auto& s : e.at("ranks").at("step_compute_s")) EXPECT_GT(s.get<double>(), 0.0) << e;
+      const json& cpu = e.at("ranks").at("step_compute_cpu_s");
+      ASSERT_EQ(cpu.size(), 2u) << e;
+      for (const auto& s : cpu) EXPECT_GT(s.get<double>(), 0.0) << e;
+      // 3x its own forward and backward; 2x the peer's whole step compute (optimizer included).
+      if (slowed) {
+        EXPECT_GT(cpu[1].get<double>(), 2.0 * cpu[0].get<double>()) << e;
+      }
     }
     if (slowed) {
       EXPECT_NE(r.out.find("straggler: rank 1"), std::string::npos) << r.out;

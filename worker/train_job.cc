@@ -50,6 +50,9 @@ EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
     if (e.rankStepComputeS.size() == e.rankComputeS.size() &&
         std::all_of(e.rankStepComputeS.begin(), e.rankStepComputeS.end(), [](double s) { return std::isfinite(s); }))
       times.stepComputeS = e.rankStepComputeS;
+    if (!times.stepComputeS.empty() && e.rankStepComputeCpuS.size() == e.rankComputeS.size() &&
+        std::all_of(e.rankStepComputeCpuS.begin(), e.rankStepComputeCpuS.end(), [](double s) { return std::isfinite(s); }))
+      times.stepComputeCpuS = e.rankStepComputeCpuS;
     r.ranks = std::move(times);
   }
   if (countsTraffic && !e.rankTraffic.empty()) {

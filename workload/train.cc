@@ -12,6 +12,7 @@
 #include "comm/cuda/stream_clock.h"
 #include "common/error.h"
 #include "common/fault.h"
+#include "common/cpu_clock.h"
 #include "common/slow_ranks.h"
 #include "common/trace.h"
 #include "workload/checkpoint.h"
@@ -201,10 +202,11 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
   if (t && t->size() > 1) {
     // wall, compute, comm, loss sum, steps, samples, then the traffic (exact in a double)
     const Traffic& m = mine.traffic;
-    double v[11] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
+    double v[12] = {mine.wallS, mine.computeS, mine.commS, mine.trainLoss * mine.steps,
                     static_cast<double>(mine.steps), static_cast<double>(mine.samples),
                     static_cast<double>(m.bytesSent), static_cast<double>(m.bytesRecv),
-                    static_cast<double>(m.msgsSent), static_cast<double>(m.msgsRecv), mine.stepComputeMedianS};
+                    static_cast<double>(m.msgsSent), static_cast<double>(m.msgsRecv), mine.stepComputeMedianS,
+                    mine.stepComputeCpuMedianS};
     if (t->rank() != 0) {
       t->sendHost(0, v, sizeof v);
       return s;
@@ -215,6 +217,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
       s.rankComputeS.push_back(x[1]);
       s.rankCommS.push_back(x[2]);
       s.rankStepComputeS.push_back(x[10]);
+      s.rankStepComputeCpuS.push_back(x[11]);
       if (x[5] > 0 || x[1] > 0) {
         compute += x[1];
         comm += x[2];
@@ -223,7 +226,7 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
     };
     add(v);
     for (int r = 1; r < t->size(); ++r) {
-      double o[11];
+      double o[12];
       t->recvHost(r, o, sizeof o);
       s.rankTraffic.push_back({static_cast<std::uint64_t>(o[6]), static_cast<std::uint64_t>(o[7]),
                                static_cast<std::uint64_t>(o[8]), static_cast<std::uint64_t>(o[9])});
@@ -343,12 +346,14 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     const Traffic before = t ? t->traffic() : Traffic{};
     const auto t0 = clock_type::now();
     std::vector<double> stepCompute;  // each step's share of s.computeS, as the step added it
+    std::vector<double> stepComputeCpu;  // and of s.computeCpuS
     for (std::size_t begin = 0; begin < n && stepsLeft(); begin += loop.rowsPerStep) {
       Step st{idx, begin, std::min(begin + loop.rowsPerStep, n), s, lossSum};
       trace::Span span("step", trace::Category::Step, "step", totalSteps);
-      const double computedBefore = s.computeS;
+      const double computedBefore = s.computeS, cpuBefore = s.computeCpuS;
       step(st);
       stepCompute.push_back(s.computeS - computedBefore);
+      stepComputeCpu.push_back(s.computeCpuS - cpuBefore);
       if (loop.countsSamples) {
         ++s.steps;
         s.samples += st.end - st.begin;
@@ -363,6 +368,8 @@ TrainResult runEpochs(const TrainConfig& cfg, const EpochLoop& loop, Distributed
     if (t) s.traffic = t->traffic() - before;
     const bool hostTimedSteps = !loop.computeIsWall && !(loop.gpuCompute && loop.gpuCompute->active()) && !loop.beforeClose;
     if (hostTimedSteps && !stepCompute.empty()) s.stepComputeMedianS = medianOf(stepCompute);
+    if (hostTimedSteps && loop.stepsTimeCpu && !stepComputeCpu.empty())
+      s.stepComputeCpuMedianS = medianOf(stepComputeCpu);
     if (loop.computeIsWall) s.computeS = s.wallS - s.commS;
     if (loop.gpuCompute && loop.gpuCompute->active()) {
       s.computeS = loop.gpuCompute->takeSpansS();
@@ -416,19 +423,31 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
       clock.restart();
     };
   }
-  // --slow_ranks: this rank's compute takes `slow` times as long; it waits out the difference
-  // after its backward, before the exchange, so its peers wait for it as for a slower device.
+  // Each step's compute is timed on this thread's CPU clock as well (ranks compute on one thread):
+  // a rank that waited for a core spends more wall time on it, not more CPU time.
+  loop.stepsTimeCpu = !gpu;
+  // --slow_ranks: this rank's compute takes `slow` times as long, after its backward and before
+  // the exchange, so its peers wait for it as for a slower device. On a GPU it waits out the
+  // difference; on the CPU it works it out, spinning until its CPU clock has run (slow - 1) times
+  // the step's forward and backward again, as a slower core would (a sleep would cost no CPU time
+  // and pay a wake-up on top).
   const double slow = slowFactors(cfg.slowRanks, world)[static_cast<std::size_t>(rank)];
   TrainResult result = runEpochs(cfg, loop, sampler, data, rep.model.get(), [&](Step& st) {
     StepMarks m{};
     m.start = clock.mark();
     const auto c0 = clock_type::now();
+    const double cpu0 = gpu ? 0 : threadCpuSeconds();
     sync.beforeBackward();
     st.lossSum.add_(rep.forwardBackward(data.train, st.indices, st.begin, st.end, 1.0));
-    if (slow > 1) {
-      if (gpu) synchronize(cfg);  // the device's compute, not the host's launch
+    if (slow > 1 && gpu) {
+      synchronize(cfg);  // the device's compute, not the host's launch
       std::this_thread::sleep_for((slow - 1) * (clock_type::now() - c0));
+    } else if (slow > 1) {
+      const double now = threadCpuSeconds(), until = now + (slow - 1) * (now - cpu0);
+      while (threadCpuSeconds() < until) {
+      }
     }
+    const double cpu1 = gpu ? 0 : threadCpuSeconds();
     m.backwardDone = clock.mark();
     if (exchanges && trace::enabled()) synchronize(cfg);
     const auto c1 = clock_type::now();
@@ -436,10 +455,12 @@ TrainResult trainReplicated(Transport* t, const TrainConfig& cfg, GradSync& sync
     st.stats.commS += trace::close(sync.traceName(), sync.traceCategory(), c1);
     m.optimizerStart = clock.mark();
     const auto c2 = clock_type::now();
+    const double cpu2 = gpu ? 0 : threadCpuSeconds();
     {
       trace::GpuSpan onGpu("optimizer", trace::Category::Optimizer, trace::Track::Gpu, gpuOf(device), nullptr);
       rep.step(sync.grads());
     }
+    if (!gpu) st.stats.computeCpuS += (cpu1 - cpu0) + (threadCpuSeconds() - cpu2);
     m.done = clock.mark();
     if (exchanges) marks.push_back(m);
     st.stats.computeS += std::chrono::duration<double>(c1 - c0).count() +

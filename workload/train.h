@@ -126,7 +126,7 @@ class StreamClock;
 struct Step {
   const torch::Tensor& indices;  // the epoch's sample order, on EpochLoop::device
   std::size_t begin, end;        // this step's rows [begin, end) of `indices`
-  EpochStats& stats;             // the step adds its computeS and commS
+  EpochStats& stats;             // the step adds its computeS and commS (and computeCpuS)
   torch::Tensor& lossSum;        // and its mean loss (a 0-dim float64 tensor on EpochLoop::device)
 };
 
@@ -141,6 +141,9 @@ struct EpochLoop {
   // True when steps never wait for the GPU (one rank, nothing to exchange): their compute time
   // is only launch time, so the epoch's compute_s becomes its wall time minus comm_s.
   bool computeIsWall = false;
+  // True when the steps also add their compute's CPU time on this thread (stats.computeCpuS), so
+  // that each epoch records the median step on the CPU clock beside the wall clock's.
+  bool stepsTimeCpu = false;
   // On a GPU, the clock this loop's steps record their computations on (closeSpan): the epoch's
   // compute_s is then its spans' time on the GPU and comm_s the rest of wall_s, read once the
   // epoch's end has waited for the stream. Null or inactive: the steps' own host figures stand.

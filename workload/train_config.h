@@ -70,9 +70,14 @@ struct EpochStats {
   // (NaN where the device's time is read after the epoch instead): unlike the epoch's sum, one
   // step that lost its core does not move it.
   double stepComputeMedianS = NAN;
+  // The same median on this thread's CPU clock (common/cpu_clock.h), where the step times its
+  // compute there too (EpochLoop::stepsTimeCpu; NaN elsewhere): a step that waited for a core
+  // costs no more of it, so it tells a slow rank from one that shared its core.
+  double computeCpuS = 0;  // the steps' compute on the CPU clock, summed (with stepsTimeCpu)
+  double stepComputeCpuMedianS = NAN;
   // After gatherEpoch, on rank 0 with several ranks: each rank's compute and comm seconds and its
-  // median step compute, in rank order (empty otherwise).
-  std::vector<double> rankComputeS, rankCommS, rankStepComputeS;
+  // median step compute on the wall and CPU clocks, in rank order (empty otherwise).
+  std::vector<double> rankComputeS, rankCommS, rankStepComputeS, rankStepComputeCpuS;
   // Model parallel strategies (workload/stages.h); -1 / empty elsewhere.
   double bubbleFraction = -1;  // idle time over wall time of each stage, averaged
   double bubbleFormula = -1;   // GPipe's (S-1)/(M+S-1) for the same S and M
