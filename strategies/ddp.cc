@@ -26,7 +26,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "core/registry.h"
-#include "strategies/ddp_buckets.h"
+#include "core/ddp_buckets.h"
 #include "workload/train.h"
 
 #ifdef TPB_HAVE_NCCL
@@ -138,7 +138,7 @@ class DdpSync final : public GradSync {
       comm_->broadcastFromRoot(r.flatParams->flat());
     }
     // Buckets in reverse parameter order, each a contiguous slice of flat_, cut by PyTorch's
-    // rule (strategies/ddp_buckets.h).
+    // rule (core/ddp_buckets.h).
     bucketOf_.assign(params_.size(), 0);
     std::vector<double> bytes;
     for (const auto& p : params_) bytes.push_back(p.numel() * 4.0);

@@ -1,4 +1,4 @@
-// ddp's bucket rule (strategies/ddp_buckets.h) against hand-worked cases and against PyTorch's own
+// ddp's bucket rule (core/ddp_buckets.h) against hand-worked cases and against PyTorch's own
 // dist._compute_bucket_assignment_by_size, run on the same sizes in Debian's python3-torch.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "strategies/ddp_buckets.h"
+#include "core/ddp_buckets.h"
 #include "tests/cli_util.h"
 
 namespace tpb {

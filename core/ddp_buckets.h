@@ -1,10 +1,11 @@
-// strategies/ddp_buckets.h — how ddp cuts the gradients into buckets: PyTorch's rule
+// core/ddp_buckets.h — how ddp cuts the gradients into buckets: PyTorch's rule
 // (compute_bucket_assignment_by_size, as its Reducer rebuilds the buckets after the first
 // iteration, in backward order). Parameters are taken in reverse order (the order backward
 // produces their gradients); each joins the open bucket, which closes once it holds at least its
 // limit: firstBytes for the first bucket (PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB,
 // whatever the cap), capBytes (--bucket_mb) for every later one. The last bucket takes what is
-// left. Header-only and LibTorch-free, so tests check the rule on sizes alone.
+// left. Header-only and LibTorch-free, so tests check the rule on sizes alone, and the step model
+// (cost_model/step_model.h) cuts its buckets as ddp does.
 #pragma once
 
 #include <cstddef>
