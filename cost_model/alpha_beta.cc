@@ -162,6 +162,34 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
   return fits;
 }
 
+AcrossN fitAcrossN(const std::vector<const Fit*>& group) {
+  AcrossN out;
+  std::vector<double> u, w, t;
+  for (const Fit* f : group) {
+    if (!f->formula) {
+      out.noFit = f->algo + " has no cost formula to fit across N";
+      return out;
+    }
+    out.ns.push_back(f->n);
+    const Cost c = f->formula->at(f->n);
+    for (const auto& s : f->samples) {
+      u.push_back(c.steps);
+      w.push_back(c.bytesFactor * s.bytes);
+      t.push_back(s.us);
+    }
+  }
+  std::sort(out.ns.begin(), out.ns.end());
+  if (t.size() < 2) {
+    out.noFit = "fewer than two measured sizes";
+    return out;
+  }
+  const TwoFit two = robustTwo(u, w, t);
+  out.alphaUs = two.alpha;
+  out.betaUsPerByte = two.beta;
+  out.noFit = whyNoFit(two.alpha, two.beta);
+  return out;
+}
+
 std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, bool>, std::vector<const Fit*>> groups;
   for (const auto& f : fits)
@@ -176,22 +204,14 @@ std::vector<Validation> leaveOneOut(const std::vector<Fit>& fits) {
     std::tie(v.op, v.algo, v.transport, v.device, v.inPlace) = key;
     v.predictedN = largest->n;
     v.carrier = largest->carrier;
-    std::vector<double> u, w, t;
-    for (const Fit* f : group) {
-      if (f == largest) continue;
-      v.fittedNs.push_back(f->n);
-      const Cost c = f->formula->at(f->n);
-      for (const auto& s : f->samples) {
-        u.push_back(c.steps);
-        w.push_back(c.bytesFactor * s.bytes);
-        t.push_back(s.us);
-      }
-    }
-    std::sort(v.fittedNs.begin(), v.fittedNs.end());
-    const TwoFit two = robustTwo(u, w, t);
-    v.alphaUs = two.alpha;
-    v.betaUsPerByte = two.beta;
-    v.noFit = whyNoFit(two.alpha, two.beta);
+    std::vector<const Fit*> others;
+    for (const Fit* f : group)
+      if (f != largest) others.push_back(f);
+    const AcrossN fitted = fitAcrossN(others);
+    v.fittedNs = fitted.ns;
+    v.alphaUs = fitted.alphaUs;
+    v.betaUsPerByte = fitted.betaUsPerByte;
+    v.noFit = fitted.noFit;
     if (!v.noFit.empty()) {
       out.push_back(std::move(v));
       continue;

@@ -77,6 +77,17 @@ std::string whyNoFit(double fixed, double perByte);
 // Groups the ok, measured records and fits each group with >= 2 sizes.
 std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records);
 
+// α and β fitted jointly over fits of one (op, algo, transport, device, placement) at their N
+// (each through its formula, Fit::formula), robustly as fitAll fits a line. noFit says why the
+// pair means nothing (as Fit::noFit), as does a group without a formula or with fewer than two
+// sizes in all.
+struct AcrossN {
+  double alphaUs = 0, betaUsPerByte = 0;
+  std::vector<int> ns;  // ascending
+  std::string noFit;
+};
+AcrossN fitAcrossN(const std::vector<const Fit*>& group);
+
 // Leave-one-out across N: per (op, algo, transport, device, placement) measured at >= 2 N, α and
 // β fitted jointly on every N but the largest, then each size at the largest N predicted.
 struct Validation {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzz targets call the readers in-process; this checks the same inputs through the real
 # command line: every reader's seeds (tests/fuzz/corpus/<name>/) and a random sample of what the
-# fuzzers kept ($FUZZ_BUILD/corpus/<name>/) are given to `compare`, `report`, `model` and `import`, and each
+# fuzzers kept ($FUZZ_BUILD/corpus/<name>/) are given to `compare`, `report`, `model`, `predict` and `import`, and each
 # run must end with exit 0 (compare: 3, a regression, too) or refuse with exit 2 and exactly one
 # line on stderr, without control characters, that names the file. Exit 1 (an error, not a
 # refusal), a crash or a refusal naming no file is a failure of this check.
@@ -68,6 +68,7 @@ while read -r f; do
   expect "$work/in.json" -- compare "$work/in.json" "$work/in.json"
   expect "$work/in.json" -- report "$work/in.json" -o "$work/out" --gnuplot ""
   expect "$work/in.json" -- model "$work/in.json"
+  expect "$work/in.json" -- predict --collectives "$work/in.json" --algo ring --n_gpus 2 --steps 1 --warmup 0
 done < <(inputs results; inputs model)
 
 while read -r f; do

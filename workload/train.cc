@@ -272,15 +272,14 @@ void closeEpoch(Transport* t, EpochStats mine, TrainableImpl* model, const DataS
   result.epochs.push_back(agg);
 }
 
-namespace {
-
-// The median of a non-empty list (the mean of the middle two for an even count).
 double medianOf(std::vector<double> xs) {
   const auto mid = xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2);
   std::nth_element(xs.begin(), mid, xs.end());
   if (xs.size() % 2) return *mid;
   return (*mid + *std::max_element(xs.begin(), mid)) / 2;
 }
+
+namespace {
 
 // The checkpoint after `epochs` epochs and `steps` steps: every rank gives its state (saveState
 // may gather it), the reporter writes it.

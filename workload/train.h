@@ -159,6 +159,9 @@ struct EpochLoop {
   std::function<void(const ModelState&)> loadState;
 };
 
+// The median of a non-empty list (the mean of the middle two for an even count).
+double medianOf(std::vector<double> xs);
+
 // Runs cfg.epochs epochs, stopping after cfg.maxSteps steps in all: per epoch the sampler's
 // order is uploaded to loop.device once, the ranks meet, `step` runs on each slice of
 // loop.rowsPerStep rows, and closeEpoch() aggregates the figures on rank 0, which evaluates

@@ -1,0 +1,41 @@
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/cli_checks.h"
+#include "harness/cli/commands.h"
+#include "harness/step_prediction.h"
+
+namespace tpb::cli {
+
+void addPredict(CLI::App& app, Action& action) {
+  auto o = std::make_shared<PredictOptions>();
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "Predict a data-parallel training step on N ranks from one rank's step measured here: forward, each "
+      "gradient's ready time in backward and the optimizer of --workload at --batch_size, and an allreduce's "
+      "alpha-beta fitted across N from --collectives (tpbench allreduce results) or taken from a --link preset. "
+      "Prints per N and bucket size the step, its communication, what stays exposed, the scaling efficiency "
+      "and the best bucket (ddp's buckets overlap backward; ring_all_reduce and allreduce reduce after it).");
+  cmd->add_option("--workload", o->workload, "What is trained (as tpbench run --workload)")->capture_default_str();
+  cmd->add_option("--hidden", o->hidden, "The MLP's hidden widths")->capture_default_str();
+  cmd->add_option("--batch_size", o->batchSize, "Per-rank batch")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "ddp, ring_all_reduce or allreduce")->capture_default_str();
+  cmd->add_option("--n_gpus", o->ns, "Rank counts to predict")->delimiter(',')->capture_default_str();
+  cmd->add_option("--bucket_mb", o->bucketMb, "ddp's bucket caps to predict, MiB")->delimiter(',')->capture_default_str();
+  cmd->add_option("--collectives", o->collectives, "Results files with in-place allreduce points on the CPU to fit from")
+      ->delimiter(',');
+  cmd->add_option("--algo", o->algo, "The allreduce algorithm fitted (default: ddp and allreduce library, ring_all_reduce ring)");
+  cmd->add_option("--link", o->link, "Instead of --collectives, a link preset (ring allreduce): nvlink4, pcie4, pcie5, ib_ndr, eth100");
+  cmd->add_option("--steps", o->steps, "Steps timed for the profile")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Steps run first, untimed")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the weights and data")->capture_default_str();
+  cmd->callback([&action, o, cmd] {
+    action = [o, cmd] {
+      checkGivenNotEmpty(cmd, "--link", o->link);
+      checkGivenNotEmpty(cmd, "--algo", o->algo);
+      return runPredict(*o, std::cout);
+    };
+  });
+}
+
+}  // namespace tpb::cli

@@ -1,0 +1,171 @@
+#include "harness/step_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "common/error.h"
+#include "common/format_bytes.h"
+#include "common/text_escape.h"
+#include "cost_model/alpha_beta.h"
+#include "cost_model/step_model.h"
+#include "record/results.h"
+#include "worker/worker.h"
+#include "workload/network_spec.h"
+#include "workload/step_profile.h"
+#include "workload/train_config.h"
+
+namespace tpb {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Where the allreduce's time comes from, and how to say so.
+struct AllreduceSource {
+  model::AllreduceTime time;
+  std::string text;
+};
+
+AllreduceSource fromCollectives(const PredictOptions& opt, const std::string& algo) {
+  std::vector<CollectiveRecord> records;
+  for (const auto& path : opt.collectives) {
+    const ResultsFile f = ResultsFile::load(path);
+    for (const CollectiveRecord& r : f.collectives())
+      if (r.op == "allreduce" && r.algo == algo && r.device == "cpu") records.push_back(r);
+  }
+  const std::vector<model::Fit> fits = model::fitAll(records);
+  // The in-place fits (what a strategy's gradients are reduced as) of the one transport with the most N.
+  std::map<std::string, std::vector<const model::Fit*>> byTransport;
+  for (const model::Fit& f : fits)
+    if (f.inPlace && f.noFit.empty()) byTransport[f.transport].push_back(&f);
+  const std::vector<const model::Fit*>* group = nullptr;
+  std::string transport;
+  for (const auto& [t, g] : byTransport)
+    if (!group || g.size() > group->size()) group = &g, transport = t;
+  if (!group) {
+    std::string names;
+    for (const auto& path : opt.collectives) names += (names.empty() ? "" : ", ") + path;
+    TPB_THROW(UsageError, "--collectives: no in-place allreduce " << algo << " on the CPU measured at 2 or more sizes in "
+                                                                   << names << " (tpbench allreduce --algos " << algo
+                                                                   << " --n_gpus 2,3 --bytes 64K,1M,4M)");
+  }
+  const model::AcrossN fit = model::fitAcrossN(*group);
+  const std::string carrier = group->front()->carrier.empty() ? transport : group->front()->carrier;
+  if (!fit.noFit.empty()) TPB_THROW(UsageError, "--collectives: allreduce " << algo << ": " << fit.noFit);
+  const auto formula = model::formulaOf("allreduce", algo);
+  TPB_CHECK(formula.has_value(), "predict: a fit of " << algo << " without its formula");
+  std::string ns;
+  for (int n : fit.ns) ns += (ns.empty() ? "" : ",") + std::to_string(n);
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "allreduce %s over %s, fitted on N=%s: alpha %.2f us per step, beta %.3g us/B (%.2f GB/s), through %s%s%s",
+                algo.c_str(), carrier.c_str(), ns.c_str(), fit.alphaUs, fit.betaUsPerByte,
+                fit.betaUsPerByte > 0 ? 1e-3 / fit.betaUsPerByte : INFINITY, formula->text.c_str(),
+                formula->assumption.empty() ? "" : "; ", formula->assumption.c_str());
+  return {model::alphaBetaTime(*formula, fit.alphaUs, fit.betaUsPerByte), text};
+}
+
+AllreduceSource fromLink(const std::string& name) {
+  const model::LinkPreset& link = model::findLink(name);
+  const CostFormula ring = ringAllreduceCost();
+  char text[512];
+  std::snprintf(text, sizeof text, "allreduce ring on %s (preset: alpha %.2f us, %.0f GB/s per direction; %s), through %s",
+                link.name.c_str(), link.alphaUs, link.gbps, link.source.c_str(), ring.text.c_str());
+  return {model::alphaBetaTime(ring, link.alphaUs, 1e-3 / link.gbps), text};
+}
+
+}  // namespace
+
+std::string allreduceAlgoOf(const std::string& strategy) {
+  if (strategy == "ddp" || strategy == "allreduce") return "library";
+  if (strategy == "ring_all_reduce") return "ring";
+  TPB_THROW(UsageError, "--strategy: '" << printable(strategy)
+                                        << "' is not one the step model covers (ddp, ring_all_reduce, allreduce)");
+}
+
+int runPredict(const PredictOptions& opt, std::ostream& os) {
+  // Every input is checked before anything is measured.
+  const std::string algo = opt.algo.empty() ? allreduceAlgoOf(opt.strategy) : opt.algo;
+  allreduceAlgoOf(opt.strategy);
+  const bool bucketed = opt.strategy == "ddp";
+  if (opt.collectives.empty() == opt.link.empty())
+    TPB_THROW(UsageError, "--collectives: give either results files to fit the allreduce from or --link, not "
+                              << (opt.link.empty() ? "neither" : "both"));
+  if (!opt.link.empty()) model::findLink(opt.link);
+  if (!opt.link.empty() && !opt.algo.empty())
+    TPB_THROW(UsageError, "--algo: a --link preset is modelled as a ring allreduce; --algo goes with --collectives");
+  if (!opt.algo.empty() && !model::formulaOf("allreduce", opt.algo))
+    TPB_THROW(UsageError, "--algo: '" << printable(opt.algo) << "' has no allreduce cost formula in this build");
+  for (int n : opt.ns)
+    if (n < 1 || n > 65536) TPB_THROW(UsageError, "--n_gpus: " << n << " is not in 1..65536");
+  for (double mb : opt.bucketMb)
+    if (!(mb > 0 && mb <= 1024)) TPB_THROW(UsageError, "--bucket_mb: " << mb << " is not in (0, 1024]");
+  if (opt.batchSize < 1 || opt.batchSize > 65536) TPB_THROW(UsageError, "--batch_size: must be in 1..65536");
+  if (opt.steps < 1 || opt.steps > 100000) TPB_THROW(UsageError, "--steps: must be in 1..100000");
+  if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
+  const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
+  const AllreduceSource source = opt.link.empty() ? fromCollectives(opt, algo) : fromLink(opt.link);
+
+  TrainConfig cfg;
+  cfg.workload = workloadText(spec);
+  cfg.hidden = opt.hidden;
+  cfg.batchSize = opt.batchSize;
+  cfg.seed = opt.seed;
+  cfg.trainSize = static_cast<std::size_t>(opt.batchSize) * 4;
+  startRankProcess();  // one thread, as every rank computes
+  const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps);
+
+  model::StepProfile p;
+  p.forwardS = m.forwardS;
+  p.backwardS = m.backwardS;
+  p.optimizerS = m.optimizerS;
+  for (std::size_t i = 0; i < m.names.size(); ++i) p.params.push_back({m.names[i], m.bytes[i], m.gradReadyS[i]});
+  char line[768];
+  std::snprintf(line, sizeof line,
+                "# measured: %s at batch %d, one rank on this CPU, median of %d steps after %d warm-up: forward %.3f ms, "
+                "backward %.3f ms, optimizer %.3f ms (step %.3f ms; whole steps %.3f-%.3f ms); %zu parameters, %s of "
+                "gradients\n",
+                cfg.workload.c_str(), opt.batchSize, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
+                1e3 * m.optimizerS, 1e3 * p.computeS(), 1e3 * m.stepMinS, 1e3 * m.stepMaxS, p.params.size(),
+                formatBytesApprox(p.gradientBytes()).c_str());
+  os << line << "# " << source.text << "\n";
+  os << "# predicted: " << opt.strategy
+     << (bucketed ? " (DDP's buckets, each allreduce launched when its last gradient is ready, one at a time)"
+                  : " (one allreduce of every gradient after backward)")
+     << "; weak scaling, each rank keeps batch " << opt.batchSize << "\n";
+  std::snprintf(line, sizeof line, "#  %5s %10s %7s %10s %10s %11s %10s %11s\n", "N", "bucket_MiB", "buckets", "step_ms",
+                "comm_ms", "exposed_ms", "efficiency", "samples/s");
+  os << line;
+  const std::vector<double> caps = bucketed ? opt.bucketMb : std::vector<double>{0};
+  for (int n : opt.ns) {
+    std::vector<double> capsBytes;
+    for (double mb : caps) {
+      const model::StepPlan plan{n, bucketed ? model::Sync::Bucketed : model::Sync::AfterBackward,
+                                 bucketed ? mb * kMiB : 1.0};
+      const model::StepPrediction s = model::predictStep(p, plan, source.time);
+      char bucket[32] = "-";
+      if (bucketed) std::snprintf(bucket, sizeof bucket, "%g", mb);
+      std::snprintf(line, sizeof line, "   %5d %10s %7zu %10.3f %10.3f %11.3f %9.1f%% %11.0f\n", n, bucket,
+                    s.allreduces.size(), 1e3 * s.stepS, 1e3 * s.commS, 1e3 * s.exposedCommS, 100 * s.scalingEfficiency,
+                    n * opt.batchSize / s.stepS);
+      os << line;
+      capsBytes.push_back(mb * kMiB);
+    }
+    if (bucketed && caps.size() > 1 && n > 1) {
+      const model::BucketChoice best = model::bestBucket(p, n, capsBytes, source.time);
+      std::snprintf(line, sizeof line, "#  best bucket at N=%d: %g MiB of those given (%.3f ms)\n", n,
+                    best.capBytes / kMiB, 1e3 * best.prediction.stepS);
+      os << line;
+    }
+  }
+  if (!opt.link.empty())
+    os << "# the compute is this CPU's, the allreduce the link's: a GPU computes faster, and would leave more of "
+          "the communication exposed\n";
+  os << "# the model leaves out compute and communication slowing each other (shared cores and memory "
+        "bandwidth), the buckets' copies, and stragglers\n";
+  return 0;
+}
+
+}  // namespace tpb

@@ -1,0 +1,37 @@
+// harness/step_prediction.h — `tpbench predict`: measures one rank's training step of a workload
+// on this CPU (workload/step_profile.h), takes an allreduce's α-β (fitted across N from
+// collective results files, or a published link preset), and prints the step model's prediction
+// (cost_model/step_model.h) per N and bucket size: step time, communication, what of it stays
+// exposed, scaling efficiency, and the best bucket per N. What is measured and what is predicted
+// are said apart.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tpb {
+
+struct PredictOptions {
+  std::string workload = "mlp";
+  std::string hidden = "512,512";
+  int batchSize = 64;
+  std::string strategy = "ddp";  // ddp (buckets overlap backward); ring_all_reduce, allreduce (after it)
+  std::vector<int> ns = {2, 4, 8};
+  std::vector<double> bucketMb = {1, 5, 25};
+  std::vector<std::string> collectives;  // results files with allreduce points to fit α-β from
+  std::string algo;                      // the allreduce algorithm fitted; "": the strategy's own
+  std::string link;                      // a link preset instead of collectives
+  int warmup = 3, steps = 20;
+  unsigned long long seed = 1;
+};
+
+// The allreduce algorithm whose α-β a strategy's gradients go through on the CPU: ddp and
+// allreduce reduce with the collective library (`library`), ring_all_reduce with `ring`.
+// Throws UsageError naming --strategy for one the model does not cover.
+std::string allreduceAlgoOf(const std::string& strategy);
+
+// Throws UsageError (one line naming the flag or file) before measuring anything.
+int runPredict(const PredictOptions& opt, std::ostream& os);
+
+}  // namespace tpb

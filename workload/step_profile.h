@@ -1,0 +1,32 @@
+// workload/step_profile.h — one rank's training step of a workload, measured alone on this
+// machine: forward, backward with the moment each parameter's gradient became ready, and the
+// optimizer. What the step model (cost_model/step_model.h) needs to predict the step on N ranks.
+//
+// The step is the replicated strategies' (workload/train.h's Replica): the batch gathered,
+// forward and loss, backward, the flat SGD step. Each gradient's ready time is read in an
+// autograd hook on its parameter, as DDP's hooks see it, from backward's start. On the CPU only:
+// on a GPU the hooks fire when the host queues the work, not when it is done.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workload/train_config.h"
+
+namespace tpb {
+
+struct MeasuredStep {
+  int steps = 0;  // timed steps the medians are over (after the warm-up)
+  double forwardS = 0, backwardS = 0, optimizerS = 0;  // medians
+  double stepMinS = 0, stepMaxS = 0;                    // the timed steps' whole compute, min and max
+  std::vector<std::string> names;  // each parameter, in the flat (forward) order
+  std::vector<double> bytes;       // its gradient's bytes
+  std::vector<double> gradReadyS;  // median, from backward's start; at most backwardS
+};
+
+// Runs `warmup` untimed and then `steps` timed steps of cfg's workload at cfg.batchSize on the
+// CPU, in this thread (call worker/worker.h's startRankProcess() first for a rank's settings).
+// Throws UsageError for a configuration it cannot profile (not the CPU, steps < 1).
+MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps);
+
+}  // namespace tpb
