@@ -287,26 +287,37 @@ const std::vector<LinkPreset>& linkPresets() {
   // bidirectional per GPU (NVIDIA H100 datasheet) = 450 GB/s each way through NVSwitch; PCIe 4.0
   // x16 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s; PCIe 5.0 x16 = 63 GB/s (PCI-SIG); InfiniBand
   // NDR 400 Gb/s per port = 50 GB/s (NVIDIA ConnectX-7); 100 GbE = 12.5 GB/s (IEEE 802.3).
+  // B200's NVLink 5: 1.8 TB/s bidirectional per GPU (NVIDIA Blackwell datasheet) = 900 GB/s each
+  // way; InfiniBand XDR 800 Gb/s per port = 100 GB/s (NVIDIA ConnectX-8); 400 GbE = 50 GB/s.
   static const std::vector<LinkPreset> presets = {
       {"nvlink4", "NVLink 4 through NVSwitch (H100 SXM5, 8 GPUs in one node)", 3.4, 450.0,
        "NVIDIA H100 datasheet (900 GB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
+      {"nvlink5", "NVLink 5 through NVSwitch (B200, 8 GPUs in one node)", 3.4, 900.0,
+       "NVIDIA B200 datasheet (1.8 TB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
       {"pcie4", "PCIe 4.0 x16", 5.7, 31.5, "PCI-SIG PCIe 4.0; NCCL tuning.cc hwLat PCI ring"},
       {"pcie5", "PCIe 5.0 x16", 5.7, 63.0, "PCI-SIG PCIe 5.0; NCCL tuning.cc hwLat PCI ring"},
       {"ib_ndr", "InfiniBand NDR, one 400 Gb/s port per GPU (across nodes)", 9.6, 50.0,
        "NVIDIA ConnectX-7 NDR 400 Gb/s; NCCL tuning.cc hwLat network ring"},
+      {"ib_xdr", "InfiniBand XDR, one 800 Gb/s port per GPU (across nodes)", 9.6, 100.0,
+       "NVIDIA ConnectX-8 XDR 800 Gb/s; NCCL tuning.cc hwLat network ring"},
+      {"eth400", "400 Gb Ethernet, one port per GPU (across nodes)", 9.6, 50.0,
+       "IEEE 802.3 400GbE; NCCL tuning.cc hwLat network ring"},
       {"eth100", "100 Gb Ethernet, one port per node (across nodes)", 9.6, 12.5,
        "IEEE 802.3 100GbE; NCCL tuning.cc hwLat network ring"},
   };
   return presets;
 }
 
-const LinkPreset& findLink(const std::string& name) {
+std::string linkNames() {
   std::string names;
-  for (const auto& l : linkPresets()) {
+  for (const auto& l : linkPresets()) names += (names.empty() ? "" : ", ") + l.name;
+  return names;
+}
+
+const LinkPreset& findLink(const std::string& name) {
+  for (const auto& l : linkPresets())
     if (l.name == name) return l;
-    names += (names.empty() ? "" : ", ") + l.name;
-  }
-  TPB_THROW(UsageError, "--link: unknown link '" << name << "' (choose from " << names << ")");
+  TPB_THROW(UsageError, "--link: unknown link '" << name << "' (choose from " << linkNames() << ")");
 }
 
 Projection project(const Formula& f, double busFactor, const LinkPreset& link, int n, double bytes) {

@@ -136,6 +136,8 @@ struct LinkPreset {
 const std::vector<LinkPreset>& linkPresets();
 // Throws UsageError naming --link and the presets.
 const LinkPreset& findLink(const std::string& name);
+// "nvlink4, nvlink5, ...": the presets' names, for --help.
+std::string linkNames();
 
 // Time (µs) and busbw (GB/s, nccl-tests' factor for the op) of (op, algo) at n ranks and S bytes
 // on a link: T = a(N)·α_link + b(N)·S/bw_link. Nothing of this machine enters it.

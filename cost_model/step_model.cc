@@ -90,6 +90,55 @@ StepPrediction predictStep(const StepProfile& p, const StepPlan& plan, const All
   return out;
 }
 
+const std::vector<DevicePreset>& devicePresets() {
+  // Dense BF16/FP16 tensor-core peaks and HBM bandwidths of the SXM parts, from NVIDIA's
+  // datasheets (sparsity doubles the tensor figures there; not used here).
+  static const std::vector<DevicePreset> presets = {
+      {"v100", "NVIDIA V100 SXM2", 125, 900, "NVIDIA V100 datasheet: 125 TFLOPS tensor, 900 GB/s HBM2"},
+      {"a100", "NVIDIA A100 SXM 80GB", 312, 2039, "NVIDIA A100 datasheet: 312 TFLOPS BF16, 2039 GB/s HBM2e"},
+      {"h100", "NVIDIA H100 SXM5", 989, 3350, "NVIDIA H100 datasheet: 989 TFLOPS BF16 dense, 3.35 TB/s HBM3"},
+      {"h200", "NVIDIA H200 SXM", 989, 4800, "NVIDIA H200 datasheet: 989 TFLOPS BF16 dense, 4.8 TB/s HBM3e"},
+      {"b200", "NVIDIA B200 (HGX)", 2250, 8000, "NVIDIA HGX B200 datasheet: 2.25 PFLOPS BF16 dense, 8 TB/s HBM3e"},
+  };
+  return presets;
+}
+
+std::string deviceNames() {
+  std::string names;
+  for (const auto& d : devicePresets()) names += (names.empty() ? "" : ", ") + d.name;
+  return names;
+}
+
+const DevicePreset& findDevice(const std::string& name) {
+  for (const auto& d : devicePresets())
+    if (d.name == name) return d;
+  TPB_THROW(UsageError, "--gpu: unknown device '" << name << "' (choose from " << deviceNames() << ")");
+}
+
+StepProfile profileFromFlops(const std::vector<BlockCost>& blocks, int batch, const DevicePreset& device, double mfu) {
+  if (!(mfu > 0 && mfu <= 1)) TPB_THROW(UsageError, "--mfu: must be in (0, 1], got " << mfu);
+  if (batch < 1) TPB_THROW(UsageError, "--batch_size: must be at least 1, got " << batch);
+  if (blocks.empty()) TPB_THROW(UsageError, "step model: a network without blocks");
+  const double flopsPerS = device.peakTflops * 1e12 * mfu;
+  StepProfile p;
+  std::vector<double> backward;
+  for (const BlockCost& b : blocks) {
+    const double forward = b.forwardFlopsPerSample * batch / flopsPerS;
+    p.forwardS += forward;
+    backward.push_back(2 * forward);
+    p.backwardS += 2 * forward;
+  }
+  double done = 0;  // backward runs from the last block to the first
+  std::vector<double> ready(blocks.size());
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    done += backward[i];
+    ready[i] = std::min(done, p.backwardS);
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) p.params.push_back({blocks[i].name, blocks[i].gradientBytes, ready[i]});
+  p.optimizerS = 5 * p.gradientBytes() / (device.memoryGBps * 1e9);
+  return p;
+}
+
 BucketChoice bestBucket(const StepProfile& p, int n, const std::vector<double>& capsBytes,
                         const AllreduceTime& allreduce) {
   if (capsBytes.empty()) TPB_THROW(UsageError, "step model: no bucket sizes to choose from");

@@ -88,6 +88,32 @@ struct StepPrediction {
 // plan's N is below 1 or a Bucketed cap is not a positive finite size.
 StepPrediction predictStep(const StepProfile& p, const StepPlan& plan, const AllreduceTime& allreduce);
 
+// A GPU's published peak: dense (no sparsity) 16-bit tensor throughput and memory bandwidth.
+struct DevicePreset {
+  std::string name, description;
+  double peakTflops = 0;  // dense BF16/FP16 tensor cores
+  double memoryGBps = 0;  // HBM
+  std::string source;
+};
+const std::vector<DevicePreset>& devicePresets();
+// Throws UsageError naming --gpu and the presets.
+const DevicePreset& findDevice(const std::string& name);
+std::string deviceNames();
+
+// One block of a network (workload/network_spec.h's networkBlockCosts), in forward order.
+struct BlockCost {
+  std::string name;
+  double forwardFlopsPerSample = 0;
+  double gradientBytes = 0;
+};
+
+// One rank's step on a device from FLOPs instead of a measurement: each block's forward takes its
+// FLOPs x batch at `mfu` (the fraction of peak reached) and its backward twice that, in reverse
+// order, its gradients ready when its backward ends; the optimizer (SGD with momentum) moves 20
+// bytes per 4-byte parameter (read weight, gradient and momentum, write weight and momentum) at
+// the memory's bandwidth. Throws UsageError for an mfu outside (0, 1], a batch below 1 or no blocks.
+StepProfile profileFromFlops(const std::vector<BlockCost>& blocks, int batch, const DevicePreset& device, double mfu);
+
 // The cap among `capsBytes` with the shortest predicted step (the smaller cap where two tie).
 struct BucketChoice {
   double capBytes = 0;

@@ -67,47 +67,46 @@ AllreduceSource fromCollectives(const PredictOptions& opt, const std::string& al
   return {model::alphaBetaTime(*formula, fit.alphaUs, fit.betaUsPerByte), text};
 }
 
-AllreduceSource fromLink(const std::string& name) {
-  const model::LinkPreset& link = model::findLink(name);
+std::string linkText(const model::LinkPreset& link) {
+  char text[384];
+  std::snprintf(text, sizeof text, "%s (preset: alpha %.2f us, %.0f GB/s per direction; %s)", link.name.c_str(),
+                link.alphaUs, link.gbps, link.source.c_str());
+  return text;
+}
+
+AllreduceSource fromLink(const PredictOptions& opt) {
+  const model::LinkPreset& link = model::findLink(opt.link);
   const CostFormula ring = ringAllreduceCost();
-  char text[512];
-  std::snprintf(text, sizeof text, "allreduce ring on %s (preset: alpha %.2f us, %.0f GB/s per direction; %s), through %s",
-                link.name.c_str(), link.alphaUs, link.gbps, link.source.c_str(), ring.text.c_str());
-  return {model::alphaBetaTime(ring, link.alphaUs, 1e-3 / link.gbps), text};
+  const model::AllreduceTime within = model::alphaBetaTime(ring, link.alphaUs, 1e-3 / link.gbps);
+  const std::string text = "allreduce ring on " + linkText(link);
+  if (opt.interLink.empty()) return {within, text + ", through " + ring.text};
+  // Across nodes one ring runs through every GPU; as NCCL's tuning model counts it, 2(nodes-1) of
+  // its 2(N-1) steps cross the network and the rest stay in a node, and its bandwidth is the slower link's.
+  const model::LinkPreset& across = model::findLink(opt.interLink);
+  const int perNode = opt.gpusPerNode;
+  const double alphaIn = link.alphaUs, alphaOut = across.alphaUs, gbps = std::min(link.gbps, across.gbps);
+  const auto time = [within, perNode, alphaIn, alphaOut, gbps](double bytes, int n) {
+    if (n <= perNode) return within(bytes, n);
+    const int nodes = (n + perNode - 1) / perNode;
+    const double outSteps = 2.0 * (nodes - 1), inSteps = 2.0 * (n - 1) - outSteps;
+    return (outSteps * alphaOut + inSteps * alphaIn + 2.0 * (n - 1) / n * bytes / (gbps * 1e3)) * 1e-6;
+  };
+  return {time, text + " within a node of " + std::to_string(perNode) + " GPUs, and " + linkText(across) +
+                    " between nodes: one ring over every GPU, 2(nodes-1) of its 2(N-1) steps at the network's " +
+                    "latency, the rest at the node's, and the slower link's bandwidth"};
 }
 
-}  // namespace
-
-std::string allreduceAlgoOf(const std::string& strategy) {
-  if (strategy == "ddp" || strategy == "allreduce") return "library";
-  if (strategy == "ring_all_reduce") return "ring";
-  TPB_THROW(UsageError, "--strategy: '" << printable(strategy)
-                                        << "' is not one the step model covers (ddp, ring_all_reduce, allreduce)");
+// --workload's blocks as the step model reads them (workload/network_spec.h).
+std::vector<model::BlockCost> blocksOf(const NetworkSpec& spec) {
+  std::vector<model::BlockCost> blocks;
+  const std::vector<NetworkCost> costs = networkBlockCosts(spec);
+  for (std::size_t i = 0; i < costs.size(); ++i)
+    blocks.push_back({"block " + std::to_string(i), costs[i].forwardFlops, static_cast<double>(costs[i].gradientBytes)});
+  return blocks;
 }
 
-int runPredict(const PredictOptions& opt, std::ostream& os) {
-  // Every input is checked before anything is measured.
-  const std::string algo = opt.algo.empty() ? allreduceAlgoOf(opt.strategy) : opt.algo;
-  allreduceAlgoOf(opt.strategy);
-  const bool bucketed = opt.strategy == "ddp";
-  if (opt.collectives.empty() == opt.link.empty())
-    TPB_THROW(UsageError, "--collectives: give either results files to fit the allreduce from or --link, not "
-                              << (opt.link.empty() ? "neither" : "both"));
-  if (!opt.link.empty()) model::findLink(opt.link);
-  if (!opt.link.empty() && !opt.algo.empty())
-    TPB_THROW(UsageError, "--algo: a --link preset is modelled as a ring allreduce; --algo goes with --collectives");
-  if (!opt.algo.empty() && !model::formulaOf("allreduce", opt.algo))
-    TPB_THROW(UsageError, "--algo: '" << printable(opt.algo) << "' has no allreduce cost formula in this build");
-  for (int n : opt.ns)
-    if (n < 1 || n > 65536) TPB_THROW(UsageError, "--n_gpus: " << n << " is not in 1..65536");
-  for (double mb : opt.bucketMb)
-    if (!(mb > 0 && mb <= 1024)) TPB_THROW(UsageError, "--bucket_mb: " << mb << " is not in (0, 1024]");
-  if (opt.batchSize < 1 || opt.batchSize > 65536) TPB_THROW(UsageError, "--batch_size: must be in 1..65536");
-  if (opt.steps < 1 || opt.steps > 100000) TPB_THROW(UsageError, "--steps: must be in 1..100000");
-  if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
-  const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
-  const AllreduceSource source = opt.link.empty() ? fromCollectives(opt, algo) : fromLink(opt.link);
-
+// One rank's step of the workload measured here, said in one line.
+model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec& spec, std::ostream& os) {
   TrainConfig cfg;
   cfg.workload = workloadText(spec);
   cfg.hidden = opt.hidden;
@@ -116,7 +115,6 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
   cfg.trainSize = static_cast<std::size_t>(opt.batchSize) * 4;
   startRankProcess();  // one thread, as every rank computes
   const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps);
-
   model::StepProfile p;
   p.forwardS = m.forwardS;
   p.backwardS = m.backwardS;
@@ -130,7 +128,74 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
                 cfg.workload.c_str(), opt.batchSize, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
                 1e3 * m.optimizerS, 1e3 * p.computeS(), 1e3 * m.stepMinS, 1e3 * m.stepMaxS, p.params.size(),
                 formatBytesApprox(p.gradientBytes()).c_str());
-  os << line << "# " << source.text << "\n";
+  os << line;
+  return p;
+}
+
+// One rank's step on a GPU preset from the workload's FLOPs, said in one line.
+model::StepProfile flopsProfile(const PredictOptions& opt, const NetworkSpec& spec, std::ostream& os) {
+  const model::DevicePreset& d = model::findDevice(opt.gpu);
+  const model::StepProfile p = model::profileFromFlops(blocksOf(spec), opt.batchSize, d, opt.mfu);
+  char line[768];
+  std::snprintf(line, sizeof line,
+                "# from FLOPs: %s at batch %d on %s (%s) at %.0f %% of peak: forward %.3f ms, backward %.3f ms "
+                "(twice forward), optimizer %.3f ms (20 B per parameter at the memory's rate); %zu blocks, %s of "
+                "float32 gradients\n",
+                workloadText(spec).c_str(), opt.batchSize, d.description.c_str(), d.source.c_str(), 100 * opt.mfu,
+                1e3 * p.forwardS, 1e3 * p.backwardS, 1e3 * p.optimizerS, p.params.size(),
+                formatBytesApprox(p.gradientBytes()).c_str());
+  os << line;
+  return p;
+}
+
+}  // namespace
+
+std::string allreduceAlgoOf(const std::string& strategy) {
+  if (strategy == "ddp" || strategy == "allreduce") return "library";
+  if (strategy == "ring_all_reduce") return "ring";
+  TPB_THROW(UsageError, "--strategy: '" << printable(strategy)
+                                        << "' is not one the step model covers (ddp, ring_all_reduce, allreduce)");
+}
+
+int runPredict(const PredictOptions& opt, std::ostream& os) {
+  // Every input is checked before anything is measured.
+  const std::string own = allreduceAlgoOf(opt.strategy);
+  const std::string algo = opt.algo.empty() ? own : opt.algo;
+  const bool bucketed = opt.strategy == "ddp";
+  if (opt.collectives.empty() == opt.link.empty())
+    TPB_THROW(UsageError, "--collectives: give either results files to fit the allreduce from or --link, not "
+                              << (opt.link.empty() ? "neither" : "both"));
+  if (!opt.link.empty()) model::findLink(opt.link);
+  if (!opt.interLink.empty()) {
+    if (opt.link.empty()) TPB_THROW(UsageError, "--inter_link: goes with --link (the link within a node)");
+    model::findLink(opt.interLink);
+  }
+  if (opt.gpusPerNode < 1 || opt.gpusPerNode > 1024) TPB_THROW(UsageError, "--gpus_per_node: must be in 1..1024");
+  if (!opt.gpu.empty()) {
+    model::findDevice(opt.gpu);
+    if (opt.link.empty())
+      TPB_THROW(UsageError, "--gpu: goes with --link (a GPU's step beside this CPU's allreduce would mean nothing)");
+    if (!(opt.mfu > 0 && opt.mfu <= 1))
+      TPB_THROW(UsageError, "--mfu: give the fraction of the GPU's dense peak the workload reaches, in (0, 1] (with --gpu)");
+  } else if (!std::isnan(opt.mfu)) {
+    TPB_THROW(UsageError, "--mfu: goes with --gpu");
+  }
+  if (!opt.link.empty() && !opt.algo.empty())
+    TPB_THROW(UsageError, "--algo: a --link preset is modelled as a ring allreduce; --algo goes with --collectives");
+  if (!opt.algo.empty() && !model::formulaOf("allreduce", opt.algo))
+    TPB_THROW(UsageError, "--algo: '" << printable(opt.algo) << "' has no allreduce cost formula in this build");
+  for (int n : opt.ns)
+    if (n < 1 || n > 65536) TPB_THROW(UsageError, "--n_gpus: " << n << " is not in 1..65536");
+  for (double mb : opt.bucketMb)
+    if (!(mb > 0 && mb <= 1024)) TPB_THROW(UsageError, "--bucket_mb: " << mb << " is not in (0, 1024]");
+  if (opt.batchSize < 1 || opt.batchSize > 65536) TPB_THROW(UsageError, "--batch_size: must be in 1..65536");
+  if (opt.steps < 1 || opt.steps > 100000) TPB_THROW(UsageError, "--steps: must be in 1..100000");
+  if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
+  const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
+  const AllreduceSource source = opt.link.empty() ? fromCollectives(opt, algo) : fromLink(opt);
+  const model::StepProfile p = opt.gpu.empty() ? measuredProfile(opt, spec, os) : flopsProfile(opt, spec, os);
+  char line[768];
+  os << "# " << source.text << "\n";
   os << "# predicted: " << opt.strategy
      << (bucketed ? " (DDP's buckets, each allreduce launched when its last gradient is ready, one at a time)"
                   : " (one allreduce of every gradient after backward)")
@@ -160,7 +225,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
       os << line;
     }
   }
-  if (!opt.link.empty())
+  if (!opt.link.empty() && opt.gpu.empty())
     os << "# the compute is this CPU's, the allreduce the link's: a GPU computes faster, and would leave more of "
           "the communication exposed\n";
   os << "# the model leaves out compute and communication slowing each other (shared cores and memory "

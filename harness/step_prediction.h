@@ -6,6 +6,7 @@
 // are said apart.
 #pragma once
 
+#include <cmath>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,14 @@ struct PredictOptions {
   std::vector<std::string> collectives;  // results files with allreduce points to fit α-β from
   std::string algo;                      // the allreduce algorithm fitted; "": the strategy's own
   std::string link;                      // a link preset instead of collectives
+  // Across nodes: above gpusPerNode ranks the ring runs over interLink (each GPU its own port),
+  // the slower link of every ring step. "": one link for every N.
+  std::string interLink;
+  int gpusPerNode = 8;
+  // A GPU preset: its step from the workload's FLOPs at mfu of its peak (the user's figure: no
+  // default), nothing measured here.
+  std::string gpu;
+  double mfu = NAN;
   int warmup = 3, steps = 20;
   unsigned long long seed = 1;
 };

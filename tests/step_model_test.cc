@@ -110,6 +110,38 @@ TEST(StepModel, AlphaBetaTimeIsTheFormulasLine) {
   EXPECT_NEAR(t(0, 2), 2 * 10.0 * 1e-6, 1e-15);
 }
 
+// From FLOPs: forward at mfu of the peak, backward twice it in reverse order, each block's gradients
+// ready when its backward ends, the optimizer at the memory's rate.
+TEST(StepModel, AProfileFromFlopsAsWorkedByHand) {
+  const DevicePreset d{"test", "a test device", 100, 1000, "made up"};  // 100 TFLOPS, 1000 GB/s
+  const StepProfile p = profileFromFlops({{"b0", 1e9, 4 * MiB}, {"b1", 2e9, 2 * MiB}}, 10, d, 0.5);
+  // 5e13 FLOP/s: b0's forward 1e10 / 5e13 = 0.2 ms, b1's 0.4 ms.
+  EXPECT_NEAR(p.forwardS, 0.6e-3, 1e-15);
+  EXPECT_NEAR(p.backwardS, 1.2e-3, 1e-15);
+  ASSERT_EQ(p.params.size(), 2u);
+  EXPECT_NEAR(p.params[1].gradReadyS, 0.8e-3, 1e-15);  // the last block's backward comes first
+  EXPECT_NEAR(p.params[0].gradReadyS, 1.2e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(p.params[0].bytes, 4 * MiB);
+  EXPECT_NEAR(p.optimizerS, 5 * 6 * MiB / 1e12, 1e-15);
+  EXPECT_THROW(profileFromFlops({{"b0", 1e9, 4 * MiB}}, 10, d, 0), UsageError);
+  EXPECT_THROW(profileFromFlops({{"b0", 1e9, 4 * MiB}}, 10, d, 1.5), UsageError);
+  EXPECT_THROW(profileFromFlops({{"b0", 1e9, 4 * MiB}}, 0, d, 0.5), UsageError);
+  EXPECT_THROW(profileFromFlops({}, 10, d, 0.5), UsageError);
+  // The presets: each with a source, and a peak and memory rate above zero; unknown names refused.
+  for (const DevicePreset& g : devicePresets()) {
+    EXPECT_GT(g.peakTflops, 0) << g.name;
+    EXPECT_GT(g.memoryGBps, 0) << g.name;
+    EXPECT_FALSE(g.source.empty()) << g.name;
+    EXPECT_EQ(&findDevice(g.name), &g);
+  }
+  try {
+    findDevice("tpu");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--gpu: unknown device 'tpu' (choose from v100, "), std::string::npos) << e.what();
+  }
+}
+
 TEST(StepModel, ProfilesItCannotModelAreRefusedNamingTheField) {
   const auto refused = [](StepProfile p, const std::string& field) {
     try {

@@ -3,6 +3,7 @@
 
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
+#include "cost_model/alpha_beta.h"
 #include "cost_model/model_report.h"
 
 namespace tpb::cli {
@@ -22,7 +23,7 @@ void addModel(CLI::App& app, Action& action) {
   cmd->add_flag("--overwrite", o->overwrite,
                 "Replace the tpbench model at --out when one is there (without it an existing one is refused; a "
                 "file tpbench did not write is never replaced)");
-  cmd->add_option("--link", o->link, "Project onto one link preset: nvlink4, pcie4, pcie5, ib_ndr, eth100 (default: all)");
+  cmd->add_option("--link", o->link, "Project onto one link preset: " + model::linkNames() + " (default: all)");
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {
       checkGivenNotEmpty(cmd, "--out", o->out);

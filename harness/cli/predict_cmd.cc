@@ -1,6 +1,8 @@
 #include <iostream>
 #include <memory>
 
+#include "cost_model/alpha_beta.h"
+#include "cost_model/step_model.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/step_prediction.h"
@@ -25,7 +27,14 @@ void addPredict(CLI::App& app, Action& action) {
   cmd->add_option("--collectives", o->collectives, "Results files with in-place allreduce points on the CPU to fit from")
       ->delimiter(',');
   cmd->add_option("--algo", o->algo, "The allreduce algorithm fitted (default: ddp and allreduce library, ring_all_reduce ring)");
-  cmd->add_option("--link", o->link, "Instead of --collectives, a link preset (ring allreduce): nvlink4, pcie4, pcie5, ib_ndr, eth100");
+  cmd->add_option("--link", o->link, "Instead of --collectives, a link preset (ring allreduce): " + model::linkNames());
+  cmd->add_option("--inter_link", o->interLink,
+                  "With --link: the link between nodes, used above --gpus_per_node ranks: " + model::linkNames());
+  cmd->add_option("--gpus_per_node", o->gpusPerNode, "Ranks per node, with --inter_link")->capture_default_str();
+  cmd->add_option("--gpu", o->gpu,
+                  "With --link: the step from --workload's FLOPs on a GPU preset instead of measured here: " +
+                      model::deviceNames());
+  cmd->add_option("--mfu", o->mfu, "With --gpu (and needed there): the fraction of its dense peak the workload reaches");
   cmd->add_option("--steps", o->steps, "Steps timed for the profile")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Steps run first, untimed")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and data")->capture_default_str();
@@ -33,6 +42,8 @@ void addPredict(CLI::App& app, Action& action) {
     action = [o, cmd] {
       checkGivenNotEmpty(cmd, "--link", o->link);
       checkGivenNotEmpty(cmd, "--algo", o->algo);
+      checkGivenNotEmpty(cmd, "--inter_link", o->interLink);
+      checkGivenNotEmpty(cmd, "--gpu", o->gpu);
       return runPredict(*o, std::cout);
     };
   });
