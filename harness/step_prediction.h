@@ -1,9 +1,10 @@
 // harness/step_prediction.h — `tpbench predict`: measures one rank's training step of a workload
-// on this CPU (workload/step_profile.h), takes an allreduce's α-β (fitted across N from
-// collective results files, or a published link preset), and prints the step model's prediction
+// on this CPU (workload/step_profile.h), or builds it from the workload's FLOPs on a GPU preset,
+// takes an allreduce's α-β (fitted across N from collective results files, or published link
+// presets, within and between nodes), and prints the step model's prediction
 // (cost_model/step_model.h) per N and bucket size: step time, communication, what of it stays
-// exposed, scaling efficiency, and the best bucket per N. What is measured and what is predicted
-// are said apart.
+// exposed, scaling efficiency, and the best bucket per N. What is measured, what is taken from a
+// preset and what is predicted are said apart.
 #pragma once
 
 #include <cmath>
