@@ -105,8 +105,10 @@ std::vector<model::BlockCost> blocksOf(const NetworkSpec& spec) {
   return blocks;
 }
 
-// One rank's step of the workload measured here, said in one line.
-model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec& spec, std::ostream& os) {
+// One rank's step of the workload measured here beside `companions` other replicas (the other
+// ranks of a run at N = companions + 1), said in one line.
+model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec& spec, int companions,
+                                   std::ostream& os) {
   TrainConfig cfg;
   cfg.workload = workloadText(spec);
   cfg.hidden = opt.hidden;
@@ -114,7 +116,7 @@ model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec&
   cfg.seed = opt.seed;
   cfg.trainSize = static_cast<std::size_t>(opt.batchSize) * 4;
   startRankProcess();  // one thread, as every rank computes
-  const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps);
+  const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps, companions);
   model::StepProfile p;
   p.forwardS = m.forwardS;
   p.backwardS = m.backwardS;
@@ -122,10 +124,10 @@ model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec&
   for (std::size_t i = 0; i < m.names.size(); ++i) p.params.push_back({m.names[i], m.bytes[i], m.gradReadyS[i]});
   char line[768];
   std::snprintf(line, sizeof line,
-                "# measured: %s at batch %d, one rank on this CPU, median of %d steps after %d warm-up: forward %.3f ms, "
-                "backward %.3f ms, optimizer %.3f ms (step %.3f ms; whole steps %.3f-%.3f ms); %zu parameters, %s of "
-                "gradients\n",
-                cfg.workload.c_str(), opt.batchSize, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
+                "# measured: %s at batch %d, one rank on this CPU beside %d stepping as it, median of %d steps after "
+                "%d warm-up: forward %.3f ms, backward %.3f ms, optimizer %.3f ms (step %.3f ms; whole steps %.3f-%.3f "
+                "ms); %zu parameters, %s of gradients\n",
+                cfg.workload.c_str(), opt.batchSize, companions, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
                 1e3 * m.optimizerS, 1e3 * p.computeS(), 1e3 * m.stepMinS, 1e3 * m.stepMaxS, p.params.size(),
                 formatBytesApprox(p.gradientBytes()).c_str());
   os << line;
@@ -193,18 +195,26 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
   if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
   const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
   const AllreduceSource source = opt.link.empty() ? fromCollectives(opt, algo) : fromLink(opt);
-  const model::StepProfile p = opt.gpu.empty() ? measuredProfile(opt, spec, os) : flopsProfile(opt, spec, os);
+  // On a GPU preset one profile serves every N; measured here, each N's ranks share this machine,
+  // so each N gets its own profile, measured beside N - 1 replicas stepping as the others would.
+  // Scaling efficiency is one rank's step alone over the step at N (what N ranks sharing the
+  // machine lose counts against it).
+  const bool perN = opt.gpu.empty();
+  const model::StepProfile alone = perN ? measuredProfile(opt, spec, 0, os) : flopsProfile(opt, spec, os);
+  const double aloneS = alone.computeS();
   char line[768];
   os << "# " << source.text << "\n";
   os << "# predicted: " << opt.strategy
      << (bucketed ? " (DDP's buckets, each allreduce launched when its last gradient is ready, one at a time)"
                   : " (one allreduce of every gradient after backward)")
-     << "; weak scaling, each rank keeps batch " << opt.batchSize << "\n";
+     << "; weak scaling, each rank keeps batch " << opt.batchSize
+     << "; efficiency: one rank's step alone over the step at N\n";
   std::snprintf(line, sizeof line, "#  %5s %10s %7s %10s %10s %11s %10s %11s\n", "N", "bucket_MiB", "buckets", "step_ms",
                 "comm_ms", "exposed_ms", "efficiency", "samples/s");
   os << line;
   const std::vector<double> caps = bucketed ? opt.bucketMb : std::vector<double>{0};
   for (int n : opt.ns) {
+    const model::StepProfile p = perN && n > 1 ? measuredProfile(opt, spec, n - 1, os) : alone;
     std::vector<double> capsBytes;
     for (double mb : caps) {
       const model::StepPlan plan{n, bucketed ? model::Sync::Bucketed : model::Sync::AfterBackward,
@@ -213,7 +223,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
       char bucket[32] = "-";
       if (bucketed) std::snprintf(bucket, sizeof bucket, "%g", mb);
       std::snprintf(line, sizeof line, "   %5d %10s %7zu %10.3f %10.3f %11.3f %9.1f%% %11.0f\n", n, bucket,
-                    s.allreduces.size(), 1e3 * s.stepS, 1e3 * s.commS, 1e3 * s.exposedCommS, 100 * s.scalingEfficiency,
+                    s.allreduces.size(), 1e3 * s.stepS, 1e3 * s.commS, 1e3 * s.exposedCommS, 100 * aloneS / s.stepS,
                     n * opt.batchSize / s.stepS);
       os << line;
       capsBytes.push_back(mb * kMiB);

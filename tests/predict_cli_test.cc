@@ -20,27 +20,34 @@ struct Row {
   std::string bucket;
   int buckets = 0;
   double stepMs = 0, commMs = 0, exposedMs = 0, efficiency = 0;
+  double profiledMs = NAN;  // the step of the profile line above it (forward + backward + optimizer)
+  int companions = -1;      // what that profile was measured beside
 };
 
-// The table's rows (lines that start with blanks and a number).
+// The table's rows (lines that start with blanks and a number), each with the last profile line
+// before it.
 std::vector<Row> rowsOf(const std::string& out) {
   std::vector<Row> rows;
   std::istringstream in(out);
   std::string line;
   const std::regex row(R"(^\s+(\d+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%\s+\d+$)");
+  const std::regex profile(R"(beside (\d+) stepping as it.*\(step ([\d.]+) ms;)");
+  const std::regex flops(R"(^# from FLOPs: .*forward ([\d.]+) ms, backward ([\d.]+) ms .*optimizer ([\d.]+) ms)");
   std::smatch m;
-  while (std::getline(in, line))
-    if (std::regex_match(line, m, row))
+  double profiled = NAN;
+  int companions = -1;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, profile)) {
+      companions = std::stoi(m[1]);
+      profiled = std::stod(m[2]);
+    } else if (std::regex_search(line, m, flops)) {
+      profiled = std::stod(m[1]) + std::stod(m[2]) + std::stod(m[3]);
+    } else if (std::regex_match(line, m, row)) {
       rows.push_back({std::stoi(m[1]), m[2], std::stoi(m[3]), std::stod(m[4]), std::stod(m[5]), std::stod(m[6]),
-                      std::stod(m[7])});
+                      std::stod(m[7]), profiled, companions});
+    }
+  }
   return rows;
-}
-
-// The profile line's step (forward + backward + optimizer), in ms.
-double profiledStepMs(const std::string& out) {
-  std::smatch m;
-  const std::regex step(R"(\(step ([\d.]+) ms;)");
-  return std::regex_search(out, m, step) ? std::stod(m[1]) : NAN;
 }
 
 TEST(PredictCli, RefusesWhatItCannotModelBeforeMeasuring) {
@@ -101,21 +108,21 @@ TEST(PredictCli, ItsTableIsTheModelsArithmeticOnWhatItMeasured) {
   ASSERT_EQ(ring.exitCode, 0) << ring.err;
   // Fitted on N = 2 and 3, or on one of them where the other's line was clamped (no fit: a busy machine).
   EXPECT_NE(ring.out.find("# allreduce ring over shm, fitted on N="), std::string::npos) << ring.out;
-  const double step = profiledStepMs(ring.out);
-  ASSERT_TRUE(step > 0) << ring.out;
   const std::vector<Row> rows = rowsOf(ring.out);
   ASSERT_EQ(rows.size(), 3u) << ring.out;
   EXPECT_EQ(rows[0].n, 1);
   EXPECT_EQ(rows[0].buckets, 0);
-  EXPECT_NEAR(rows[0].stepMs, step, 0.002);
+  EXPECT_NEAR(rows[0].stepMs, rows[0].profiledMs, 0.002);
   EXPECT_NEAR(rows[0].efficiency, 100.0, 0.05);
+  // Each N's profile was measured beside N - 1 replicas (the run's other ranks).
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].companions, rows[i].n - 1) << ring.out;
   for (const Row& r : {rows[1], rows[2]}) {
     SCOPED_TRACE(r.n);
     EXPECT_EQ(r.buckets, 1);
     EXPECT_GT(r.commMs, 0);
     EXPECT_NEAR(r.exposedMs, r.commMs, 0.002);
-    EXPECT_NEAR(r.stepMs, step + r.commMs, 0.003);
-    EXPECT_NEAR(r.efficiency, 100 * step / r.stepMs, 0.1);
+    EXPECT_NEAR(r.stepMs, r.profiledMs + r.commMs, 0.003);
+    EXPECT_NEAR(r.efficiency, 100 * rows[0].profiledMs / r.stepMs, 0.1);  // one rank alone over the step at N
   }
   EXPECT_GT(rows[2].commMs, rows[1].commMs);  // 2(N-1)/N of the bytes and 2(N-1) steps grow with N
 

@@ -16,7 +16,8 @@
 namespace tpb {
 
 struct MeasuredStep {
-  int steps = 0;  // timed steps the medians are over (after the warm-up)
+  int steps = 0;       // timed steps the medians are over (after the warm-up)
+  int companions = 0;  // replicas stepping beside it (measureStep)
   double forwardS = 0, backwardS = 0, optimizerS = 0;  // medians
   double stepMinS = 0, stepMaxS = 0;                    // the timed steps' whole compute, min and max
   std::vector<std::string> names;  // each parameter, in the flat (forward) order
@@ -25,8 +26,10 @@ struct MeasuredStep {
 };
 
 // Runs `warmup` untimed and then `steps` timed steps of cfg's workload at cfg.batchSize on the
-// CPU, in this thread (call worker/worker.h's startRankProcess() first for a rank's settings).
-// Throws UsageError for a configuration it cannot profile (not the CPU, steps < 1).
-MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps);
+// CPU, in this thread (call worker/worker.h's startRankProcess() first for a rank's settings),
+// while `companions` other replicas step on threads of their own: the N - 1 other ranks of a run
+// on this machine, which share its cores, caches and memory bandwidth. Throws UsageError for a
+// configuration it cannot profile (not the CPU, steps < 1).
+MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int companions = 0);
 
 }  // namespace tpb
