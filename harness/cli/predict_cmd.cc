@@ -13,9 +13,10 @@ void addPredict(CLI::App& app, Action& action) {
   auto o = std::make_shared<PredictOptions>();
   auto* cmd = app.add_subcommand(
       "predict",
-      "Predict a data-parallel training step on N ranks from one rank's step measured here: forward, each "
-      "gradient's ready time in backward and the optimizer of --workload at --batch_size, and an allreduce's "
-      "alpha-beta fitted across N from --collectives (tpbench allreduce results) or taken from a --link preset. "
+      "Predict a data-parallel training step on N ranks from one rank's step measured here (alone, and for each N "
+      "beside N-1 replicas as the run's other ranks): forward, each gradient's ready time in backward and the "
+      "optimizer of --workload at --batch_size; or built from its FLOPs on a --gpu preset. The allreduce's "
+      "alpha-beta is fitted across N from --collectives (tpbench allreduce results) or taken from --link presets. "
       "Prints per N and bucket size the step, its communication, what stays exposed, the scaling efficiency "
       "and the best bucket (ddp's buckets overlap backward; ring_all_reduce and allreduce reduce after it).");
   cmd->add_option("--workload", o->workload, "What is trained (as tpbench run --workload)")->capture_default_str();
