@@ -13,6 +13,7 @@
 #include "common/text_escape.h"
 #include "record/results.h"
 #include "record/stats.h"
+#include "record/text_table.h"
 
 namespace tpb {
 
@@ -717,39 +718,19 @@ std::string formatMarkdown(const CompareResult& r, const CompareOptions& opt) {
   const std::size_t regressions = r.regressions();
   os << "### tpbench compare: "
      << (regressions ? std::to_string(regressions) + " point(s) regressed" : "no regression") << "\n\n"
-     << r.matched << " points matched; " << settingsLine(r, opt) << ".\n\n|";
-  for (const auto& h : kHead) os << " " << h << " |";
-  os << "\n|";
-  for (std::size_t i = 0; i < kHead.size(); ++i) os << "---|";
-  os << "\n";
-  for (const auto& pc : r.points) {
-    os << "|";
-    // Names and notes come from the files: each cell stays one cell of plain text.
-    for (const auto& x : cells(pc, opt)) os << " " << markdownText(x) << " |";
-    os << "\n";
-  }
+     << r.matched << " points matched; " << settingsLine(r, opt) << ".\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& pc : r.points) rows.push_back(cells(pc, opt));
+  os << markdownTable(kHead, rows);
   return os.str();
 }
 
 std::string formatText(const CompareResult& r, const CompareOptions& opt) {
-  std::vector<std::vector<std::string>> table{kHead};
-  for (const auto& pc : r.points) {
-    std::vector<std::string> row = cells(pc, opt);
-    for (auto& x : row) x = printable(x);  // names from the files reach the terminal
-    table.push_back(std::move(row));
-  }
-  std::vector<std::size_t> width(kHead.size(), 0);
-  for (const auto& row : table)
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& pc : r.points) rows.push_back(cells(pc, opt));
   std::ostringstream os;
-  for (const auto& row : table) {
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      os << row[i];
-      if (i + 1 < row.size()) os << std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    os << "\n";
-  }
-  os << "\n" << r.matched << " points matched, " << r.regressions() << " regressed (" << settingsLine(r, opt) << ")\n";
+  os << textTable(kHead, std::move(rows)) << "\n"
+     << r.matched << " points matched, " << r.regressions() << " regressed (" << settingsLine(r, opt) << ")\n";
   return os.str();
 }
 }  // namespace

@@ -14,6 +14,7 @@
 #include "common/text_escape.h"
 #include "record/compare.h"
 #include "record/results.h"
+#include "record/text_table.h"
 
 namespace tpb {
 
@@ -133,28 +134,11 @@ std::string formatHistory(const History& h, const HistoryOptions& opt, const std
     rows.push_back({s.point, s.metric, std::to_string(s.values.size()), changesCell(h, s)});
   std::ostringstream os;
   if (format == "markdown") {
-    os << "### tpbench history: " << settings(h, opt) << "\n\n|";
-    for (const auto& x : head) os << " " << x << " |";
-    os << "\n|---|---|---|---|\n";
-    for (const auto& r : rows) {
-      os << "|";
-      for (const auto& x : r) os << " " << markdownText(x) << " |";
-      os << "\n";
-    }
+    os << "### tpbench history: " << settings(h, opt) << "\n\n" << markdownTable(head, rows);
     return os.str();
   }
   if (format != "text") TPB_THROW(UsageError, "--format: unknown format '" << printableLine(format) << "' (text, markdown or json)");
-  std::vector<std::size_t> width(head.size());
-  rows.insert(rows.begin(), head);
-  for (auto& r : rows)
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      r[i] = printable(r[i]);
-      width[i] = std::max(width[i], r[i].size());
-    }
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) os << r[i] << (i + 1 < r.size() ? std::string(width[i] - r[i].size() + 2, ' ') : "");
-    os << "\n";
-  }
+  os << textTable(head, std::move(rows));
   os << "\n" << settings(h, opt) << "\n";
   return os.str();
 }
