@@ -8,7 +8,7 @@
 #   scripts/ab-gate.sh [BASE_REV]
 #     BASE_REV   default: the newest commit that changed results/baseline-cpu.json or
 #                results/ab-base.txt (accepting a new level of speed is a line there, saying why)
-#     ROUNDS=48 THRESHOLD=0.03 ALPHA=0.001   (their error rates: docs/reports.md, "The A/B gate")
+#     ROUNDS=96 THRESHOLD=0.03 ALPHA=0.01   (their error rates: docs/reports.md, "The A/B gate")
 #     OUT=build/ab-gate   rounds in OUT/A (base) and OUT/B (this checkout), verdict in OUT/verdict.md
 #     TPB_AB_ALLOW_SKIP=1   a clone without the base revision (shallow) prints SKIPPED and exits 0
 #     BASE_BIN=PATH   run this tpbench as the base instead of building BASE_REV
@@ -17,9 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/ab-suite.sh
-ROUNDS=${ROUNDS:-48}
+ROUNDS=${ROUNDS:-96}
 THRESHOLD=${THRESHOLD:-0.03}
-ALPHA=${ALPHA:-0.001}
+ALPHA=${ALPHA:-0.01}
 OUT=${OUT:-build/ab-gate}
 NEW=${NEW_BIN:-build/tpbench}
 BASE_BIN=${BASE_BIN:-}
