@@ -247,14 +247,13 @@ TEST(Stragglers, ASlowedRankIsNamedAndRecorded) {
     for (const auto& e : run.at("epochs")) {
       ASSERT_TRUE(e.contains("ranks")) << e;
       ASSERT_EQ(e.at("ranks").at("compute_s").size(), 2u) << e;
-      // 3x its own compute; 1.5x the peer's leaves room for the peer losing its core.
-      if (slowed) {
-        EXPECT_GT(e.at("ranks").at("compute_s")[1].get<double>(), 1.5 * e.at("ranks").at("compute_s")[0].get<double>()) << e;
-      }
-      // Each rank's median step compute, timed on the host here, on the wall clock and the CPU
-      // clock. The wall clock's are not compared between the ranks: beside two busy processes a
-      // slowed rank had a median step of 10.7 ms and its peer, waiting for a core in every step,
-      // 11.6 ms, in 2 of 6 runs. The CPU clock's are: the slowed rank works its extra time out.
+      // Each rank's compute, timed on the host here, on the wall clock (epoch sums and median
+      // steps) and the CPU clock (median steps). The wall clock's are not compared between the
+      // ranks: beside a full ctest -j2 the slowed rank's epoch sum was 1.1x its peer's, not 3x
+      // (the peer, waiting for a core, took 8.1 ms a step on the wall clock and 3.4 on its CPU
+      // clock; the slowed rank 8.9 and 8.9), and beside two busy processes a sleeping knob's rank
+      // had a median step of 10.7 ms against its peer's 11.6. The CPU clock's are compared: the
+      // slowed rank works its extra time out on it.
       ASSERT_EQ(e.at("ranks").at("step_compute_s").size(), 2u) << e;
       for (const auto& s : e.at("ranks").at("step_compute_s")) EXPECT_GT(s.get<double>(), 0.0) << e;
       const json& cpu = e.at("ranks").at("step_compute_cpu_s");
