@@ -46,13 +46,13 @@ EpochRecord epochRecordOf(const EpochStats& e, bool countsTraffic) {
       times.commS.push_back(e.rankCommS[i]);
       times.idleS.push_back(std::max(0.0, e.wallS - e.rankComputeS[i] - e.rankCommS[i]));
     }
-    // Kept where every rank timed its steps on the host (else the epoch sums are what there is).
-    if (e.rankStepComputeS.size() == e.rankComputeS.size() &&
-        std::all_of(e.rankStepComputeS.begin(), e.rankStepComputeS.end(), [](double s) { return std::isfinite(s); }))
-      times.stepComputeS = e.rankStepComputeS;
-    if (!times.stepComputeS.empty() && e.rankStepComputeCpuS.size() == e.rankComputeS.size() &&
-        std::all_of(e.rankStepComputeCpuS.begin(), e.rankStepComputeCpuS.end(), [](double s) { return std::isfinite(s); }))
-      times.stepComputeCpuS = e.rankStepComputeCpuS;
+    // Kept where every rank timed its steps on the host (else the epoch sums are what there is),
+    // and on the CPU clock only beside the wall clock's.
+    const auto everyRank = [&e](const std::vector<double>& v) {
+      return v.size() == e.rankComputeS.size() && std::all_of(v.begin(), v.end(), [](double s) { return std::isfinite(s); });
+    };
+    if (everyRank(e.rankStepComputeS)) times.stepComputeS = e.rankStepComputeS;
+    if (!times.stepComputeS.empty() && everyRank(e.rankStepComputeCpuS)) times.stepComputeCpuS = e.rankStepComputeCpuS;
     r.ranks = std::move(times);
   }
   if (countsTraffic && !e.rankTraffic.empty()) {
