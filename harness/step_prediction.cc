@@ -106,7 +106,7 @@ std::vector<model::BlockCost> blocksOf(const NetworkSpec& spec) {
 }
 
 // One rank's step of the workload measured here beside `companions` other replicas (the other
-// ranks of a run at N = companions + 1), said in one line.
+// ranks of a run at N = companions + 1), said in one line. startRankProcess() has run.
 model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec& spec, int companions,
                                    std::ostream& os) {
   TrainConfig cfg;
@@ -115,7 +115,6 @@ model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec&
   cfg.batchSize = opt.batchSize;
   cfg.seed = opt.seed;
   cfg.trainSize = static_cast<std::size_t>(opt.batchSize) * 4;
-  startRankProcess();  // one thread, as every rank computes
   const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps, companions);
   model::StepProfile p;
   p.forwardS = m.forwardS;
@@ -200,6 +199,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
   // Scaling efficiency is one rank's step alone over the step at N (what N ranks sharing the
   // machine lose counts against it).
   const bool perN = opt.gpu.empty();
+  if (perN) startRankProcess();  // once: one thread, as every rank computes
   const model::StepProfile alone = perN ? measuredProfile(opt, spec, 0, os) : flopsProfile(opt, spec, os);
   const double aloneS = alone.computeS();
   char line[768];
