@@ -289,20 +289,28 @@ const std::vector<LinkPreset>& linkPresets() {
   // NDR 400 Gb/s per port = 50 GB/s (NVIDIA ConnectX-7); 100 GbE = 12.5 GB/s (IEEE 802.3).
   // B200's NVLink 5: 1.8 TB/s bidirectional per GPU (NVIDIA Blackwell datasheet) = 900 GB/s each
   // way; InfiniBand XDR 800 Gb/s per port = 100 GB/s (NVIDIA ConnectX-8); 400 GbE = 50 GB/s.
+  // V100 SXM2's NVLink 2: six links of 25 GB/s each way (300 GB/s bidirectional, NVIDIA V100
+  // datasheet) = 150 GB/s each way, wired as DGX-1's hybrid cube-mesh; InfiniBand EDR 100 Gb/s
+  // per port = 12.5 GB/s (NVIDIA ConnectX-5). The network presets are one port's rate: predict's
+  // --nics_per_node says how many a node has.
   static const std::vector<LinkPreset> presets = {
       {"nvlink4", "NVLink 4 through NVSwitch (H100 SXM5, 8 GPUs in one node)", 3.4, 450.0,
        "NVIDIA H100 datasheet (900 GB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
       {"nvlink5", "NVLink 5 through NVSwitch (B200, 8 GPUs in one node)", 3.4, 900.0,
        "NVIDIA B200 datasheet (1.8 TB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
+      {"nvlink2", "NVLink 2 (V100 SXM2, DGX-1's hybrid cube-mesh of 8 GPUs)", 3.4, 150.0,
+       "NVIDIA V100 datasheet (300 GB/s bidirectional); NCCL tuning.cc hwLat NVLink ring"},
       {"pcie4", "PCIe 4.0 x16", 5.7, 31.5, "PCI-SIG PCIe 4.0; NCCL tuning.cc hwLat PCI ring"},
       {"pcie5", "PCIe 5.0 x16", 5.7, 63.0, "PCI-SIG PCIe 5.0; NCCL tuning.cc hwLat PCI ring"},
-      {"ib_ndr", "InfiniBand NDR, one 400 Gb/s port per GPU (across nodes)", 9.6, 50.0,
+      {"ib_edr", "InfiniBand EDR, one 100 Gb/s port (across nodes)", 9.6, 12.5,
+       "NVIDIA ConnectX-5 EDR 100 Gb/s; NCCL tuning.cc hwLat network ring"},
+      {"ib_ndr", "InfiniBand NDR, one 400 Gb/s port (across nodes)", 9.6, 50.0,
        "NVIDIA ConnectX-7 NDR 400 Gb/s; NCCL tuning.cc hwLat network ring"},
-      {"ib_xdr", "InfiniBand XDR, one 800 Gb/s port per GPU (across nodes)", 9.6, 100.0,
+      {"ib_xdr", "InfiniBand XDR, one 800 Gb/s port (across nodes)", 9.6, 100.0,
        "NVIDIA ConnectX-8 XDR 800 Gb/s; NCCL tuning.cc hwLat network ring"},
-      {"eth400", "400 Gb Ethernet, one port per GPU (across nodes)", 9.6, 50.0,
+      {"eth400", "400 Gb Ethernet, one port (across nodes)", 9.6, 50.0,
        "IEEE 802.3 400GbE; NCCL tuning.cc hwLat network ring"},
-      {"eth100", "100 Gb Ethernet, one port per node (across nodes)", 9.6, 12.5,
+      {"eth100", "100 Gb Ethernet, one port (across nodes)", 9.6, 12.5,
        "IEEE 802.3 100GbE; NCCL tuning.cc hwLat network ring"},
   };
   return presets;

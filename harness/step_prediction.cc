@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "common/error.h"
 #include "common/format_bytes.h"
 #include "common/text_escape.h"
 #include "cost_model/alpha_beta.h"
 #include "cost_model/step_model.h"
+#include "harness/meta.h"
 #include "record/results.h"
 #include "worker/worker.h"
 #include "workload/network_spec.h"
@@ -26,6 +28,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 struct AllreduceSource {
   model::AllreduceTime time;
   std::string text;
+  PredictionAllreduce record;
 };
 
 AllreduceSource fromCollectives(const PredictOptions& opt, const std::string& algo) {
@@ -64,7 +67,14 @@ AllreduceSource fromCollectives(const PredictOptions& opt, const std::string& al
                 algo.c_str(), carrier.c_str(), ns.c_str(), fit.alphaUs, fit.betaUsPerByte,
                 fit.betaUsPerByte > 0 ? 1e-3 / fit.betaUsPerByte : INFINITY, formula->text.c_str(),
                 formula->assumption.empty() ? "" : "; ", formula->assumption.c_str());
-  return {model::alphaBetaTime(*formula, fit.alphaUs, fit.betaUsPerByte), text};
+  PredictionAllreduce rec;
+  rec.source = "fit";
+  rec.algo = algo;
+  rec.text = text;
+  rec.alphaUs = fit.alphaUs;
+  rec.betaUsPerByte = fit.betaUsPerByte;
+  rec.fittedOn = fit.ns;
+  return {model::alphaBetaTime(*formula, fit.alphaUs, fit.betaUsPerByte), text, rec};
 }
 
 std::string linkText(const model::LinkPreset& link) {
@@ -78,22 +88,47 @@ AllreduceSource fromLink(const PredictOptions& opt) {
   const model::LinkPreset& link = model::findLink(opt.link);
   const CostFormula ring = ringAllreduceCost();
   const model::AllreduceTime within = model::alphaBetaTime(ring, link.alphaUs, 1e-3 / link.gbps);
+  PredictionAllreduce rec;
+  rec.source = "link";
+  rec.algo = "ring";
+  rec.link = link.name;
   const std::string text = "allreduce ring on " + linkText(link);
-  if (opt.interLink.empty()) return {within, text + ", through " + ring.text};
+  if (opt.interLink.empty()) {
+    rec.text = text + ", through " + ring.text;
+    return {within, rec.text, rec};
+  }
   // Across nodes one ring runs through every GPU; as NCCL's tuning model counts it, 2(nodes-1) of
-  // its 2(N-1) steps cross the network and the rest stay in a node, and its bandwidth is the slower link's.
+  // its 2(N-1) steps cross the network and the rest stay in a node. NCCL runs as many rings
+  // (channels) as a node has ports and spreads them over the ports, so every byte that crosses a
+  // GPU's link crosses its node's ports too, shared by all of them: the ring's bandwidth is the
+  // lower of one GPU's link and the node's ports together.
   const model::LinkPreset& across = model::findLink(opt.interLink);
   const int perNode = opt.gpusPerNode;
-  const double alphaIn = link.alphaUs, alphaOut = across.alphaUs, gbps = std::min(link.gbps, across.gbps);
+  const int nics = opt.nicsPerNode > 0 ? opt.nicsPerNode : perNode;
+  const double alphaIn = link.alphaUs, alphaOut = across.alphaUs, gbps = std::min(link.gbps, nics * across.gbps);
+  // NCCL picks per size the faster of that ring and its tree (a double binary tree across the
+  // nodes, a chain within each): the tree's latency grows with log2 of the nodes, not with N,
+  // and each byte goes up and down it once, 2·S at the same bandwidth.
   const auto time = [within, perNode, alphaIn, alphaOut, gbps](double bytes, int n) {
     if (n <= perNode) return within(bytes, n);
     const int nodes = (n + perNode - 1) / perNode;
     const double outSteps = 2.0 * (nodes - 1), inSteps = 2.0 * (n - 1) - outSteps;
-    return (outSteps * alphaOut + inSteps * alphaIn + 2.0 * (n - 1) / n * bytes / (gbps * 1e3)) * 1e-6;
+    const double ringUs = outSteps * alphaOut + inSteps * alphaIn + 2.0 * (n - 1) / n * bytes / (gbps * 1e3);
+    const double treeUs =
+        2.0 * std::ceil(std::log2(nodes)) * alphaOut + 2.0 * (perNode - 1) * alphaIn + 2.0 * bytes / (gbps * 1e3);
+    return std::min(ringUs, treeUs) * 1e-6;
   };
-  return {time, text + " within a node of " + std::to_string(perNode) + " GPUs, and " + linkText(across) +
-                    " between nodes: one ring over every GPU, 2(nodes-1) of its 2(N-1) steps at the network's " +
-                    "latency, the rest at the node's, and the slower link's bandwidth"};
+  char rate[160];
+  std::snprintf(rate, sizeof rate, "; a node's %d port%s carry %.0f GB/s together, so the ring's bandwidth across nodes is %.0f GB/s",
+                nics, nics == 1 ? "" : "s", nics * across.gbps, gbps);
+  rec.interLink = across.name;
+  rec.gpusPerNode = perNode;
+  rec.nicsPerNode = nics;
+  rec.text = text + " within a node of " + std::to_string(perNode) + " GPUs, and " + linkText(across) +
+             " between nodes: the faster of one ring over every GPU (2(nodes-1) of its 2(N-1) steps at the network's " +
+             "latency, the rest at the node's) and a tree (2 log2(nodes) steps across the network, 2(GPUs per node - 1) " +
+             "within a node, every byte twice)" + rate;
+  return {time, rec.text, rec};
 }
 
 // --workload's blocks as the step model reads them (workload/network_spec.h).
@@ -149,6 +184,24 @@ model::StepProfile flopsProfile(const PredictOptions& opt, const NetworkSpec& sp
   return p;
 }
 
+// What a row was predicted from, as its record says it.
+PredictionProfile profileRecord(const PredictOptions& opt, const model::StepProfile& p, int companions) {
+  PredictionProfile r;
+  r.source = opt.gpu.empty() ? "measured" : "flops";
+  if (opt.gpu.empty()) {
+    r.companions = companions;
+  } else {
+    r.device = opt.gpu;
+    r.mfu = opt.mfu;
+  }
+  r.forwardS = p.forwardS;
+  r.backwardS = p.backwardS;
+  r.optimizerS = p.optimizerS;
+  r.gradientBytes = p.gradientBytes();
+  r.tensors = static_cast<int>(p.params.size());
+  return r;
+}
+
 }  // namespace
 
 std::string allreduceAlgoOf(const std::string& strategy) {
@@ -172,6 +225,9 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
     model::findLink(opt.interLink);
   }
   if (opt.gpusPerNode < 1 || opt.gpusPerNode > 1024) TPB_THROW(UsageError, "--gpus_per_node: must be in 1..1024");
+  if (opt.nicsPerNode < 0 || opt.nicsPerNode > 1024) TPB_THROW(UsageError, "--nics_per_node: must be in 1..1024");
+  if (opt.nicsPerNode > 0 && opt.interLink.empty())
+    TPB_THROW(UsageError, "--nics_per_node: goes with --inter_link (the ports between nodes)");
   if (!opt.gpu.empty()) {
     model::findDevice(opt.gpu);
     if (opt.link.empty())
@@ -193,6 +249,9 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
   if (opt.steps < 1 || opt.steps > 100000) TPB_THROW(UsageError, "--steps: must be in 1..100000");
   if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
   const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
+  // Claimed before anything is measured, and held until the predictions are written.
+  std::optional<OwnedOutput> owned;
+  if (!opt.out.empty()) owned.emplace("--out", opt.out, kResultsOutput, OutputFlags{false, opt.overwrite, false});
   const AllreduceSource source = opt.link.empty() ? fromCollectives(opt, algo) : fromLink(opt);
   // On a GPU preset one profile serves every N; measured here, each N's ranks share this machine,
   // so each N gets its own profile, measured beside N - 1 replicas stepping as the others would.
@@ -213,8 +272,11 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
                 "comm_ms", "exposed_ms", "efficiency", "samples/s");
   os << line;
   const std::vector<double> caps = bucketed ? opt.bucketMb : std::vector<double>{0};
+  std::vector<PredictionRecord> records;
   for (int n : opt.ns) {
     const model::StepProfile p = perN && n > 1 ? measuredProfile(opt, spec, n - 1, os) : alone;
+    const PredictionProfile profile = profileRecord(opt, p, perN ? n - 1 : 0);
+    const std::size_t firstOfN = records.size();
     std::vector<double> capsBytes;
     for (double mb : caps) {
       const model::StepPlan plan{n, bucketed ? model::Sync::Bucketed : model::Sync::AfterBackward,
@@ -227,12 +289,32 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
                     n * opt.batchSize / s.stepS);
       os << line;
       capsBytes.push_back(mb * kMiB);
+      PredictionRecord r;
+      r.workload = workloadText(spec);
+      r.hidden = opt.hidden;
+      r.strategy = opt.strategy;
+      r.batchSize = opt.batchSize;
+      r.nGpus = n;
+      if (bucketed) r.bucketMb = mb;
+      r.profile = profile;
+      r.allreduce = source.record;
+      r.stepS = s.stepS;
+      r.computeS = s.computeS;
+      r.aloneS = aloneS;
+      r.commS = s.commS;
+      r.exposedS = s.exposedCommS;
+      r.efficiency = aloneS / s.stepS;
+      r.samplesPerS = n * opt.batchSize / s.stepS;
+      r.allreduces = static_cast<int>(s.allreduces.size());
+      records.push_back(std::move(r));
     }
     if (bucketed && caps.size() > 1 && n > 1) {
       const model::BucketChoice best = model::bestBucket(p, n, capsBytes, source.time);
       std::snprintf(line, sizeof line, "#  best bucket at N=%d: %g MiB of those given (%.3f ms)\n", n,
                     best.capBytes / kMiB, 1e3 * best.prediction.stepS);
       os << line;
+      for (std::size_t i = firstOfN; i < records.size(); ++i)
+        records[i].bestBucket = *records[i].bucketMb * kMiB == best.capBytes;
     }
   }
   if (!opt.link.empty() && opt.gpu.empty())
@@ -240,6 +322,12 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
           "the communication exposed\n";
   os << "# the model leaves out compute and communication slowing each other (shared cores and memory "
         "bandwidth), the buckets' copies, and stragglers\n";
+  if (owned) {
+    ResultsFile f = ResultsFile::create(opt.out, collectMeta(opt.command));
+    for (PredictionRecord& r : records) f.addPrediction(std::move(r));
+    f.save();
+    os << "# wrote " << opt.out << " (" << f.predictions().size() << " predictions)\n";
+  }
   return 0;
 }
 

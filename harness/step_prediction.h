@@ -4,7 +4,8 @@
 // presets, within and between nodes), and prints the step model's prediction
 // (cost_model/step_model.h) per N and bucket size: step time, communication, what of it stays
 // exposed, scaling efficiency, and the best bucket per N. What is measured, what is taken from a
-// preset and what is predicted are said apart.
+// preset and what is predicted are said apart; with --out each row is also a record
+// (predictions[] of a results file, record/prediction_record.h) with what it was predicted from.
 #pragma once
 
 #include <cmath>
@@ -24,16 +25,20 @@ struct PredictOptions {
   std::vector<std::string> collectives;  // results files with allreduce points to fit α-β from
   std::string algo;                      // the allreduce algorithm fitted; "": the strategy's own
   std::string link;                      // a link preset instead of collectives
-  // Across nodes: above gpusPerNode ranks the ring runs over interLink (each GPU its own port),
-  // the slower link of every ring step. "": one link for every N.
+  // Across nodes: above gpusPerNode ranks the ring runs over interLink, whose nicsPerNode ports
+  // (0: one per GPU) carry a node's share of every ring together. "": one link for every N.
   std::string interLink;
   int gpusPerNode = 8;
+  int nicsPerNode = 0;
   // A GPU preset: its step from the workload's FLOPs at mfu of its peak (the user's figure: no
   // default), nothing measured here.
   std::string gpu;
   double mfu = NAN;
   int warmup = 3, steps = 20;
   unsigned long long seed = 1;
+  std::string out;         // a results file for the predictions; "": none
+  bool overwrite = false;  // replace a results file at `out`
+  std::string command;     // the command line, for the file's meta
 };
 
 // The allreduce algorithm whose α-β a strategy's gradients go through on the CPU: ddp and

@@ -57,6 +57,11 @@ struct Point {
   RunConfig run;             // runs: the config without repeat_index
   CollectiveRecord coll;     // collectives: the key fields (op, algo, transport, device, N, bytes)
   bool isRun = false;
+  // Predictions (`tpbench predict --out`): matched by their point (PredictionRecord::label()),
+  // whatever they were predicted from; `source` says from what, so a change of it is named.
+  bool isPrediction = false;
+  std::string source;
+  bool sourceVaries = false;
   bool anyOk = false, anyFailed = false;
   std::map<std::string, std::vector<double>> timing;    // higher-is-better metrics end in _per_s/_gbps
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
@@ -115,9 +120,33 @@ Point& runPoint(std::vector<Point>& points, const RunConfig& key) {
   return points.back();
 }
 
+// What a prediction was predicted from, in a few words (the step's source, the allreduce's).
+std::string predictionSource(const PredictionRecord& r) {
+  std::ostringstream os;
+  if (r.profile.source == "flops")
+    os << r.profile.device.value_or("?") << " at " << r.profile.mfu.value_or(0) * 100 << " % of peak";
+  else
+    os << "measured profile";
+  os << ", " << r.allreduce.algo << " " << (r.allreduce.source == "fit" ? "fitted" : r.allreduce.link.value_or("?"));
+  if (r.allreduce.interLink) os << "+" << r.allreduce.nicsPerNode.value_or(0) << "x" << *r.allreduce.interLink;
+  return os.str();
+}
+
+Point& predictionPoint(std::vector<Point>& points, const PredictionRecord& rec) {
+  const std::string label = rec.label();
+  for (auto& p : points)
+    if (p.isPrediction && p.label == label) return p;
+  Point p;
+  p.isPrediction = true;
+  p.label = label;
+  p.source = predictionSource(rec);
+  points.push_back(std::move(p));
+  return points.back();
+}
+
 Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) {
   for (auto& p : points)
-    if (!p.isRun && sameCollectivePoint(p.coll, rec)) return p;
+    if (!p.isRun && !p.isPrediction && sameCollectivePoint(p.coll, rec)) return p;
   Point p;
   p.coll = rec;
   p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
@@ -182,13 +211,21 @@ std::vector<Point> collect(const ResultsFile& f) {
     }
     addTraffic(p, rec.traffic);
   }
+  // A prediction is a number, not a measurement: one value per record, compared as a time.
+  for (const auto& rec : f.predictions()) {
+    Point& p = predictionPoint(points, rec);
+    p.anyOk = true;
+    p.timing["predicted_step_s"].push_back(rec.stepS);
+    if (predictionSource(rec) != p.source) p.sourceVaries = true;
+  }
   return points;
 }
 
 const Point* findPoint(const std::vector<Point>& points, const Point& like) {
   for (const auto& p : points) {
-    if (p.isRun != like.isRun) continue;
-    if (p.isRun ? p.run == like.run : sameCollectivePoint(p.coll, like.coll)) return &p;
+    if (p.isRun != like.isRun || p.isPrediction != like.isPrediction) continue;
+    if (p.isPrediction ? p.label == like.label : p.isRun ? p.run == like.run : sameCollectivePoint(p.coll, like.coll))
+      return &p;
   }
   return nullptr;
 }
@@ -410,6 +447,10 @@ PointComparison comparePoint(const Point& bp, const Point& np, const CompareOpti
   compareAccuracy(bp, np, opt, pc.metrics);
   compareTraffic(bp, np, pc.metrics);
   if (bp.isRun) pc.split = timeSplit(bp, np);
+  if (bp.isPrediction && !pc.metrics.empty()) {
+    if (bp.source != np.source) pc.metrics.front().note = "predicted from " + bp.source + " -> " + np.source;
+    else if (bp.sourceVaries || np.sourceVaries) pc.metrics.front().note = "predicted from more than one source";
+  }
   if (pc.metrics.empty()) {
     // Both sides ran and neither reported a number (a collective with busbw null and no traffic):
     // one row says so, so that every point has a row to print.
@@ -469,12 +510,15 @@ std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point
   for (const Point& bp : b) {
     if (!bp.anyOk) continue;
     for (const Point& np : n) {
-      if (np.isRun != bp.isRun) continue;
-      auto d = bp.isRun ? runDifferences(bp.run, np.run) : collectiveDifferences(bp.coll, np.coll);
+      if (np.isRun != bp.isRun || np.isPrediction != bp.isPrediction) continue;
+      auto d = bp.isPrediction ? std::vector<std::string>{differs("point", bp.label, np.label)}
+               : bp.isRun      ? runDifferences(bp.run, np.run)
+                               : collectiveDifferences(bp.coll, np.coll);
       if (nearest.empty() || d.size() < nearest.size()) nearest = std::move(d);
     }
   }
-  if (nearest.empty()) return "NEW holds no point of the kinds BASE measured (training runs, collectives)";
+  if (nearest.empty())
+    return "NEW holds no point of the kinds BASE measured (training runs, collectives, predictions)";
   std::string why = nearest.front();
   if (nearest.size() > 1) why += " (and " + std::to_string(nearest.size() - 1) + " more fields)";
   return why;
@@ -507,6 +551,7 @@ ResultsFile mergedRounds(const std::string& dir, const std::vector<std::string>&
     }
     for (auto& run : f.runs()) merged->addRun(std::move(run));
     for (auto& rec : f.collectives()) merged->addCollective(std::move(rec));
+    for (auto& rec : f.predictions()) merged->addPrediction(std::move(rec));
   }
   return std::move(*merged);
 }
@@ -661,10 +706,11 @@ std::vector<std::string> cells(const PointComparison& pc, const CompareOptions& 
   const Comparison& first = pc.metrics.front();
   const bool run = pc.metric("samples_per_s") || pc.metric("epoch_s");
   const std::string rate = run ? metricCell(pc, "samples_per_s", "/s") : metricCell(pc, "busbw_gbps", " GB/s");
+  const bool predicted = pc.metric("predicted_step_s") != nullptr;
   return {pc.regression() ? "REGRESSION" : "ok",
           pc.point,
           std::isnan(pc.slowdown()) ? "-" : percent(pc.slowdown()),
-          metricCell(pc, "epoch_s", " s"),
+          predicted ? metricCell(pc, "predicted_step_s", " s/step") : metricCell(pc, "epoch_s", " s"),
           rate,
           splitCell(pc),
           metricCell(pc, "final_test_accuracy"),

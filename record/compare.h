@@ -13,7 +13,10 @@
 //
 // Points are matched by value (record/records.h: RunConfig ==, numbers compared numerically, so
 // 1 and 1.0 match): every config field but repeat_index, max_steps included (a file without it
-// means -1, no limit); collectives by op, algo, transport, device, n_gpus, bytes, in_place and root.
+// means -1, no limit); collectives by op, algo, transport, device, n_gpus, bytes, in_place and root;
+// predictions (`tpbench predict --out`) by their point (strategy, workload, batch, N, bucket),
+// whatever they were predicted from: their predicted step is a timing of one value a side
+// (threshold only), and a change of what it was predicted from is noted beside it.
 // When nothing matches, the error names the first field that differs from the nearest point.
 //
 // One verdict per point: a slow point is one regression, whichever of its timings show it; a

@@ -143,7 +143,11 @@ ResultsFile ResultsFile::load(const std::string& path) {
       for (std::size_t i = 0; i < ar->size(); ++i)
         f.collectives_.push_back(CollectiveRecord::fromJson((*ar)[i]));
     }
-    f.extra_ = top.extraExcept({"schema", "meta", "runs", "allreduce"});
+    if (const auto pr = top.find("predictions")) {
+      for (std::size_t i = 0; i < pr->size(); ++i)
+        f.predictions_.push_back(PredictionRecord::fromJson((*pr)[i]));
+    }
+    f.extra_ = top.extraExcept({"schema", "meta", "runs", "allreduce", "predictions"});
   } catch (const json::exception& e) {
     // Every read is checked first; this is the net under that, so no raw message escapes.
     TPB_THROW(UsageError, "'" << path << "': unreadable record (" << e.id << ")");
@@ -159,6 +163,10 @@ json ResultsFile::doc() const {
   for (const auto& r : runs_) d["runs"].push_back(r.toJson());
   d["allreduce"] = json::array();
   for (const auto& c : collectives_) d["allreduce"].push_back(c.toJson());
+  if (!predictions_.empty()) {
+    d["predictions"] = json::array();
+    for (const auto& p : predictions_) d["predictions"].push_back(p.toJson());
+  }
   return d;
 }
 

@@ -1,6 +1,6 @@
 // record/results.h — the versioned results file (schema "tpbench.results/1", documented field
-// by field in results/README.md): {"schema", "meta", "runs", "allreduce"} held as typed records
-// (record/records.h). Sweeps append one record per point and save() after each, so a crash or a
+// by field in results/README.md): {"schema", "meta", "runs", "allreduce"} and, from `predict`,
+// "predictions", held as typed records (record/records.h, record/prediction_record.h). Sweeps append one record per point and save() after each, so a crash or a
 // kill loses at most the point in flight; save() is atomic (private temp file + fsync + rename),
 // never a torn file. OwnedOutput claims a results (trace, model) file for one command: the lock
 // and the rule for what may happen to a file already there.
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/out_file.h"
+#include "record/prediction_record.h"
 #include "record/records.h"
 
 namespace tpb {
@@ -39,14 +40,18 @@ class ResultsFile {
   std::vector<RunRecord>& runs() { return runs_; }
   const std::vector<CollectiveRecord>& collectives() const { return collectives_; }
   std::vector<CollectiveRecord>& collectives() { return collectives_; }
-  // Top-level members other than the four above ("reference", or what another version added).
+  const std::vector<PredictionRecord>& predictions() const { return predictions_; }
+  std::vector<PredictionRecord>& predictions() { return predictions_; }
+  // Top-level members other than those above ("reference", or what another version added).
   const nlohmann::json& extra() const { return extra_; }
   nlohmann::json& extra() { return extra_; }
 
   void addRun(RunRecord run) { runs_.push_back(std::move(run)); }
   void addCollective(CollectiveRecord rec) { collectives_.push_back(std::move(rec)); }
+  void addPrediction(PredictionRecord rec) { predictions_.push_back(std::move(rec)); }
 
-  // The whole document as it is written, built on each call (a value, not a view).
+  // The whole document as it is written, built on each call (a value, not a view); "predictions"
+  // only where there are some (files without them read as they always did).
   nlohmann::json doc() const;
 
   // Rewrites the whole file atomically (writeFileAtomic). Throws tpb::Error on failure; the
@@ -59,6 +64,7 @@ class ResultsFile {
   Meta meta_;
   std::vector<RunRecord> runs_;
   std::vector<CollectiveRecord> collectives_;
+  std::vector<PredictionRecord> predictions_;
   nlohmann::json extra_ = nlohmann::json::object();
 };
 

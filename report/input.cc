@@ -153,8 +153,10 @@ Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& regi
       if (const auto n = c.extra.find("nodes"); n != c.extra.end() && n->is_number_integer()) p.nodes = n->get<long long>();
       all.styles.add(SeriesKind::Algorithm, c.algo, c.entry);
     }
+    all.predictions.insert(all.predictions.end(), f.predictions().begin(), f.predictions().end());
     in.runs = f.runs().size();
     in.allreduce = f.collectives().size();
+    in.predictions = f.predictions().size();
     all.files.push_back(std::move(in));
   }
   return all;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "record/prediction_record.h"
 #include "record/records.h"
 
 #include "report/style.h"
@@ -70,7 +71,7 @@ struct CollectivePoint {
 struct Input {
   std::string path;
   std::vector<std::pair<std::string, std::string>> meta;  // field, value as text
-  std::size_t runs = 0, allreduce = 0;
+  std::size_t runs = 0, allreduce = 0, predictions = 0;
 };
 
 // Every input's records, merged in the order given.
@@ -78,6 +79,7 @@ struct Inputs {
   std::vector<Input> files;
   std::vector<Run> runs;
   std::vector<CollectivePoint> points;
+  std::vector<PredictionRecord> predictions;  // `tpbench predict --out` (record/prediction_record.h)
   std::vector<TracedRun> traces;  // from --trace files (report/trace_input.h); empty without
   Styles styles;  // of every strategy and algorithm the records name
 };

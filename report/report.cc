@@ -23,6 +23,7 @@
 #include "report/gnuplot.h"
 #include "report/input.h"
 #include "report/page.h"
+#include "report/predictions.h"
 #include "report/tables.h"
 
 namespace tpb {
@@ -151,7 +152,9 @@ void introduce(Page& page, const std::vector<Input>& inputs) {
     if (i) intro.push_back(text(", "));
     intro.push_back(code(inputs[i].path));
     intro.push_back(text(" (" + std::to_string(inputs[i].runs) + " runs, " +
-                         std::to_string(inputs[i].allreduce) + " allreduce points)"));
+                         std::to_string(inputs[i].allreduce) + " allreduce points" +
+                         (inputs[i].predictions ? ", " + std::to_string(inputs[i].predictions) + " predictions" : "") +
+                         ")"));
   }
   intro.push_back(text(". Only records with status "));
   intro.push_back(code("ok"));
@@ -210,7 +213,7 @@ void glanceSection(Page& page, const std::vector<GlanceTable>& glance) {
 
 Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& outs, const Table& runs,
                const Table& ar, const Table& reference, const Table& stragglers, const Table* overlap,
-               const std::vector<GlanceTable>& glance) {
+               const std::vector<GlanceTable>& glance, const Table& predictions) {
   Page page("tpbench report");
   introduce(page, inputs);
   chartSections(page, outs);
@@ -244,6 +247,19 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
     page.table(reference);
   }
   glanceSection(page, glance);
+  if (!predictions.rows.empty()) {
+    page.heading(2, {text("Step model")});
+    page.paragraph({text("Steps predicted by "), code("tpbench predict"), text(" (also in "),
+                    link("predictions.csv", "predictions.csv"),
+                    text("): from one rank's step measured on this CPU (alone, and beside N-1 replicas as a run's "
+                         "other ranks) or built from FLOPs on a GPU preset, and an allreduce fitted from collective "
+                         "results or taken from link presets. Efficiency: one rank's step alone over the step at N. "
+                         "Where ok runs in the inputs measured the same point (strategy, workload, batch, N, bucket, "
+                         "on the CPU), their median wall time per step after the first epoch, the number of runs "
+                         "and the prediction's error against it. The model leaves out compute and communication "
+                         "slowing each other, the buckets' copies and stragglers: docs/strategies.md, \"Step model\".")});
+    page.table(predictions);
+  }
   if (!stragglers.rows.empty()) {
     page.heading(2, {text("Stragglers")});
     page.paragraph({text("A rank that held a point back: in a training run, the rank whose compute was 1.2x or more "
@@ -326,8 +342,16 @@ ReportSummary writeReport(const ReportOptions& opt) {
       summary.overlap.push_back(overlapLine(r.label, o));
     }
   }
+  const Table predictions = predictionTable(matchPredictions(in.predictions, in.runs));
+  if (!predictions.rows.empty()) {
+    writeText(dir / "predictions.csv", csv(predictions));
+  } else {
+    std::error_code ec;
+    fs::remove(dir / "predictions.csv", ec);  // an earlier report's would contradict this one
+  }
   const Page page = indexPage(in.files, outcomes, runTable, arTable, referenceTable(in.points, in.styles),
-                              stragglerTable(in.runs, in.points), overlap.get(), glanceTables(in.points, in.styles));
+                              stragglerTable(in.runs, in.points), overlap.get(), glanceTables(in.points, in.styles),
+                              predictions);
   writeText(dir / "index.md", page.markdown());
   writeText(dir / "index.html", page.html());
   return summary;

@@ -699,3 +699,59 @@ TEST(Compare, CommittedBaselineMatchesANewSweepWithMaxSteps) {
 
 }  // namespace
 }  // namespace tpb
+
+namespace tpb {
+namespace {
+
+json prediction(int n, double stepS, const std::string& link = "nvlink4") {
+  return {{"workload", "resnet50"}, {"hidden", "512,512"}, {"strategy", "ddp"}, {"batch_size", 32}, {"n_gpus", n},
+          {"bucket_mb", 25}, {"step_s", stepS}, {"compute_s", 0.1}, {"alone_s", 0.1}, {"comm_s", 0.01},
+          {"exposed_s", stepS - 0.1}, {"efficiency", 0.1 / stepS}, {"samples_per_s", n * 32 / stepS},
+          {"allreduces", 5}, {"best_bucket", false},
+          {"profile", {{"source", "flops"}, {"device", "h100"}, {"mfu", 0.3}, {"forward_s", 0.03}, {"backward_s", 0.06},
+                       {"optimizer_s", 0.01}, {"gradient_bytes", 1e8}, {"tensors", 18}}},
+          {"allreduce", {{"source", "link"}, {"algo", "ring"}, {"text", "ring on " + link}, {"link", link}}}};
+}
+
+json predictions(json list) {
+  json d = doc(json::array());
+  d["predictions"] = std::move(list);
+  return d;
+}
+
+// Predictions are points too: matched by what they predict, whatever from; a predicted step
+// slower beyond the threshold regresses, and a change of what it was predicted from is named.
+TEST(Compare, PredictionsAreComparedByTheirPoint) {
+  const json base = predictions({prediction(8, 0.110), prediction(64, 0.125)});
+  const auto same = compare(base, base);
+  EXPECT_FALSE(same.regressed());
+  EXPECT_EQ(same.matched, 2u);
+  const auto slower = compare(base, predictions({prediction(8, 0.110), prediction(64, 0.150, "pcie5")}));
+  ASSERT_TRUE(slower.regressed());
+  const PointComparison& worst = slower.points.front();
+  EXPECT_EQ(worst.point, "predict ddp resnet50 batch=32 N=64 bucket=25");
+  EXPECT_NEAR(worst.slowdown(), 0.2, 1e-9);
+  EXPECT_NE(worst.metrics.front().note.find("predicted from h100 at 30 % of peak, ring nvlink4 -> h100 at 30 % of peak, ring pcie5"),
+            std::string::npos)
+      << worst.metrics.front().note;
+  // A point predicted in BASE and not in NEW is missing, as a run would be.
+  const auto missing = compare(base, predictions({prediction(8, 0.110)}));
+  EXPECT_TRUE(missing.regressed());
+  EXPECT_EQ(firstRow(missing).note, "missing in NEW");
+  // A prediction field out of its range is refused with its place in the file.
+  json bad = base;
+  bad["predictions"][1]["step_s"] = -1;
+  EXPECT_THROW(
+      {
+        try {
+          compare(base, bad);
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("predictions[1].step_s"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      UsageError);
+}
+
+}  // namespace
+}  // namespace tpb

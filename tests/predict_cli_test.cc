@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "record/results.h"
 #include "tests/cli_util.h"
 #include "tests/file_util.h"
 
@@ -74,24 +76,97 @@ TEST(PredictCli, RefusesWhatItCannotModelBeforeMeasuring) {
 }
 
 // A GPU's step from FLOPs, nothing measured: within a node the ring runs on NVLink, beyond it on
-// the network; the step at N = 16 pays for the slower link.
+// the network, whose ports a node's GPUs share: with one port per GPU (the default) the node's
+// eight carry 400 GB/s, near NVLink's 450; with one port per node, 50.
 TEST(PredictCli, AGpuPresetProjectsAcrossNodes) {
-  const auto r = test::runCli({"predict", "--link", "nvlink4", "--inter_link", "ib_ndr", "--gpus_per_node", "8", "--gpu",
-                               "h100", "--mfu", "0.3", "--workload", "resnet50", "--batch_size", "32", "--n_gpus",
-                               "1,8,16", "--bucket_mb", "25"});
+  const auto projected = [](const std::string& nics) {
+    std::vector<std::string> args = {"predict", "--link", "nvlink4", "--inter_link", "ib_ndr", "--gpus_per_node", "8",
+                                     "--gpu", "h100", "--mfu", "0.3", "--workload", "resnet50", "--batch_size", "32",
+                                     "--n_gpus", "1,8,16,2048", "--bucket_mb", "25"};
+    if (!nics.empty()) args.insert(args.end(), {"--nics_per_node", nics});
+    return test::runCli(args);
+  };
+  const auto r = projected("");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("# from FLOPs: resnet50 at batch 32 on NVIDIA H100 SXM5"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("# measured:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a node's 8 ports carry 400 GB/s together, so the ring's bandwidth across nodes is 400 GB/s"),
+            std::string::npos)
+      << r.out;
   const std::vector<Row> rows = rowsOf(r.out);
-  ASSERT_EQ(rows.size(), 3u) << r.out;
+  ASSERT_EQ(rows.size(), 4u) << r.out;
   EXPECT_NEAR(rows[0].efficiency, 100.0, 0.05);
   // ResNet-50's 97.5 MiB of gradients at 25 MiB: the 1 MiB first bucket and four more.
   EXPECT_EQ(rows[1].buckets, 5) << r.out;
-  // 2(N-1)/N of 97.5 MiB at 450 GB/s within the node, at 50 GB/s across: the bytes take 9.6x as
-  // long at N = 16 (each bucket's latency, 14 steps of 3.4 us against 2 of 9.6 and 28 of 3.4,
-  // dilutes that to 6.9x).
-  EXPECT_GT(rows[2].commMs, 6 * rows[1].commMs) << r.out;
-  EXPECT_GT(rows[2].stepMs, rows[1].stepMs) << r.out;
+  // 2(N-1)/N of 97.5 MiB at 450 GB/s within the node and at 400 across: the bytes take 1.2x as long
+  // at N = 16, and 2 of the ring's 30 steps take 9.6 us instead of 3.4.
+  EXPECT_GT(rows[2].commMs, 1.1 * rows[1].commMs) << r.out;
+  EXPECT_LT(rows[2].commMs, 2 * rows[1].commMs) << r.out;
+  // At 256 nodes a ring's 4094 steps would take 15 ms a bucket; the tree's 16 across the network
+  // and 14 within a node, 0.2 ms: the step is the tree's, well under a ring's 5 x 15 ms.
+  EXPECT_LT(rows[3].commMs, 10.0) << r.out;
+  const auto one = projected("1");
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+  const std::vector<Row> slow = rowsOf(one.out);
+  ASSERT_EQ(slow.size(), 4u) << one.out;
+  EXPECT_NEAR(slow[1].commMs, rows[1].commMs, 1e-3);  // one node: no network
+  // 2(N-1)/N of 97.5 MiB at 50 GB/s: 7.7x the bytes' time at 400, the latency diluting it.
+  EXPECT_GT(slow[2].commMs, 5 * rows[2].commMs) << one.out;
+  test::expectRefusedUpFront(projected("0"), "--nics_per_node: must be in 1..1024");
+  test::expectRefusedUpFront(test::runCli({"predict", "--link", "nvlink4", "--nics_per_node", "2"}),
+                             "--nics_per_node: goes with --inter_link");
+}
+
+// --out: every row of the table as a record of a results file (predictions[]), with what it was
+// predicted from; refused up front where the file is not tpbench's to replace.
+TEST(PredictCli, WritesItsRowsAsRecords) {
+  const std::string out = test::tempPath("predict_records.json");
+  std::remove(out.c_str());
+  const auto r = test::runCli({"predict", "--link", "nvlink4", "--inter_link", "ib_ndr", "--nics_per_node", "4", "--gpu",
+                               "h100", "--mfu", "0.3", "--workload", "gpt2-small:seq=128", "--batch_size", "8",
+                               "--n_gpus", "8,16", "--bucket_mb", "5,25", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::vector<Row> rows = rowsOf(r.out);
+  const ResultsFile f = ResultsFile::load(out);
+  ASSERT_EQ(f.predictions().size(), 4u);
+  ASSERT_EQ(rows.size(), 4u) << r.out;
+  int best16 = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const PredictionRecord& p = f.predictions()[i];
+    SCOPED_TRACE(p.label());
+    EXPECT_EQ(p.workload, "gpt2-small:seq=128");
+    EXPECT_EQ(p.strategy, "ddp");
+    EXPECT_EQ(p.nGpus, rows[i].n);
+    EXPECT_EQ(std::to_string(static_cast<int>(*p.bucketMb)), rows[i].bucket);
+    EXPECT_NEAR(1e3 * p.stepS, rows[i].stepMs, 5e-4);
+    EXPECT_NEAR(1e3 * p.exposedS, rows[i].exposedMs, 5e-4);
+    EXPECT_NEAR(100 * p.efficiency, rows[i].efficiency, 0.05);
+    EXPECT_NEAR(p.stepS, p.computeS + p.exposedS, 1e-12);
+    EXPECT_EQ(p.allreduces, rows[i].buckets);
+    EXPECT_EQ(p.profile.source, "flops");
+    EXPECT_EQ(p.profile.device.value_or(""), "h100");
+    EXPECT_EQ(p.allreduce.source, "link");
+    EXPECT_EQ(p.allreduce.interLink.value_or(""), "ib_ndr");
+    EXPECT_EQ(p.allreduce.nicsPerNode.value_or(0), 4);
+    if (p.nGpus == 16) best16 += p.bestBucket;
+  }
+  EXPECT_EQ(best16, 1);  // one of the two caps is the best at N = 16
+  EXPECT_NE(f.meta().command.value_or("").find("predict"), std::string::npos);
+  // Again: refused without --overwrite, replaced with it; a file that is not tpbench's never.
+  test::expectRefusedUpFront(test::runCli({"predict", "--link", "nvlink4", "--gpu", "h100", "--mfu", "0.3", "--out", out}),
+                             "--out");
+  EXPECT_EQ(test::runCli({"predict", "--link", "nvlink4", "--gpu", "h100", "--mfu", "0.3", "--n_gpus", "8", "--bucket_mb",
+                          "25", "--out", out, "--overwrite"})
+                .exitCode,
+            0);
+  EXPECT_EQ(ResultsFile::load(out).predictions().size(), 1u);
+  const std::string notOurs = test::tempPath("predict_not_ours.txt");
+  std::ofstream(notOurs) << "keep me\n";
+  test::expectRefusedUpFront(
+      test::runCli({"predict", "--link", "nvlink4", "--gpu", "h100", "--mfu", "0.3", "--out", notOurs, "--overwrite"}),
+      "--out");
+  std::remove(out.c_str());
+  std::remove(notOurs.c_str());
 }
 
 // One results file with ring allreduce points at N = 2, 3: the fit's line, then a ring_all_reduce

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "report/chart.h"
+#include "report/predictions.h"
 #include "report/report.h"
 #include "tests/cli_util.h"
 #include "tests/file_util.h"
@@ -38,6 +40,8 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"bucket_size", ""},
     {"model_parallel_epoch_time", ""},
     {"pipeline_bubble", ""},
+    {"step_model", "needs predictions (tpbench predict --out) and the runs that measured them"},
+    {"step_projection", "needs predictions at two or more N (tpbench predict --n_gpus 8,16,64 --out FILE)"},
     {"timeline", ""},
 };
 
@@ -359,6 +363,87 @@ TEST(ReportReadings, BusbwSpreadComesFromTheIterations) {
   EXPECT_DOUBLE_EQ(pts[0].y, 11);
   EXPECT_DOUBLE_EQ(pts[0].lo, 5);   // 10 × 100 / 200
   EXPECT_DOUBLE_EQ(pts[0].hi, 15);  // 12 × 100 / 80
+}
+
+}  // namespace
+}  // namespace tpb::report
+
+namespace tpb::report {
+namespace {
+
+PredictionRecord predictionOf(const std::string& strategy, int n, double stepS, std::optional<double> bucket) {
+  PredictionRecord p;
+  p.strategy = strategy;
+  p.workload = "mlp";
+  p.nGpus = n;
+  p.batchSize = 64;
+  p.bucketMb = bucket;
+  p.stepS = stepS;
+  p.aloneS = 0.004;
+  p.efficiency = p.aloneS / stepS;
+  p.profile.source = "measured";
+  p.profile.companions = n - 1;
+  p.allreduce.source = "fit";
+  p.allreduce.algo = "library";
+  p.allreduce.fittedOn = std::vector<int>{2, 3};
+  return p;
+}
+
+// A run of the point, two epochs: the first (warm-up) is not counted; the second took `wallS` for
+// 8 steps on each of n ranks.
+void addMeasured(Inputs& in, const std::string& strategy, int n, double bucket, double wallS) {
+  addRuns(in, strategy, n, {wallS});
+  Run& r = in.runs.back();
+  r.settings.device = "cpu";
+  r.settings.workload = "mlp";
+  r.settings.bucketMb = bucket;
+  r.wall = {100.0, wallS};  // a first epoch that would ruin any median it entered
+  r.steps = {8.0 * n, 8.0 * n};
+}
+
+// Predictions meet the runs of their point (strategy, workload, batch, N, bucket): the chart puts
+// each at (measured, predicted) and reads the median error; the table says each error, and a
+// prediction without a run stays off the chart.
+TEST(ReportReadings, StepModelChartsPredictionsAgainstTheirRuns) {
+  Inputs in = stylesOfThree();
+  in.predictions = {predictionOf("ddp", 2, 0.011, 25.0), predictionOf("ddp", 4, 0.015, 25.0),
+                    predictionOf("ring_all_reduce", 2, 0.009, std::nullopt),
+                    predictionOf("ddp", 8, 0.030, 25.0)};  // no run at N = 8
+  addMeasured(in, "ddp", 2, 25, 0.080);                    // 10 ms a step: +10 %
+  addMeasured(in, "ddp", 4, 25, 0.160);                    // 20 ms: -25 %
+  addMeasured(in, "ddp", 4, 5, 0.016);                     // another bucket: not this point
+  addMeasured(in, "ring_all_reduce", 2, 25, 0.080);        // 10 ms: -10 % (its bucket is no part of it)
+  const std::vector<PredictedPoint> pts = matchPredictions(in.predictions, in.runs);
+  ASSERT_EQ(pts.size(), 4u);
+  EXPECT_NEAR(pts[0].error(), 0.10, 1e-9);
+  EXPECT_NEAR(pts[1].error(), -0.25, 1e-9);
+  EXPECT_EQ(pts[1].runs, 1);
+  EXPECT_NEAR(pts[2].error(), -0.10, 1e-9);
+  EXPECT_FALSE(pts[3].measured());
+  const Chart c = chartOf("step_model", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.reading.find("median |error| 10.0 % over 3 points; 2 within ±15 %."), std::string::npos) << c.reading;
+  EXPECT_NE(c.dat.find("\n10 11 10 10 2 25\n"), std::string::npos) << c.dat;
+  EXPECT_NE(c.dat.find("\n20 15 20 20 4 25\n"), std::string::npos) << c.dat;
+  const Table t = predictionTable(pts);
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[1].back().content.front().text, "-25.0 %");
+  EXPECT_EQ(t.rows[3].back().content.front().text, "—");
+  // Three N of ddp at 25 MiB make a line; ring_all_reduce's one N does not.
+  const Chart proj = chartOf("step_projection", in);
+  ASSERT_TRUE(proj.hasData()) << proj.reason;
+  EXPECT_NE(proj.reading.find("mlp ddp 25 MiB: this CPU, library fitted on N=2,3: 13.3 % at N=8."), std::string::npos)
+      << proj.reading;
+  EXPECT_EQ(proj.gp.find("ring_all_reduce"), std::string::npos) << proj.gp;
+  // A profile built from a GPU preset's FLOPs is of no run measured here.
+  in.predictions[0].profile.source = "flops";
+  EXPECT_FALSE(matchPredictions(in.predictions, in.runs)[0].measured());
+  // Predictions alone: nothing to check them against.
+  Inputs alone = stylesOfThree();
+  alone.predictions = in.predictions;
+  EXPECT_EQ(chartOf("step_model", alone).reason,
+            "needs runs of the points predicted (tpbench sweep with the same workload, strategy, batch, N and bucket "
+            "on the CPU)");
 }
 
 }  // namespace

@@ -29,6 +29,6 @@ void addCompare(CLI::App& app, Action& action);
 void addReport(CLI::App& app, Action& action);
 void addImport(CLI::App& app, Action& action);
 void addHistory(CLI::App& app, Action& action);
-void addPredict(CLI::App& app, Action& action);
+void addPredict(CLI::App& app, Action& action, const std::string& commandLine);
 
 }  // namespace tpb::cli

@@ -62,7 +62,7 @@ int runCommand(int argc, char** argv) {
   tpb::cli::addCompare(app, action);
   tpb::cli::addHistory(app, action);
   tpb::cli::addModel(app, action);
-  tpb::cli::addPredict(app, action);
+  tpb::cli::addPredict(app, action, commandLine);
   tpb::cli::addImport(app, action);
   tpb::cli::addList(app, action);
   tpb::cli::addWorker(app, action);

@@ -3,14 +3,16 @@
 
 #include "cost_model/alpha_beta.h"
 #include "cost_model/step_model.h"
+#include "common/error.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/step_prediction.h"
 
 namespace tpb::cli {
 
-void addPredict(CLI::App& app, Action& action) {
+void addPredict(CLI::App& app, Action& action, const std::string& commandLine) {
   auto o = std::make_shared<PredictOptions>();
+  o->command = commandLine;
   auto* cmd = app.add_subcommand(
       "predict",
       "Predict a data-parallel training step on N ranks from one rank's step measured here (alone, and for each N "
@@ -32,6 +34,9 @@ void addPredict(CLI::App& app, Action& action) {
   cmd->add_option("--inter_link", o->interLink,
                   "With --link: the link between nodes, used above --gpus_per_node ranks: " + model::linkNames());
   cmd->add_option("--gpus_per_node", o->gpusPerNode, "Ranks per node, with --inter_link")->capture_default_str();
+  cmd->add_option("--nics_per_node", o->nicsPerNode,
+                  "With --inter_link: the network ports of a node, which carry its share of every ring together "
+                  "(default: one per GPU)");
   cmd->add_option("--gpu", o->gpu,
                   "With --link: the step from --workload's FLOPs on a GPU preset instead of measured here: " +
                       model::deviceNames());
@@ -39,12 +44,20 @@ void addPredict(CLI::App& app, Action& action) {
   cmd->add_option("--steps", o->steps, "Steps timed for the profile")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Steps run first, untimed")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and data")->capture_default_str();
+  cmd->add_option("--out", o->out,
+                  "Also write the predictions as records of a results file (predictions[]: tpbench report and "
+                  "compare read them)");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace the results file at --out when one is there");
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {
       checkGivenNotEmpty(cmd, "--link", o->link);
       checkGivenNotEmpty(cmd, "--algo", o->algo);
       checkGivenNotEmpty(cmd, "--inter_link", o->interLink);
       checkGivenNotEmpty(cmd, "--gpu", o->gpu);
+      checkGivenNotEmpty(cmd, "--out", o->out);
+      // 0 is "one port per GPU" inside; given, a node has at least one port.
+      if (cmd->count("--nics_per_node") && o->nicsPerNode < 1)
+        TPB_THROW(UsageError, "--nics_per_node: must be in 1..1024");
       return runPredict(*o, std::cout);
     };
   });
