@@ -158,7 +158,7 @@ model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec&
   for (std::size_t i = 0; i < m.names.size(); ++i) p.params.push_back({m.names[i], m.bytes[i], m.gradReadyS[i]});
   char line[768];
   std::snprintf(line, sizeof line,
-                "# measured: %s at batch %d, one rank on this CPU beside %d stepping as it, median of %d steps after "
+                "# measured: %s at batch %d, one rank on this CPU beside %d stepping as it, mean of %d steps after "
                 "%d warm-up: forward %.3f ms, backward %.3f ms, optimizer %.3f ms (step %.3f ms; whole steps %.3f-%.3f "
                 "ms); %zu parameters, %s of gradients\n",
                 cfg.workload.c_str(), opt.batchSize, companions, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,

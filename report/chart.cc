@@ -240,7 +240,7 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 }
 
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
-                    const std::string& extraSettings) {
+                    const std::string& extraSettings, const std::string& key) {
   std::ostringstream dat;
   dat << chartHeader(c);
   dat << "# One block per series (gnuplot: index 0, 1, ...); columns: " << a.xcol << " " << a.ycol
@@ -262,7 +262,7 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
   }
   plot << "\n";
   c.dat = dat.str();
-  c.gp = gpScript(c, axesSettings(a) + extraSettings, plot.str());
+  c.gp = gpScript(c, axesSettings(a) + extraSettings, plot.str(), key);
 }
 
 std::string ticsAt(const std::set<double>& xs, const std::function<std::string(double)>& label) {

@@ -143,7 +143,8 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 // Each row carries the point's spread (lo, hi); a series with some spread is drawn with error
 // bars from lo to hi. Fills c.dat and c.gp.
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
-                    const std::string& extraSettings = "");
+                    const std::string& extraSettings = "",
+                    const std::string& key = "set key outside right top Left reverse\n");
 // One point per message size: the median bus bandwidth of `byBytes`' records, spread from the
 // lowest to the highest bus bandwidth any of their timed iterations reached (CollectivePoint::busbwLo, Hi).
 std::vector<Point> busbwPoints(const std::map<double, std::vector<const CollectivePoint*>>& byBytes);

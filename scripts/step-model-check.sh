@@ -5,6 +5,8 @@
 # `tpbench predict` for the same points, and prints predicted against measured step time per
 # point (wall time per step of every epoch after the first, median) with the median absolute
 # error per workload and over all, and over the N = 4 points alone (predicted from fits on 2, 3).
+# The predictions are records too (predicted-*.json); `tpbench report` draws them against the runs
+# in WORK/report (chart step_model, and the Step model table).
 #
 #   scripts/step-model-check.sh [TPBENCH]     default build/tpbench
 #     WORKLOADS="mlp resnet:depth=10:width=16:image=mnist:norm=group gpt:layers=2:hidden=128"
@@ -39,15 +41,15 @@ for w in $WORKLOADS; do
     --batch_size $batch --epochs "$EPOCHS" --train_size $size --test_size 64 \
     --out "$WORK/measured-$i.json" >"$WORK/measured-$i.log" 2>&1
   "$TPBENCH" predict --workload "$w" --batch_size $batch --strategy ddp --collectives "$WORK/fits.json" \
-    --n_gpus 2,3,4 --bucket_mb "$BUCKETS" >"$WORK/predicted-$i-ddp.txt" 2>&1
+    --n_gpus 2,3,4 --bucket_mb "$BUCKETS" --out "$WORK/predicted-$i-ddp.json" >"$WORK/predicted-$i-ddp.txt" 2>&1
   "$TPBENCH" predict --workload "$w" --batch_size $batch --strategy ring_all_reduce \
-    --collectives "$WORK/fits.json" --n_gpus 2,3,4 >"$WORK/predicted-$i-ring_all_reduce.txt" 2>&1
+    --collectives "$WORK/fits.json" --n_gpus 2,3,4 --out "$WORK/predicted-$i-ring_all_reduce.json" \
+    >"$WORK/predicted-$i-ring_all_reduce.txt" 2>&1
 done
 
 "$PY" - "$WORK" $WORKLOADS <<'PY'
 import json, re, statistics, sys
 work, workloads = sys.argv[1], sys.argv[2:]
-row = re.compile(r"^\s+(\d+)\s+(\S+)\s+\d+\s+([\d.]+)\s")
 print(f"{'workload':<48} {'strategy':<16} {'N':>2} {'bucket':>6} {'predicted_ms':>12} {'measured_ms':>11} {'error':>7}")
 errors, at4, per = [], [], {}
 for i, w in enumerate(workloads, 1):
@@ -61,11 +63,9 @@ for i, w in enumerate(workloads, 1):
         bucket = f"{c['bucket_mb']:g}" if c["strategy"] == "ddp" else "-"
         measured[(c["strategy"], n, bucket)] = statistics.median(steps) * 1e3
     for s in ("ddp", "ring_all_reduce"):
-        for line in open(f"{work}/predicted-{i}-{s}.txt"):
-            m = row.match(line)
-            if not m:
-                continue
-            n, bucket, pred = int(m[1]), m[2], float(m[3])
+        for p in json.load(open(f"{work}/predicted-{i}-{s}.json"))["predictions"]:
+            n, pred = p["n_gpus"], 1e3 * p["step_s"]
+            bucket = f"{p['bucket_mb']:g}" if p["bucket_mb"] is not None else "-"
             meas = measured.get((s, n, bucket))
             if meas is None:
                 continue
@@ -81,3 +81,6 @@ if errors:
     print(f"median |error| over all: {100 * statistics.median(errors):.1f} % ({len(errors)} points); "
           f"at N = 4 (fitted on 2, 3): {100 * statistics.median(at4):.1f} % ({len(at4)} points)")
 PY
+
+"$TPBENCH" report "$WORK"/measured-*.json "$WORK"/predicted-*.json -o "$WORK/report" >"$WORK/report.log" 2>&1 &&
+  echo "step-model-check: predicted against measured: $WORK/report/index.html (chart step_model)"

@@ -26,6 +26,12 @@ double seconds(clock_type::time_point a, clock_type::time_point b) {
 
 namespace {
 
+double meanOf(const std::vector<double>& xs) {
+  double sum = 0;
+  for (double x : xs) sum += x;
+  return xs.empty() ? 0 : sum / static_cast<double>(xs.size());
+}
+
 // One replica's step loop over its own data: what the measured rank runs, and what each
 // companion (another rank on the same machine) runs beside it.
 class StepLoop {
@@ -131,7 +137,10 @@ MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int comp
   try {
     // The warm-up starts once every companion is stepping.
     while (started < companions) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    for (int s = 0; s < warmup + steps; ++s) {
+    // Timed: at least `steps`, and at least kMinTimedS, so that the mean covers many of the
+    // scheduler's time slices where ranks outnumber cores.
+    const auto timedFrom = clock_type::now();
+    for (int s = 0;; ++s) {
       const StepLoop::Times t = loop.step();
       if (s < warmup) continue;
       fwd.push_back(seconds(t.start, t.forwardDone));
@@ -139,6 +148,7 @@ MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int comp
       opt.push_back(seconds(t.optimizerStart, t.done));
       whole.push_back(seconds(t.start, t.backwardDone) + seconds(t.optimizerStart, t.done));
       for (std::size_t i = 0; i < n; ++i) readyS[i].push_back(seconds(t.forwardDone, loop.ready()[i]));
+      if (static_cast<int>(whole.size()) >= steps && seconds(timedFrom, clock_type::now()) >= kMinTimedS) break;
     }
   } catch (...) {
     stopAll();
@@ -147,13 +157,13 @@ MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int comp
   stopAll();
   for (const auto& e : failed)
     if (e) std::rethrow_exception(e);
-  out.steps = steps;
-  out.forwardS = medianOf(fwd);
-  out.backwardS = medianOf(bwd);
-  out.optimizerS = medianOf(opt);
+  out.steps = static_cast<int>(whole.size());
+  out.forwardS = meanOf(fwd);
+  out.backwardS = meanOf(bwd);
+  out.optimizerS = meanOf(opt);
   out.stepMinS = *std::min_element(whole.begin(), whole.end());
   out.stepMaxS = *std::max_element(whole.begin(), whole.end());
-  for (std::size_t i = 0; i < n; ++i) out.gradReadyS.push_back(std::min(medianOf(readyS[i]), out.backwardS));
+  for (std::size_t i = 0; i < n; ++i) out.gradReadyS.push_back(std::min(meanOf(readyS[i]), out.backwardS));
   return out;
 }
 

@@ -16,17 +16,23 @@
 namespace tpb {
 
 struct MeasuredStep {
-  int steps = 0;       // timed steps the medians are over (after the warm-up)
+  int steps = 0;       // timed steps the means are over (after the warm-up)
   int companions = 0;  // replicas stepping beside it (measureStep)
-  double forwardS = 0, backwardS = 0, optimizerS = 0;  // medians
+  double forwardS = 0, backwardS = 0, optimizerS = 0;  // means
   double stepMinS = 0, stepMaxS = 0;                    // the timed steps' whole compute, min and max
   std::vector<std::string> names;  // each parameter, in the flat (forward) order
   std::vector<double> bytes;       // its gradient's bytes
-  std::vector<double> gradReadyS;  // median, from backward's start; at most backwardS
+  std::vector<double> gradReadyS;  // mean, from backward's start; at most backwardS
 };
 
-// Runs `warmup` untimed and then `steps` timed steps of cfg's workload at cfg.batchSize on the
-// CPU, in this thread (call worker/worker.h's startRankProcess() first for a rank's settings),
+// The least time measureStep times for. Means, not medians: where ranks outnumber cores a short
+// step often runs within one time slice of the scheduler and now and then waits a slice or more
+// for its core; a median sees the first only, a run's wall time per step (what the model
+// predicts) both, in the proportion they happen.
+constexpr double kMinTimedS = 1.0;
+
+// Runs `warmup` untimed and then at least `steps` timed steps (and at least kMinTimedS of them)
+// of cfg's workload at cfg.batchSize on the CPU, in this thread (call worker/worker.h's startRankProcess() first for a rank's settings),
 // while `companions` other replicas step on threads of their own: the N - 1 other ranks of a run
 // on this machine, which share its cores, caches and memory bandwidth. Throws UsageError for a
 // configuration it cannot profile (not the CPU, steps < 1).

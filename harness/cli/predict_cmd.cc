@@ -41,7 +41,7 @@ void addPredict(CLI::App& app, Action& action, const std::string& commandLine) {
                   "With --link: the step from --workload's FLOPs on a GPU preset instead of measured here: " +
                       model::deviceNames());
   cmd->add_option("--mfu", o->mfu, "With --gpu (and needed there): the fraction of its dense peak the workload reaches");
-  cmd->add_option("--steps", o->steps, "Steps timed for the profile")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Steps timed for the profile (at least; and at least 1 s of them)")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Steps run first, untimed")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and data")->capture_default_str();
   cmd->add_option("--out", o->out,
