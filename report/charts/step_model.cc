@@ -84,7 +84,8 @@ void build(Chart& c, const Inputs& in) {
   settings << "set xrange [" << fmtDat(1e3 * from) << ":" << fmtDat(1e3 * to) << "]\nset yrange [" << fmtDat(1e3 * from)
            << ":" << fmtDat(1e3 * to) << "]\nset size square\n";
   c.dat = dat.str();
-  c.gp = gpScript(c, settings.str(), plot.str());
+  // The series' names are long (a workload's whole spelling): the key goes under the plot.
+  c.gp = gpScript(c, settings.str(), plot.str(), "set key below Left reverse\n");
 }
 
 ChartDef chart() { return {92, "step_model", "Step model: predicted against measured step time", build}; }
