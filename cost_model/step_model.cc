@@ -156,4 +156,28 @@ BucketChoice bestBucket(const StepProfile& p, int n, const std::vector<double>& 
   return best;
 }
 
+PipelinePrediction predictPipeline(const StepProfile& micro, const std::vector<double>& shares, int microbatches) {
+  checkProfile(micro);
+  if (microbatches < 1) TPB_THROW(UsageError, "step model: a pipeline needs at least one micro-batch");
+  if (shares.empty()) TPB_THROW(UsageError, "step model: a pipeline needs at least one stage");
+  double sum = 0;
+  for (double s : shares) {
+    if (!(s >= 0 && std::isfinite(s))) TPB_THROW(UsageError, "step model: a stage's share must be a finite fraction >= 0");
+    sum += s;
+  }
+  if (std::abs(sum - 1) > 1e-6) TPB_THROW(UsageError, "step model: the stages' shares sum to " << sum << ", not 1");
+  const double slowest = *std::max_element(shares.begin(), shares.end());
+  const double perMicro = micro.forwardS + micro.backwardS;
+  const int stages = static_cast<int>(shares.size());
+  PipelinePrediction p;
+  // Identical micro-batches through stages in a row: the first crosses every stage, the other
+  // M - 1 follow one slowest stage apart (forward, then backward the same way back).
+  p.stepS = (1 + (microbatches - 1) * slowest) * perMicro + slowest * micro.optimizerS;
+  p.busyS = slowest * (microbatches * perMicro + micro.optimizerS);
+  double idle = 0;
+  for (double s : shares) idle += p.stepS > 0 ? 1 - s * (microbatches * perMicro + micro.optimizerS) / p.stepS : 0;
+  p.bubble = idle / stages;
+  return p;
+}
+
 }  // namespace tpb::model

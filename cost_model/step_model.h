@@ -122,4 +122,22 @@ struct BucketChoice {
 BucketChoice bestBucket(const StepProfile& p, int n, const std::vector<double>& capsBytes,
                         const AllreduceTime& allreduce);
 
+// A pipeline's step (pipeline: S stages on S ranks, each batch cut into M micro-batches): GPipe
+// runs every micro-batch's forward through the stages, then every backward; 1F1B interleaves
+// them after a warm-up, holding fewer activations for the same length where every stage's
+// micro-batch costs the same. `micro` is one micro-batch's step through the whole model on one
+// rank; stage s does shares[s] of its forward, backward and optimizer (the stage's part of the
+// network's FLOPs; the shares sum to 1). The first micro-batch crosses every stage, each of the
+// other M - 1 follows one slowest stage later (forward, then backward back), then the slowest
+// stage's optimizer: (M + S - 1) slots of a stage's micro-batch where the stages are equal. The bubble is each
+// stage's idle share of it, averaged over the stages (GPipe's (S-1)/(M+S-1) where the stages are
+// equal). The activations' and their gradients' transfers between stages are left out. Throws
+// UsageError for an M below 1, no shares, or shares that are negative or do not sum to 1.
+struct PipelinePrediction {
+  double stepS = 0;
+  double busyS = 0;   // the busiest stage's compute: M x its micro-batch + its optimizer
+  double bubble = 0;  // the stages' mean idle share of the step
+};
+PipelinePrediction predictPipeline(const StepProfile& micro, const std::vector<double>& shares, int microbatches);
+
 }  // namespace tpb::model

@@ -15,6 +15,7 @@
 #include "record/results.h"
 #include "worker/worker.h"
 #include "workload/network_spec.h"
+#include "workload/stages.h"
 #include "workload/step_profile.h"
 #include "workload/train_config.h"
 
@@ -143,13 +144,13 @@ std::vector<model::BlockCost> blocksOf(const NetworkSpec& spec) {
 // One rank's step of the workload measured here beside `companions` other replicas (the other
 // ranks of a run at N = companions + 1), said in one line. startRankProcess() has run.
 model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec& spec, int companions,
-                                   std::ostream& os) {
+                                   std::ostream& os, int batch = 0) {
   TrainConfig cfg;
   cfg.workload = workloadText(spec);
   cfg.hidden = opt.hidden;
-  cfg.batchSize = opt.batchSize;
+  cfg.batchSize = batch > 0 ? batch : opt.batchSize;
   cfg.seed = opt.seed;
-  cfg.trainSize = static_cast<std::size_t>(opt.batchSize) * 4;
+  cfg.trainSize = static_cast<std::size_t>(cfg.batchSize) * 4;
   const MeasuredStep m = measureStep(cfg, opt.warmup, opt.steps, companions);
   model::StepProfile p;
   p.forwardS = m.forwardS;
@@ -161,7 +162,7 @@ model::StepProfile measuredProfile(const PredictOptions& opt, const NetworkSpec&
                 "# measured: %s at batch %d, one rank on this CPU beside %d stepping as it, mean of %d steps after "
                 "%d warm-up: forward %.3f ms, backward %.3f ms, optimizer %.3f ms (step %.3f ms; whole steps %.3f-%.3f "
                 "ms); %zu parameters, %s of gradients\n",
-                cfg.workload.c_str(), opt.batchSize, companions, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
+                cfg.workload.c_str(), cfg.batchSize, companions, m.steps, opt.warmup, 1e3 * m.forwardS, 1e3 * m.backwardS,
                 1e3 * m.optimizerS, 1e3 * p.computeS(), 1e3 * m.stepMinS, 1e3 * m.stepMaxS, p.params.size(),
                 formatBytesApprox(p.gradientBytes()).c_str());
   os << line;
@@ -202,17 +203,129 @@ PredictionProfile profileRecord(const PredictOptions& opt, const model::StepProf
   return r;
 }
 
+// --out: the rows as records of a new results file (the file was claimed before measuring).
+void writePredictions(const PredictOptions& opt, std::vector<PredictionRecord> records, std::ostream& os) {
+  ResultsFile f = ResultsFile::create(opt.out, collectMeta(opt.command));
+  for (PredictionRecord& r : records) f.addPrediction(std::move(r));
+  f.save();
+  os << "# wrote " << opt.out << " (" << f.predictions().size() << " predictions)\n";
+}
+
+// Where the stages share the network: each stage's part of its forward FLOPs, the stages cut as
+// the pipeline strategy cuts them (workload/stages.h: contiguous, balanced by cost).
+std::vector<double> stageShares(const NetworkSpec& spec, int stages) {
+  const std::vector<int> bounds = stageBounds(spec, stages, "", "--n_gpus");
+  const std::vector<NetworkCost> blocks = networkBlockCosts(spec);
+  double total = 0;
+  for (const NetworkCost& b : blocks) total += b.forwardFlops;
+  std::vector<double> shares;
+  for (int s = 0; s < stages; ++s) {
+    double flops = 0;
+    for (int u = bounds[static_cast<std::size_t>(s)]; u < bounds[static_cast<std::size_t>(s) + 1]; ++u)
+      flops += blocks[static_cast<std::size_t>(u)].forwardFlops;
+    shares.push_back(total > 0 ? flops / total : 1.0 / stages);
+  }
+  return shares;
+}
+
+// --strategy pipeline: S stages (--n_gpus), M micro-batches (--microbatches). One micro-batch's
+// step is measured beside S - 1 replicas (the stages compute side by side once the pipeline is
+// full), each stage given its share of it (stageShares), and the step predicted by
+// predictPipeline; efficiency is one rank's whole-batch step alone over S x the step.
+int runPipeline(const PredictOptions& opt, std::ostream& os) {
+  for (const auto& [flag, given] : {std::pair<const char*, bool>{"--collectives", !opt.collectives.empty()},
+                                    {"--link", !opt.link.empty()}, {"--inter_link", !opt.interLink.empty()},
+                                    {"--gpu", !opt.gpu.empty()}, {"--algo", !opt.algo.empty()},
+                                    {"--nics_per_node", opt.nicsPerNode > 0}, {"--mfu", !std::isnan(opt.mfu)}})
+    if (given)
+      TPB_THROW(UsageError, flag << ": not with --strategy pipeline (its stages exchange activations, not gradients; the "
+                                    "model measures the stages' compute here and leaves the transfers out)");
+  if (opt.batchSize < 1 || opt.batchSize > 65536) TPB_THROW(UsageError, "--batch_size: must be in 1..65536");
+  if (opt.steps < 1 || opt.steps > 100000) TPB_THROW(UsageError, "--steps: must be in 1..100000");
+  if (opt.warmup < 0 || opt.warmup > 100000) TPB_THROW(UsageError, "--warmup: must be in 0..100000");
+  const std::vector<int> micros = opt.microbatches.empty() ? std::vector<int>{4} : opt.microbatches;
+  for (int m : micros)
+    if (m < 1 || m > opt.batchSize)
+      TPB_THROW(UsageError, "--microbatches: " << m << " is not in 1..--batch_size (" << opt.batchSize << ")");
+  const NetworkSpec spec = parseWorkload("--workload", opt.workload, opt.hidden);
+  std::map<int, std::vector<double>> shares;
+  for (int n : opt.ns) {
+    if (n < 1 || n > 1024) TPB_THROW(UsageError, "--n_gpus: " << n << " stages is not in 1..1024");
+    shares[n] = stageShares(spec, n);
+    for (int m : micros) {
+      TrainConfig cfg;
+      cfg.workload = workloadText(spec);
+      cfg.hidden = opt.hidden;
+      cfg.nGpus = n;
+      const std::string why = stagesConfigProblem(cfg, m);
+      if (!why.empty()) TPB_THROW(UsageError, why);
+    }
+  }
+  std::optional<OwnedOutput> owned;
+  if (!opt.out.empty()) owned.emplace("--out", opt.out, kResultsOutput, OutputFlags{false, opt.overwrite, false});
+  startRankProcess();
+  const model::StepProfile alone = measuredProfile(opt, spec, 0, os);
+  const double aloneS = alone.computeS();
+  os << "# predicted: pipeline, S stages (--n_gpus) cut as the strategy cuts them (balanced by cost), each doing its "
+        "share of the network's forward FLOPs of every micro-batch's step; the first micro-batch crosses every stage, "
+        "the others follow one slowest stage apart (GPipe; 1F1B is as long with equal stages); the activations' "
+        "transfers are left out; efficiency: one rank's batch alone over S x the step\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "#  %5s %5s %11s %10s %11s %8s %9s %10s %11s\n", "S", "M", "micro_rows", "step_ms",
+                "busiest_ms", "bubble", "formula", "efficiency", "samples/s");
+  os << line;
+  std::vector<PredictionRecord> records;
+  std::map<std::pair<int, int>, model::StepProfile> measured;  // (rows, companions) -> profile
+  for (int n : opt.ns) {
+    for (int m : micros) {
+      const int rows = (opt.batchSize + m - 1) / m;
+      const auto key = std::make_pair(rows, n - 1);
+      if (!measured.count(key)) measured[key] = measuredProfile(opt, spec, n - 1, os, rows);
+      const model::StepProfile& micro = measured[key];
+      const model::PipelinePrediction p = model::predictPipeline(micro, shares[n], m);
+      std::snprintf(line, sizeof line, "   %5d %5d %11d %10.3f %11.3f %8.3f %9.3f %9.1f%% %11.0f\n", n, m, rows,
+                    1e3 * p.stepS, 1e3 * p.busyS, p.bubble, (n - 1.0) / (m + n - 1.0), 100 * aloneS / (n * p.stepS),
+                    opt.batchSize / p.stepS);
+      os << line;
+      PredictionRecord r;
+      r.workload = workloadText(spec);
+      r.hidden = opt.hidden;
+      r.strategy = opt.strategy;
+      r.batchSize = opt.batchSize;
+      r.nGpus = n;
+      r.microbatches = m;
+      r.profile = profileRecord(opt, micro, n - 1);
+      r.allreduce.source = "none";
+      r.allreduce.text = "none: the stages exchange activations and their gradients, which the model leaves out";
+      r.stepS = p.stepS;
+      r.computeS = p.busyS;
+      r.aloneS = aloneS;
+      r.exposedS = p.stepS - p.busyS;
+      r.efficiency = aloneS / (n * p.stepS);
+      r.samplesPerS = opt.batchSize / p.stepS;
+      r.bubble = p.bubble;
+      records.push_back(std::move(r));
+    }
+  }
+  os << "# the model leaves out the activations' transfers, the stages slowing each other (shared cores and "
+        "memory bandwidth) and stragglers\n";
+  if (owned) writePredictions(opt, std::move(records), os);
+  return 0;
+}
+
 }  // namespace
 
 std::string allreduceAlgoOf(const std::string& strategy) {
   if (strategy == "ddp" || strategy == "allreduce") return "library";
   if (strategy == "ring_all_reduce") return "ring";
   TPB_THROW(UsageError, "--strategy: '" << printable(strategy)
-                                        << "' is not one the step model covers (ddp, ring_all_reduce, allreduce)");
+                                        << "' is not one the step model covers (ddp, ring_all_reduce, allreduce, pipeline)");
 }
 
 int runPredict(const PredictOptions& opt, std::ostream& os) {
   // Every input is checked before anything is measured.
+  if (opt.strategy == "pipeline") return runPipeline(opt, os);
+  if (!opt.microbatches.empty()) TPB_THROW(UsageError, "--microbatches: goes with --strategy pipeline");
   const std::string own = allreduceAlgoOf(opt.strategy);
   const std::string algo = opt.algo.empty() ? own : opt.algo;
   const bool bucketed = opt.strategy == "ddp";
@@ -322,12 +435,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
           "the communication exposed\n";
   os << "# the model leaves out compute and communication slowing each other (shared cores and memory "
         "bandwidth), the buckets' copies, and stragglers\n";
-  if (owned) {
-    ResultsFile f = ResultsFile::create(opt.out, collectMeta(opt.command));
-    for (PredictionRecord& r : records) f.addPrediction(std::move(r));
-    f.save();
-    os << "# wrote " << opt.out << " (" << f.predictions().size() << " predictions)\n";
-  }
+  if (owned) writePredictions(opt, std::move(records), os);
   return 0;
 }
 

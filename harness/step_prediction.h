@@ -19,7 +19,8 @@ struct PredictOptions {
   std::string workload = "mlp";
   std::string hidden = "512,512";
   int batchSize = 64;
-  std::string strategy = "ddp";  // ddp (buckets overlap backward); ring_all_reduce, allreduce (after it)
+  std::string strategy = "ddp";  // ddp (buckets overlap backward); ring_all_reduce, allreduce (after it); pipeline
+  std::vector<int> microbatches;  // pipeline: micro-batches per step to predict ("": 4)
   std::vector<int> ns = {2, 4, 8};
   std::vector<double> bucketMb = {1, 5, 25};
   std::vector<std::string> collectives;  // results files with allreduce points to fit α-β from
@@ -42,7 +43,8 @@ struct PredictOptions {
 };
 
 // The allreduce algorithm whose α-β a strategy's gradients go through on the CPU: ddp and
-// allreduce reduce with the collective library (`library`), ring_all_reduce with `ring`.
+// allreduce reduce with the collective library (`library`), ring_all_reduce with `ring`
+// (pipeline has none: runPredict predicts it from its stages' compute alone).
 // Throws UsageError naming --strategy for one the model does not cover.
 std::string allreduceAlgoOf(const std::string& strategy);
 

@@ -68,7 +68,8 @@ PredictionAllreduce PredictionAllreduce::fromJson(const JsonIn& in) {
   in.object();
   PredictionAllreduce a;
   a.source = in.at("source").str();
-  if (a.source != "fit" && a.source != "link") in.at("source").fail("\"fit\" or \"link\"");
+  if (a.source != "fit" && a.source != "link" && a.source != "none")
+    in.at("source").fail("\"fit\", \"link\" or \"none\"");
   a.algo = in.at("algo").str();
   a.text = in.at("text").str();
   if (const auto v = in.find("alpha_us")) a.alphaUs = v->number(0, kMaxSeconds);
@@ -94,6 +95,7 @@ std::string PredictionRecord::label() const {
     std::snprintf(b, sizeof b, " bucket=%g", *bucketMb);
     s += b;
   }
+  if (microbatches) s += " M=" + std::to_string(*microbatches);
   return s;
 }
 
@@ -105,6 +107,8 @@ json PredictionRecord::toJson() const {
   j["batch_size"] = batchSize;
   j["n_gpus"] = nGpus;
   j["bucket_mb"] = orNull(bucketMb);
+  if (microbatches) j["microbatches"] = *microbatches;
+  if (bubble) j["bubble"] = *bubble;
   j["profile"] = profile.toJson();
   j["allreduce"] = allreduce.toJson();
   j["step_s"] = stepS;
@@ -128,6 +132,8 @@ PredictionRecord PredictionRecord::fromJson(const JsonIn& in) {
   r.batchSize = static_cast<int>(in.at("batch_size").integer(1, 65536));
   r.nGpus = static_cast<int>(in.at("n_gpus").integer(1, kMaxRanks));
   if (const auto b = in.find("bucket_mb")) r.bucketMb = b->number(0, 1e9);
+  if (const auto m = in.find("microbatches")) r.microbatches = static_cast<int>(m->integer(1, 65536));
+  if (const auto b = in.find("bubble")) r.bubble = b->number(0, 1);
   r.profile = PredictionProfile::fromJson(in.at("profile"));
   r.allreduce = PredictionAllreduce::fromJson(in.at("allreduce"));
   r.stepS = seconds(in, "step_s");
@@ -142,7 +148,7 @@ PredictionRecord PredictionRecord::fromJson(const JsonIn& in) {
   r.bestBucket = in.at("best_bucket").boolean();
   r.extra = in.extraExcept({"workload", "hidden", "strategy", "batch_size", "n_gpus", "bucket_mb", "profile", "allreduce",
                             "step_s", "compute_s", "alone_s", "comm_s", "exposed_s", "efficiency", "samples_per_s",
-                            "allreduces", "best_bucket"});
+                            "allreduces", "best_bucket", "microbatches", "bubble"});
   return r;
 }
 

@@ -32,7 +32,7 @@ struct PredictionProfile {
 
 // The allreduce's cost as the prediction read it.
 struct PredictionAllreduce {
-  std::string source;  // "fit" (--collectives) or "link" (--link presets)
+  std::string source;  // "fit" (--collectives), "link" (--link presets) or "none" (a pipeline: no allreduce)
   std::string algo;    // the algorithm whose formula carries the cost
   std::string text;    // the one line `predict` prints for it
   std::optional<double> alphaUs, betaUsPerByte;  // fit
@@ -49,18 +49,22 @@ struct PredictionRecord {
   int batchSize = 64;
   int nGpus = 1;
   std::optional<double> bucketMb;  // ddp only
+  std::optional<int> microbatches;  // pipeline only
   PredictionProfile profile;
   PredictionAllreduce allreduce;
   // Predicted, in seconds: the step, its compute (the profile's at this N), one rank's step alone
   // (the efficiency's base), every allreduce's time and the exposed part (step - compute).
+  // A pipeline: computeS is the busiest stage's, exposedS its idle time, commS 0.
   double stepS = 0, computeS = 0, aloneS = 0, commS = 0, exposedS = 0;
-  double efficiency = 1;  // aloneS / stepS
+  double efficiency = 1;  // aloneS / stepS; a pipeline, whose S ranks share one batch: aloneS / (S x stepS)
+  std::optional<double> bubble;  // a pipeline: the stages' mean idle share of the step
   double samplesPerS = 0;  // nGpus x batchSize / stepS
   int allreduces = 0;      // the step's allreduce calls (buckets)
   bool bestBucket = false;  // ddp: the best of the caps predicted at this N (two or more given)
   nlohmann::json extra = nlohmann::json::object();
 
-  // "predict ddp resnet50 batch=32 N=16 bucket=25": what compare and report call the point.
+  // "predict ddp resnet50 batch=32 N=16 bucket=25" ("... M=4" for a pipeline): what compare and
+  // report call the point.
   std::string label() const;
   nlohmann::json toJson() const;
   // Throws UsageError naming the field (predictions[i].step_s: ...) for a wrong type or range.

@@ -22,6 +22,7 @@ Run runOf(const RunRecord& r) {
   run.settings = r.config;
   run.strategy = r.config.strategy;
   run.n = r.config.nGpus;
+  run.dataRanks = r.entry.dataRanks.value_or(r.config.nGpus);
   run.batch = r.config.batchSize;
   run.trainSize = static_cast<long long>(r.config.trainSize);
   run.epochsRequested = r.config.epochs;

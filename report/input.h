@@ -31,6 +31,7 @@ struct Run {
   RunConfig settings;     // the same, typed (a setting the record lacks reads as its default)
   std::string strategy;
   int n = 0;
+  int dataRanks = 0;  // ranks that consume training data (the record's data_ranks, else n)
   long long batch = 0;
   long long trainSize = 0;
   long long epochsRequested = 0;

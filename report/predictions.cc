@@ -15,8 +15,8 @@ double measuredStepS(const Run& r) {
   std::vector<double> perStep;
   const std::size_t first = r.wall.size() > 1 ? 1 : 0;  // the first epoch warms up
   for (std::size_t e = first; e < r.wall.size() && e < r.steps.size(); ++e)
-    if (std::isfinite(r.wall[e]) && std::isfinite(r.steps[e]) && r.steps[e] > 0 && r.n > 0)
-      perStep.push_back(r.wall[e] / (r.steps[e] / r.n));
+    if (std::isfinite(r.wall[e]) && std::isfinite(r.steps[e]) && r.steps[e] > 0 && r.dataRanks > 0)
+      perStep.push_back(r.wall[e] / (r.steps[e] / r.dataRanks));  // steps count each data rank's
   return median(perStep);
 }
 
@@ -27,6 +27,8 @@ bool isOf(const PredictionRecord& p, const Run& r) {
   if (r.settings.workload != p.workload) return false;
   if (p.workload == "mlp" && r.settings.hidden != p.hidden) return false;
   if (p.bucketMb && std::abs(r.settings.bucketMb - *p.bucketMb) > 1e-9 * *p.bucketMb) return false;
+  // A pipeline's: its micro-batches, and stages balanced as the model assumes (no --split).
+  if (p.microbatches && (r.settings.microbatches != *p.microbatches || !r.settings.split.empty())) return false;
   // A profile measured on this CPU is of CPU runs; one from a GPU preset is of none measured here.
   return p.profile.source == "measured" && r.settings.device == "cpu";
 }
@@ -66,6 +68,7 @@ std::string profileSource(const PredictionRecord& p) {
 
 std::string allreduceSource(const PredictionRecord& p) {
   const PredictionAllreduce& a = p.allreduce;
+  if (a.source == "none") return "none (activations' transfers left out)";
   if (a.source == "fit") {
     std::vector<std::string> ns;
     for (int n : a.fittedOn.value_or(std::vector<int>{})) ns.push_back(std::to_string(n));

@@ -12,9 +12,10 @@
 namespace tpb::report {
 
 // A prediction and, where the inputs hold ok runs of its point (strategy, workload, hidden for
-// an MLP, batch, N, bucket for ddp; on the CPU where the profile was measured on it), their
-// measured step: per run the median over its epochs after the first (all of them where it ran
-// one) of wall time per optimizer step of one rank, then the median over the runs with their
+// an MLP, batch, N, bucket for ddp, micro-batches for a pipeline of balanced stages; on the CPU
+// where the profile was measured on it), their measured step: per run the median over its
+// epochs after the first (all of them where it ran one) of wall time per optimizer step of one
+// rank (the epoch's steps over its data ranks), then the median over the runs with their
 // min and max. NaN where nothing matched.
 struct PredictedPoint {
   const PredictionRecord* prediction = nullptr;

@@ -219,3 +219,47 @@ TEST(PredictCli, ItsTableIsTheModelsArithmeticOnWhatItMeasured) {
 
 }  // namespace
 }  // namespace tpb
+
+namespace tpb {
+namespace {
+
+// A pipeline of S stages (--n_gpus) and M micro-batches: one micro-batch's step measured here,
+// the stages' shares of it, GPipe's slots; refused with what belongs to the data-parallel model.
+TEST(PredictCli, APipelineIsPredictedFromItsStagesShares) {
+  test::expectRefusedUpFront(test::runCli({"predict", "--strategy", "pipeline", "--n_gpus", "2", "--link", "nvlink4"}),
+                             "--link: not with --strategy pipeline");
+  test::expectRefusedUpFront(test::runCli({"predict", "--strategy", "ddp", "--link", "nvlink4", "--microbatches", "2"}),
+                             "--microbatches: goes with --strategy pipeline");
+  test::expectRefusedUpFront(test::runCli({"predict", "--strategy", "pipeline", "--n_gpus", "5"}), "--n_gpus: 5 stages");
+  test::expectRefusedUpFront(
+      test::runCli({"predict", "--strategy", "pipeline", "--n_gpus", "2", "--batch_size", "8", "--microbatches", "9"}),
+      "--microbatches: 9");
+  const std::string out = test::tempPath("predict_pipeline.json");
+  std::remove(out.c_str());
+  const auto r = test::runCli({"predict", "--strategy", "pipeline", "--n_gpus", "1,2", "--microbatches", "1,4",
+                               "--hidden", "256,256,256", "--batch_size", "64", "--steps", "3", "--warmup", "1", "--out",
+                               out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const ResultsFile f = ResultsFile::load(out);
+  ASSERT_EQ(f.predictions().size(), 4u) << r.out;
+  for (const PredictionRecord& p : f.predictions()) {
+    SCOPED_TRACE(p.label());
+    EXPECT_EQ(p.strategy, "pipeline");
+    ASSERT_TRUE(p.microbatches && p.bubble);
+    EXPECT_FALSE(p.bucketMb);
+    EXPECT_EQ(p.allreduce.source, "none");
+    EXPECT_EQ(p.profile.companions.value_or(-1), p.nGpus - 1);
+    EXPECT_GE(p.stepS, p.computeS);
+    EXPECT_NEAR(p.efficiency, p.aloneS / (p.nGpus * p.stepS), 1e-12);
+    EXPECT_NEAR(p.samplesPerS, 64 / p.stepS, 1e-6);
+    if (p.nGpus == 1) EXPECT_NEAR(*p.bubble, 0, 1e-12);  // one stage is never idle
+  }
+  // Two stages of one micro-batch take turns: each idles about half the step.
+  EXPECT_EQ(f.predictions()[2].label(), "predict pipeline mlp hidden=256,256,256 batch=64 N=2 M=1");
+  EXPECT_GT(*f.predictions()[2].bubble, 0.3);
+  EXPECT_LT(*f.predictions()[2].bubble, 0.7);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace tpb

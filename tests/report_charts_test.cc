@@ -40,8 +40,8 @@ const std::vector<std::pair<std::string, std::string>> kCharts = {
     {"bucket_size", ""},
     {"model_parallel_epoch_time", ""},
     {"pipeline_bubble", ""},
-    {"step_model", "needs predictions (tpbench predict --out) and the runs that measured them"},
-    {"step_projection", "needs predictions at two or more N (tpbench predict --n_gpus 8,16,64 --out FILE)"},
+    {"step_model", ""},
+    {"step_projection", ""},
     {"timeline", ""},
 };
 
@@ -397,6 +397,7 @@ void addMeasured(Inputs& in, const std::string& strategy, int n, double bucket, 
   r.settings.device = "cpu";
   r.settings.workload = "mlp";
   r.settings.bucketMb = bucket;
+  r.dataRanks = n;
   r.wall = {100.0, wallS};  // a first epoch that would ruin any median it entered
   r.steps = {8.0 * n, 8.0 * n};
 }

@@ -133,7 +133,7 @@ TEST_F(ReportHostileTest, GnuplotDrawsAndRunsNothing) {
   if (!gnuplotAvailable()) GTEST_SKIP() << "gnuplot is not installed";
   const ReportSummary s = report();
   for (const auto& [id, reason] : s.skipped) ADD_FAILURE() << id << " skipped: " << reason;
-  EXPECT_EQ(s.drawn.size(), 12u);
+  EXPECT_EQ(s.drawn.size(), 14u);
   EXPECT_TRUE(fs::is_empty(marks())) << "a command from the results file ran: "
                                      << fs::directory_iterator(marks())->path();
   for (const auto& e : fs::directory_iterator(out())) {

@@ -174,3 +174,37 @@ TEST(StepModel, ProfilesItCannotModelAreRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace tpb::model
+
+namespace tpb::model {
+namespace {
+
+// A pipeline of two equal stages, four micro-batches of forward 1 s and backward 3 s (threeLayers'
+// step, through the whole model), optimizer 0.5 s: each stage does half of each. The first
+// micro-batch crosses both stages (4 s), the other three follow a stage's 2 s apart (6 s), then a
+// stage's optimizer (0.25 s): 10.25 s, GPipe's (M + S - 1) = 5 slots of 2 s. Each stage is busy 4 x 2
+// + 0.25 s: its idle share is 2 / 10.25, near GPipe's (S-1)/(M+S-1) = 0.2.
+TEST(StepModel, APipelineIsItsSlowestStageTimesItsSlots) {
+  const StepProfile micro = threeLayers();
+  const PipelinePrediction even = predictPipeline(micro, {0.5, 0.5}, 4);
+  EXPECT_NEAR(even.stepS, 10.25, 1e-12);
+  EXPECT_NEAR(even.busyS, 8.25, 1e-12);
+  EXPECT_NEAR(even.bubble, 2.0 / 10.25, 1e-12);
+  // One micro-batch (model_parallel): the stages take turns; each is idle half the step.
+  const PipelinePrediction one = predictPipeline(micro, {0.5, 0.5}, 1);
+  EXPECT_NEAR(one.stepS, 4.25, 1e-12);
+  EXPECT_NEAR(one.bubble, 1 - 2.25 / 4.25, 1e-12);
+  // Unequal stages: the slower one (75 %) sets the pace: 4 + 3 x 3 + 0.375 s.
+  const PipelinePrediction skew = predictPipeline(micro, {0.75, 0.25}, 4);
+  EXPECT_NEAR(skew.stepS, 13.375, 1e-12);
+  EXPECT_GT(skew.bubble, even.bubble);
+  // One stage is the whole step, with no bubble.
+  EXPECT_NEAR(predictPipeline(micro, {1.0}, 4).stepS, 4 * 4 + 0.5, 1e-12);
+  EXPECT_NEAR(predictPipeline(micro, {1.0}, 4).bubble, 0, 1e-12);
+  EXPECT_THROW(predictPipeline(micro, {0.5, 0.4}, 4), UsageError);
+  EXPECT_THROW(predictPipeline(micro, {}, 4), UsageError);
+  EXPECT_THROW(predictPipeline(micro, {0.5, 0.5}, 0), UsageError);
+  EXPECT_THROW(predictPipeline(micro, {1.5, -0.5}, 2), UsageError);
+}
+
+}  // namespace
+}  // namespace tpb::model

@@ -20,11 +20,16 @@ void addPredict(CLI::App& app, Action& action, const std::string& commandLine) {
       "optimizer of --workload at --batch_size; or built from its FLOPs on a --gpu preset. The allreduce's "
       "alpha-beta is fitted across N from --collectives (tpbench allreduce results) or taken from --link presets. "
       "Prints per N and bucket size the step, its communication, what stays exposed, the scaling efficiency "
-      "and the best bucket (ddp's buckets overlap backward; ring_all_reduce and allreduce reduce after it).");
+      "and the best bucket (ddp's buckets overlap backward; ring_all_reduce and allreduce reduce after it); for a "
+      "pipeline of --n_gpus stages, the step from one micro-batch's step measured here, its stages' shares and the "
+      "micro-batches' slots, with its bubble.");
   cmd->add_option("--workload", o->workload, "What is trained (as tpbench run --workload)")->capture_default_str();
   cmd->add_option("--hidden", o->hidden, "The MLP's hidden widths")->capture_default_str();
   cmd->add_option("--batch_size", o->batchSize, "Per-rank batch")->capture_default_str();
-  cmd->add_option("--strategy", o->strategy, "ddp, ring_all_reduce or allreduce")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "ddp, ring_all_reduce, allreduce or pipeline (--n_gpus stages)")
+      ->capture_default_str();
+  cmd->add_option("--microbatches", o->microbatches, "pipeline: micro-batches per step to predict (default 4)")
+      ->delimiter(',');
   cmd->add_option("--n_gpus", o->ns, "Rank counts to predict")->delimiter(',')->capture_default_str();
   cmd->add_option("--bucket_mb", o->bucketMb, "ddp's bucket caps to predict, MiB")->delimiter(',')->capture_default_str();
   cmd->add_option("--collectives", o->collectives, "Results files with in-place allreduce points on the CPU to fit from")
