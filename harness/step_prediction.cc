@@ -203,6 +203,20 @@ PredictionProfile profileRecord(const PredictOptions& opt, const model::StepProf
   return r;
 }
 
+// A row's record with what every strategy's shares: the point at N, its profile, one rank alone.
+PredictionRecord pointRecord(const PredictOptions& opt, const NetworkSpec& spec, int n, PredictionProfile profile,
+                             double aloneS) {
+  PredictionRecord r;
+  r.workload = workloadText(spec);
+  r.hidden = opt.hidden;
+  r.strategy = opt.strategy;
+  r.batchSize = opt.batchSize;
+  r.nGpus = n;
+  r.profile = std::move(profile);
+  r.aloneS = aloneS;
+  return r;
+}
+
 // --out: the rows as records of a new results file (the file was claimed before measuring).
 void writePredictions(const PredictOptions& opt, std::vector<PredictionRecord> records, std::ostream& os) {
   ResultsFile f = ResultsFile::create(opt.out, collectMeta(opt.command));
@@ -287,19 +301,12 @@ int runPipeline(const PredictOptions& opt, std::ostream& os) {
                     1e3 * p.stepS, 1e3 * p.busyS, p.bubble, (n - 1.0) / (m + n - 1.0), 100 * aloneS / (n * p.stepS),
                     opt.batchSize / p.stepS);
       os << line;
-      PredictionRecord r;
-      r.workload = workloadText(spec);
-      r.hidden = opt.hidden;
-      r.strategy = opt.strategy;
-      r.batchSize = opt.batchSize;
-      r.nGpus = n;
+      PredictionRecord r = pointRecord(opt, spec, n, profileRecord(opt, micro, n - 1), aloneS);
       r.microbatches = m;
-      r.profile = profileRecord(opt, micro, n - 1);
       r.allreduce.source = "none";
       r.allreduce.text = "none: the stages exchange activations and their gradients, which the model leaves out";
       r.stepS = p.stepS;
       r.computeS = p.busyS;
-      r.aloneS = aloneS;
       r.exposedS = p.stepS - p.busyS;
       r.efficiency = aloneS / (n * p.stepS);
       r.samplesPerS = opt.batchSize / p.stepS;
@@ -402,18 +409,11 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
                     n * opt.batchSize / s.stepS);
       os << line;
       capsBytes.push_back(mb * kMiB);
-      PredictionRecord r;
-      r.workload = workloadText(spec);
-      r.hidden = opt.hidden;
-      r.strategy = opt.strategy;
-      r.batchSize = opt.batchSize;
-      r.nGpus = n;
+      PredictionRecord r = pointRecord(opt, spec, n, profile, aloneS);
       if (bucketed) r.bucketMb = mb;
-      r.profile = profile;
       r.allreduce = source.record;
       r.stepS = s.stepS;
       r.computeS = s.computeS;
-      r.aloneS = aloneS;
       r.commS = s.commS;
       r.exposedS = s.exposedCommS;
       r.efficiency = aloneS / s.stepS;
