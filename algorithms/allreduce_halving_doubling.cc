@@ -1,12 +1,11 @@
 // Recursive halving-doubling allreduce (Rabenseifner's), from scratch, over Transport P2P only.
 //
-// With p the largest power of two <= N and rem = N - p: first the 2*rem lowest ranks pair up and
-// each even one hands its whole buffer to the odd one above it, which adds it in ("fold"); the
-// p ranks left are renumbered q = 0..p-1 and the buffer is cut into p blocks. Reduce-scatter by
+// Any N folds onto p, the largest power of two <= N (PowerOfTwoFold, algorithms/chunked.h); the
+// p ranks left, numbered q = 0..p-1, cut the buffer into p blocks. Reduce-scatter by
 // recursive halving: for d = p/2, p/4, ..., 1, rank q exchanges with q xor d, sending the half
 // of its current block range that the partner keeps and adding in the half it keeps; q ends with
 // the sum of block q. All-gather by recursive doubling walks back up: for d = 1, 2, ..., p/2 the
-// two partners swap their ranges. Finally each odd folded rank returns the result ("unfold").
+// two partners swap their ranges. Finally the folded ranks get the result back ("unfold").
 //
 // Cost for N a power of two: 2 log2 N steps, each rank sends and receives 2(N-1)/N * S bytes:
 // T = 2 log2 N * alpha + 2(N-1)/N * S * beta — the ring's bandwidth in log2 N instead of N-1
@@ -24,29 +23,13 @@ namespace {
 class HalvingDoublingAllreduce final : public Allreduce {
  public:
   HalvingDoublingAllreduce(CommContext& ctx, float* buf, std::size_t count, std::size_t chunkBytes)
-      : t_(ctx.transport), buf_(buf), count_(count), chunk_(chunkFloatsFor(ctx.device(), chunkBytes)) {
-    const int n = t_.size();
-    while (p_ * 2 <= n) p_ *= 2;
-    rem_ = n - p_;
-  }
+      : t_(ctx.transport), buf_(buf), count_(count), chunk_(chunkFloatsFor(ctx.device(), chunkBytes)),
+        fold_(t_.size(), t_.rank()), p_(fold_.p()) {}
 
   void run() override {
-    const int n = t_.size(), r = t_.rank();
-    if (n == 1) return;
-    // Fold: even ranks below 2*rem hand their buffer to the odd rank above and wait for the result.
-    if (r < 2 * rem_ && r % 2 == 0) {
-      postSend(t_, r + 1, buf_, count_, chunk_, reqs_);
-      waitAll(reqs_);
-      postRecv(t_, r + 1, buf_, count_, chunk_, reqs_);
-      waitAll(reqs_);
-      return;
-    }
-    if (r < 2 * rem_) {
-      postRecvReduce(t_, r - 1, buf_, count_, chunk_, reqs_);
-      waitAll(reqs_);
-    }
-    const int q = r < 2 * rem_ ? r / 2 : r - rem_;
-    auto real = [&](int x) { return x < rem_ ? 2 * x + 1 : x + rem_; };
+    if (t_.size() == 1 || !fold_.foldIn(t_, buf_, count_, chunk_, reqs_)) return;
+    const int q = fold_.q();
+    auto real = [&](int x) { return fold_.real(x); };
     auto at = [&](int b) { return static_cast<std::size_t>(b) * count_ / static_cast<std::size_t>(p_); };
     int lo = 0, hi = p_;  // the blocks this rank is responsible for
     for (int d = p_ / 2; d >= 1; d /= 2) {
@@ -69,26 +52,24 @@ class HalvingDoublingAllreduce final : public Allreduce {
       lo = std::min(lo, theirLo);
       hi = std::max(hi, theirHi);
     }
-    if (r < 2 * rem_) {
-      postSend(t_, r - 1, buf_, count_, chunk_, reqs_);
-      waitAll(reqs_);
-    }
+    fold_.unfold(t_, buf_, count_, chunk_, reqs_);
   }
 
  private:
   Transport& t_;
   float* buf_;
   std::size_t count_, chunk_;
-  int p_ = 1, rem_ = 0;
+  PowerOfTwoFold fold_;
+  int p_;
   Requests reqs_;
 };
 
 // Power-of-two part p: 2 log2 p steps of the ring's bytes; the ranks beyond p add a fold and an
 // unfold of the whole buffer.
 Cost halvingDoublingCost(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const double extra = p == n ? 0 : 2;
+  const PowerOfTwoFold fold(n, 0);
+  const int p = fold.p();
+  const double extra = fold.exact() ? 0 : 2;
   return {2.0 * ceilLog2(p) + extra, 2.0 * (p - 1) / p + extra};
 }
 
@@ -100,12 +81,10 @@ Cost halvingDoublingCost(int n) {
 Traffic halvingDoublingTraffic(int n, int r, int, std::size_t count, std::size_t chunkBytes) {
   Traffic t;
   if (n == 1) return t;
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
-  if (r < 2 * rem) exact::exchange(t, count, count, chunkBytes);  // the fold and the unfold
-  if (r < 2 * rem && r % 2 == 0) return t;
-  const int q = r < 2 * rem ? r / 2 : r - rem;
+  const PowerOfTwoFold fold(n, r);
+  const int p = fold.p(), q = fold.q();
+  if (fold.paired()) exact::exchange(t, count, count, chunkBytes);  // the fold and the unfold
+  if (fold.sitsOut()) return t;
   auto floats = [&](int lo, int size) {
     return (static_cast<std::size_t>(lo + size) * count) / p - (static_cast<std::size_t>(lo) * count) / p;
   };

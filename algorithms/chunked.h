@@ -46,6 +46,51 @@ inline void waitAll(Requests& reqs) {
   reqs.clear();
 }
 
+// How the power-of-two algorithms (halving_doubling, recursive_doubling) take any N: with p the
+// largest power of two <= N and rem = N - p, the 2*rem lowest ranks pair up and each even one
+// hands its whole buffer to the odd one above it, which adds it in ("fold"); the p ranks left
+// are renumbered q = 0..p-1, run the algorithm, and each odd folded rank returns the result to
+// its even partner ("unfold"). That adds 2 (alpha + S beta) for the folded pairs.
+class PowerOfTwoFold {
+ public:
+  PowerOfTwoFold(int n, int rank) : rank_(rank) {
+    while (p_ * 2 <= n) p_ *= 2;
+    rem_ = n - p_;
+  }
+  int p() const { return p_; }
+  bool exact() const { return rem_ == 0; }
+  bool paired() const { return rank_ < 2 * rem_; }    // in a fold pair
+  bool sitsOut() const { return paired() && rank_ % 2 == 0; }
+  int q() const { return paired() ? rank_ / 2 : rank_ - rem_; }  // number among the p
+  int real(int q) const { return q < rem_ ? 2 * q + 1 : q + rem_; }  // the rank numbered q
+
+  // Before the algorithm: a rank that sits out hands its buffer over, waits for the result and
+  // returns false; its partner adds the buffer in; the others do nothing. True: run the algorithm.
+  bool foldIn(Transport& t, float* buf, std::size_t count, std::size_t chunk, Requests& reqs) const {
+    if (sitsOut()) {
+      postSend(t, rank_ + 1, buf, count, chunk, reqs);
+      waitAll(reqs);
+      postRecv(t, rank_ + 1, buf, count, chunk, reqs);
+      waitAll(reqs);
+      return false;
+    }
+    if (paired()) {
+      postRecvReduce(t, rank_ - 1, buf, count, chunk, reqs);
+      waitAll(reqs);
+    }
+    return true;
+  }
+  // After it: a paired rank returns the result to the one that sat out.
+  void unfold(Transport& t, float* buf, std::size_t count, std::size_t chunk, Requests& reqs) const {
+    if (!paired()) return;
+    postSend(t, rank_ - 1, buf, count, chunk, reqs);
+    waitAll(reqs);
+  }
+
+ private:
+  int rank_, p_ = 1, rem_ = 0;
+};
+
 // The state of a from-scratch collective: its transport, arguments, chunk (in floats), block
 // (count / N: the blocked ops' unit) and the posts of the current step.
 class P2PCollective : public Collective {

@@ -101,6 +101,21 @@ class Transport {
                                                    std::size_t count, int to);
   virtual std::unique_ptr<Request> irecvCopySend(int from, float* dst, std::size_t count, int to);
 
+  // Symmetric memory, as MPI-3's MPI_Win_allocate_shared or NVSHMEM's heap: a block of `bytes`
+  // on every rank that every rank's process can load from and store to directly. Collective:
+  // every rank allocates the same sizes in the same order. Returns this rank's block, zeroed, or
+  // nullptr where the transport has no such memory (the default). peerAddress() maps an address
+  // inside this rank's block to the same offset of `peer`'s block as this process sees it
+  // (nullptr when `local` lies in no block); freeSymmetric() unmaps one, on this rank only.
+  virtual void* allocateSymmetric(std::size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+  virtual void* peerAddress(int peer, const void* local) const {
+    (void)peer, (void)local;
+    return nullptr;
+  }
+  virtual void freeSymmetric(void* block) { (void)block; }
   // Blocking conveniences built on the posts above.
   void send(int peer, const void* buf, std::size_t bytes);
   void recv(int peer, void* buf, std::size_t bytes);

@@ -48,6 +48,9 @@ struct TransportInfo {
   // True when its ranks must be processes an MPI launcher started (mpi): the launcher then
   // starts them through mpirun, and refuses up front where it cannot.
   bool needsMpiLauncher = false;
+  // True when its transports give symmetric memory (Transport::allocateSymmetric: shm), which
+  // algorithms that load and store their peers' buffers need.
+  bool symmetricMemory = false;
 };
 
 // In display order. Throws tpb::Error when two registered transports share a name.

@@ -48,6 +48,9 @@ struct AllreduceAlgo : EntryInfo {
   // True when its ranks must be processes an MPI launcher started (mpi): the launcher then
   // starts them through mpirun, and refuses up front where it cannot.
   bool needsMpiLauncher = false;
+  // True when its buffer must lie in the transport's symmetric memory (direct): the collective
+  // benchmarks allocate it there (Transport::allocateSymmetric); elsewhere it cannot run.
+  bool needsSymmetricMemory = false;
   // For an entry that stands for another one on each device (library: gloo on cpu, nccl on
   // cuda): that entry's name. Empty for the others. `--algos all` leaves such entries out, so
   // nothing runs twice.

@@ -91,6 +91,8 @@ struct CollectiveAlgo : EntryInfo {
   // As in AllreduceAlgo: ranks must be processes an MPI launcher started (mpi); and, for an entry
   // that stands for another on each device (allreduce's library), that entry's name.
   bool needsMpiLauncher = false;
+  // Its buffers must lie in the transport's symmetric memory (core/allreduce.h says more).
+  bool needsSymmetricMemory = false;
   std::function<std::string(Device)> standsFor;
   // As in AllreduceAlgo: its α-β formula, and a from-scratch algorithm's exact traffic.
   std::optional<CostFormula> cost;

@@ -100,6 +100,7 @@ CollectiveAlgo asCollective(const AllreduceAlgo& a) {
   c.op = "allreduce";
   c.unsupported = a.unsupported;
   c.needsMpiLauncher = a.needsMpiLauncher;
+  c.needsSymmetricMemory = a.needsSymmetricMemory;
   c.standsFor = a.standsFor;
   c.cost = a.cost;
   c.traffic = a.traffic;

@@ -141,6 +141,23 @@ std::vector<OpPlan> planOps(const CollectiveBenchOptions& opt, Device device, co
         p.algos.push_back(&algo);
       }
     }
+    // An algorithm that loads and stores its peers' buffers runs only where the transport of
+    // every N maps them: `all` leaves it out elsewhere, naming it is refused.
+    for (auto it = p.algos.begin(); it != p.algos.end();) {
+      std::string lacking;
+      for (auto n : opt.nGpus) {
+        const std::string tname = transportFor(opt, device, static_cast<int>(n), static_cast<int>(n));
+        if ((*it)->needsSymmetricMemory && !findTransport(tname).symmetricMemory) lacking = tname;
+      }
+      if (lacking.empty()) {
+        ++it;
+      } else if (opt.allAlgos) {
+        it = p.algos.erase(it);
+      } else {
+        TPB_THROW(UsageError, "--algos: " << (*it)->name << " loads and stores its peers' buffers in shared memory, "
+                                          << "which --transport " << lacking << " does not give (use shm)");
+      }
+    }
     plans.push_back(std::move(p));
   }
   return plans;

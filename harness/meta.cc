@@ -1,6 +1,5 @@
 #include "harness/meta.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -82,15 +81,6 @@ std::optional<std::vector<double>> loadAverage() {
 }
 
 }  // namespace
-
-unsigned availableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  // A mask wider than cpu_set_t (over 1024 CPUs) fails with EINVAL: fall back to the total.
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  return std::thread::hardware_concurrency();
-}
 
 std::vector<std::string> visibleGpuNames() {
   // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cores.h"  // availableCores(), which the harness reports beside each point
 #include "core/entry.h"
 #include "record/records.h"
 
@@ -17,10 +18,6 @@ Meta collectMeta(const std::string& command);
 // The registry's fields recorded beside a run or collective record (origin, order, colour and,
 // for a training run, the ranks that consume data).
 EntryRecord entryRecordOf(const EntryInfo& entry, std::optional<int> dataRanks = std::nullopt);
-
-// Cores this process may run on (sched_getaffinity), else the machine's (hardware_concurrency);
-// 0 when neither is known. Ranks inherit the mask, so this is what a point's ranks share.
-unsigned availableCores();
 
 // Names of the GPUs this process can see, for meta.gpus ([] without CUDA, a driver or a GPU).
 std::vector<std::string> visibleGpuNames();

@@ -3,6 +3,7 @@
 // op's exact expected values on every rank, and writes nothing outside its output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <ostream>
 #include <sstream>
@@ -48,7 +49,10 @@ TEST_P(CollectiveExact, EveryCountPlacementAndRoot) {
           const std::size_t sendCount = op.sendCount(count, n), recvCount = op.recvCount(count, n);
           // One buffer in place (the smaller side is this rank's block of it), two otherwise;
           // one sentinel past each end.
-          std::vector<float> a(count + 1, sentinel), b(count + 1, sentinel);
+          test::AlgoBuffer a(ctx.transport, count + 1, algo.needsSymmetricMemory),
+              b(ctx.transport, count + 1, algo.needsSymmetricMemory);
+          std::fill(a.data(), a.data() + count + 1, sentinel);
+          std::fill(b.data(), b.data() + count + 1, sentinel);
           float* send = a.data();
           float* recv = inPlace ? a.data() : b.data();
           if (inPlace && sendCount < count) send += rank * sendCount;
@@ -92,6 +96,7 @@ std::vector<Case> cases() {
         if (a.origin == Origin::Library && transport != "shm") continue;  // brings its own communication
         // Ranks that mpirun must start (mpi) are checked under mpirun by tests/mpi_test.cc.
         if (!a.unsupported(Device::Cpu).empty() || a.needsMpiLauncher) continue;
+        if (a.needsSymmetricMemory && transport != "shm") continue;  // the one with symmetric memory
         out.push_back({a.op, a.name, transport, n});
       }
   return out;

@@ -28,11 +28,11 @@ class AllreduceExact : public testing::TestWithParam<Case> {};
 
 // Runs `make` on every rank for each count and checks every element against the exact sum.
 void expectExactSums(const std::string& transport, int n, const std::vector<std::size_t>& counts,
-                     const AllreduceFactory& make) {
+                     const AllreduceFactory& make, bool symmetric) {
   std::mutex mu;
   std::vector<std::string> failures;
   test::runThreads(transport, n, [&](CommContext& ctx) {
-    const auto mine = test::exactSumFailures(ctx, make, counts);
+    const auto mine = test::exactSumFailures(ctx, make, counts, symmetric);
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& f : mine) failures.push_back("rank " + std::to_string(ctx.rank()) + " " + f);
   });
@@ -72,8 +72,9 @@ TEST(ExactSums, AWrongAllreduceIsCaught) {
 
 TEST_P(AllreduceExact, EverySizeEveryRank) {
   const Case c = GetParam();
-  expectExactSums(c.transport, c.n, {0, 1, 7, static_cast<std::size_t>(c.n - 1), 100003},
-                  findAllreduce("--algos", c.algo).make);
+  const AllreduceAlgo& a = findAllreduce("--algos", c.algo);
+  expectExactSums(c.transport, c.n, {0, 1, 7, static_cast<std::size_t>(c.n - 1), 100003}, a.make,
+                  a.needsSymmetricMemory);
 }
 
 // Chunks of 256 bytes force many pipelined chunks per segment, odd tails and empty chunks, in
@@ -82,10 +83,11 @@ class AllreduceChunked : public testing::TestWithParam<Case> {};
 
 TEST_P(AllreduceChunked, TinyChunks) {
   const Case c = GetParam();
-  const auto& chunked = findAllreduce("--algos", c.algo).makeChunked;
-  expectExactSums(c.transport, c.n, {1, 7, 1000, 10007}, [&](CommContext& ctx, float* b, std::size_t k) {
-    return chunked(ctx, b, k, 256);
-  });
+  const AllreduceAlgo& a = findAllreduce("--algos", c.algo);
+  expectExactSums(
+      c.transport, c.n, {1, 7, 1000, 10007},
+      [&](CommContext& ctx, float* b, std::size_t k) { return a.makeChunked(ctx, b, k, 256); },
+      a.needsSymmetricMemory);
 }
 
 // Every registered algorithm that runs on the CPU in threads; a library baseline brings its own
@@ -99,6 +101,7 @@ std::vector<Case> casesOver(const std::vector<int>& ns, bool chunkedOnly) {
     for (const std::string& transport : test::cpuTransports())
       for (int n : ns) {
         if (algo.origin == Origin::Library && transport != "shm") continue;
+        if (algo.needsSymmetricMemory && transport != "shm") continue;  // the one with symmetric memory
         cases.push_back({algo.name, transport, n});
       }
   }

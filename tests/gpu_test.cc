@@ -92,9 +92,10 @@ TEST(TransportTable, NcclIsRegisteredExactlyWhenCompiledAndOnlyForCuda) {
   }
 }
 
-// From-scratch algorithms run on both devices; each library allreduce on the memory its library
-// reduces (gloo and mpi host memory, nccl GPU memory, each registered only where its library
-// is); `library` on cpu where Gloo is and on cuda where NCCL is.
+// From-scratch algorithms run on both devices unless they work in host memory (direct,
+// recursive_doubling); each library allreduce on the memory its library reduces (gloo and mpi
+// host memory, nccl GPU memory, each registered only where its library is); `library` on cpu
+// where Gloo is and on cuda where NCCL is.
 TEST(TransportTable, LibraryAllreducesRunWhereTheirLibraryDoes) {
   bool ncclRegistered = false;
   for (const auto& a : allreduceAlgos()) {
@@ -103,7 +104,13 @@ TEST(TransportTable, LibraryAllreducesRunWhereTheirLibraryDoes) {
     ncclRegistered = ncclRegistered || a.name == "nccl";
     if (a.origin != Origin::Library) {
       EXPECT_TRUE(cpuOk);
-      EXPECT_TRUE(cudaOk);
+      if (a.needsSymmetricMemory) {
+        EXPECT_FALSE(cudaOk) << "symmetric memory is host memory";
+      }
+      if (!cudaOk) {
+        EXPECT_NE(a.unsupported(Device::Cuda).find("host memory"), std::string::npos)
+            << "only host memory keeps a from-scratch algorithm off the GPU";
+      }
     } else if (a.name == "library") {
       EXPECT_EQ(cpuOk, glooInThisBuild());
       EXPECT_EQ(cudaOk, ncclCompiled());

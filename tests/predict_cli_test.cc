@@ -252,7 +252,9 @@ TEST(PredictCli, APipelineIsPredictedFromItsStagesShares) {
     EXPECT_GE(p.stepS, p.computeS);
     EXPECT_NEAR(p.efficiency, p.aloneS / (p.nGpus * p.stepS), 1e-12);
     EXPECT_NEAR(p.samplesPerS, 64 / p.stepS, 1e-6);
-    if (p.nGpus == 1) EXPECT_NEAR(*p.bubble, 0, 1e-12);  // one stage is never idle
+    if (p.nGpus == 1) {
+      EXPECT_NEAR(*p.bubble, 0, 1e-12);  // one stage is never idle
+    }
   }
   // Two stages of one micro-batch take turns: each idles about half the step.
   EXPECT_EQ(f.predictions()[2].label(), "predict pipeline mlp hidden=256,256,256 batch=64 N=2 M=1");

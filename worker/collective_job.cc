@@ -49,7 +49,18 @@ FloatBuffer allocFloats(std::size_t count) {
 // loop; on CPU data() is host() and the copies are no-ops.
 class BenchBuffer {
  public:
-  BenchBuffer(Device device, int cudaDevice, std::size_t maxCount) : host_(allocFloats(maxCount)) {
+  // With `symmetric`, the host buffer is a block of its symmetric memory (collective: every rank
+  // makes the same buffers in the same order), for algorithms that reach into their peers' buffers.
+  BenchBuffer(Device device, int cudaDevice, std::size_t maxCount, Transport* symmetric = nullptr) {
+    if (symmetric && device == Device::Cpu) {
+      const std::size_t bytes = std::max<std::size_t>(64, (maxCount * sizeof(float) + 63) / 64 * 64);
+      sym_ = static_cast<float*>(symmetric->allocateSymmetric(bytes));
+      TPB_CHECK(sym_, "this algorithm needs symmetric memory, which transport " << symmetric->name()
+                                                                               << " does not have (use shm)");
+      symT_ = symmetric;
+      return;
+    }
+    host_ = allocFloats(maxCount);
     if (device == Device::Cpu) return;
 #ifdef TPB_HAVE_CUDA
     // The GPU the nccl transport drives (set per thread, so set it here too).
@@ -63,6 +74,7 @@ class BenchBuffer {
 #endif
   }
   ~BenchBuffer() {
+    if (sym_) symT_->freeSymmetric(sym_);
 #ifdef TPB_HAVE_CUDA
     if (dev_) cudaFree(dev_);
 #endif
@@ -70,8 +82,8 @@ class BenchBuffer {
   BenchBuffer(const BenchBuffer&) = delete;
   BenchBuffer& operator=(const BenchBuffer&) = delete;
 
-  float* data() { return dev_ ? dev_ : host_.get(); }
-  float* host() { return host_.get(); }
+  float* data() { return dev_ ? dev_ : host(); }
+  float* host() { return sym_ ? sym_ : host_.get(); }
   void zero(std::size_t count) {
 #ifdef TPB_HAVE_CUDA
     if (dev_) {
@@ -79,23 +91,25 @@ class BenchBuffer {
       return;
     }
 #endif
-    std::fill(host_.get(), host_.get() + count, 0.0f);
+    std::fill(host(), host() + count, 0.0f);
   }
   void upload(std::size_t count) {
 #ifdef TPB_HAVE_CUDA
-    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(dev_, host_.get(), count * sizeof(float), cudaMemcpyHostToDevice));
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(dev_, host(), count * sizeof(float), cudaMemcpyHostToDevice));
 #endif
     (void)count;
   }
   void download(std::size_t count) {
 #ifdef TPB_HAVE_CUDA
-    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(host_.get(), dev_, count * sizeof(float), cudaMemcpyDeviceToHost));
+    if (dev_) TPB_CUDA_CHECK(cudaMemcpy(host(), dev_, count * sizeof(float), cudaMemcpyDeviceToHost));
 #endif
     (void)count;
   }
 
  private:
   FloatBuffer host_;
+  float* sym_ = nullptr;  // in symT_'s symmetric memory instead of host_
+  Transport* symT_ = nullptr;
   float* dev_ = nullptr;
 };
 
@@ -250,7 +264,8 @@ void collectiveJob(Worker& w, const json& job) {
   bool anyOutOfPlace = false;
   for (bool p : placements) anyOutOfPlace = anyOutOfPlace || !p;
   const int gpu = device == Device::Cuda ? rankCudaDevice(w.env.localRank, visibleCudaDevices()) : -1;
-  BenchBuffer bufA(device, gpu, maxCount), bufB(device, gpu, anyOutOfPlace ? maxCount : 0);
+  Transport* symmetric = algo.needsSymmetricMemory ? &t : nullptr;
+  BenchBuffer bufA(device, gpu, maxCount, symmetric), bufB(device, gpu, anyOutOfPlace ? maxCount : 0, symmetric);
   // The transport's timer: the steady clock on CPU; on GPUs, CUDA events on the stream where the
   // nccl transport queues every operation of an iteration. Library collectives on GPUs are timed
   // back to back (nccl-tests' method); the others iteration by iteration, host time included.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "comm/reduce.h"
 #include "comm/store.h"
 #include "comm/transports.h"
+#include "common/cores.h"
 #include "common/error.h"
 
 namespace tpb {
@@ -176,20 +178,80 @@ void* mapSegment(const std::string& name, std::size_t bytes, bool create) {
 
 }  // namespace
 
-std::string ShmTransport::segmentName(const std::string& runId, int rank) {
-  return "/tpbench-" + runId + "-r" + std::to_string(rank);
+std::string ShmTransport::segmentName(const std::string& runId, int rank, int block) {
+  return "/tpbench-" + runId + "-r" + std::to_string(rank) + (block >= 0 ? "-s" + std::to_string(block) : "");
 }
 
 void ShmTransport::removeSegments(const std::string& runId, int size) {
-  for (int r = 0; r < size; ++r) shm_unlink(segmentName(runId, r).c_str());
+  for (int r = 0; r < size; ++r)
+    for (int b = -1; b < kMaxSymmetric; ++b) shm_unlink(segmentName(runId, r, b).c_str());
+}
+
+void* ShmTransport::allocateSymmetric(std::size_t bytes) {
+  TPB_CHECK(blocksMade_ < kMaxSymmetric, "shm: at most " << kMaxSymmetric << " symmetric blocks per run");
+  const int id = blocksMade_++;
+  SymmetricBlock b;
+  b.bytes = roundUp(std::max<std::size_t>(bytes, 1), 4096);
+  b.at.assign(size(), nullptr);
+  const std::string mine = segmentName(runId_, rank(), id);
+  const std::string key = "shm/" + runId_ + "/s" + std::to_string(id) + "/";
+  try {
+    // A new segment is zero-filled, and MAP_POPULATE faults it in before anything is timed.
+    b.at[rank()] = static_cast<char*>(mapSegment(mine, b.bytes, /*create=*/true));
+    store_.set(key + "ready/" + std::to_string(rank()), std::to_string(b.bytes));
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank()) continue;
+      const std::string theirs = store_.get(key + "ready/" + std::to_string(r));
+      TPB_CHECK(theirs == std::to_string(b.bytes), "shm: rank " << r << " allocated a symmetric block of " << theirs
+                                                                 << " bytes where rank " << rank() << " allocated "
+                                                                 << b.bytes);
+      b.at[r] = static_cast<char*>(mapSegment(segmentName(runId_, r, id), b.bytes, false));
+    }
+    store_.add(key + "mapped", 1);
+    const auto deadline = std::chrono::steady_clock::now() + timeout();
+    while (store_.add(key + "mapped", 0) < size()) {
+      if (std::chrono::steady_clock::now() > deadline)
+        TPB_THROW(TimeoutError, "shm: not every rank mapped symmetric block " << id << " within "
+                                                                             << timeout().count() << " ms");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    shm_unlink(mine.c_str());
+  } catch (...) {
+    shm_unlink(mine.c_str());
+    for (char* p : b.at)
+      if (p) munmap(p, b.bytes);
+    throw;
+  }
+  blocks_.push_back(std::move(b));
+  return blocks_.back().at[rank()];
+}
+
+void* ShmTransport::peerAddress(int peer, const void* local) const {
+  checkPeer(peer, "peerAddress");
+  const char* p = static_cast<const char*>(local);
+  for (const SymmetricBlock& b : blocks_) {
+    const char* base = b.at[rank()];
+    if (p >= base && p < base + b.bytes) return b.at[peer] + (p - base);
+  }
+  return nullptr;
+}
+
+void ShmTransport::freeSymmetric(void* block) {
+  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+    if (it->at[rank()] != block) continue;
+    for (char* p : it->at) munmap(p, it->bytes);
+    blocks_.erase(it);
+    return;
+  }
 }
 
 ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int size,
                            std::chrono::milliseconds timeout, ShmOptions options)
     : Transport(rank, size, Device::Cpu, timeout),
       opt_(options),
+      store_(store),
       runId_(runId),
-      spin_(static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())),
+      spin_(static_cast<unsigned>(size) <= std::max(1u, availableCores())),
       segs_(size, nullptr),
       ops_(SlotPool::create(sizeof(Op))),
       requests_(SlotPool::create(sizeof(ShmRequest))),
@@ -248,6 +310,8 @@ ShmTransport::~ShmTransport() {
       for (; !q.empty(); q.pop()) unref(q.front());
   for (auto* s : segs_)
     if (s) munmap(s, segBytes_);
+  for (auto& b : blocks_)
+    for (char* p : b.at) munmap(p, b.bytes);
   ops_->release();
   requests_->release();
 }
@@ -529,10 +593,13 @@ bool ShmTransport::progress() {
 }
 void ShmTransport::waitFor(const Op& op) {
   using clock = std::chrono::steady_clock;
-  // Spin before sleeping when every rank has a core: a futex wake-up costs tens to hundreds of
-  // microseconds on a VM, and a rank that sleeps in a barrier starts the next timed iteration
-  // that much late. When ranks outnumber cores, spinning would only steal the peers' cycles.
-  const auto spinFor = spin_ ? std::chrono::microseconds(2000) : std::chrono::microseconds(0);
+  // Poll before sleeping: a futex wake-up costs tens to hundreds of microseconds on a VM, and a
+  // rank that sleeps in a barrier starts the next timed iteration that much late. When every
+  // rank has a core, poll with a pause between polls. When ranks outnumber cores, the peer this
+  // rank waits for may be waiting for this rank's core, so give it up between polls
+  // (sched_yield, as Open MPI does when oversubscribed): the peer runs at once instead of after
+  // a futex round trip, and the rank is back as soon as the scheduler comes round to it.
+  const auto pollFor = std::chrono::microseconds(2000);
   auto lastMove = clock::now();
   Segment* me = segs_[rank()];
   unsigned polls = 0;
@@ -541,10 +608,14 @@ void ShmTransport::waitFor(const Op& op) {
       lastMove = clock::now();
       continue;
     }
-    if (spinFor.count() > 0 && (++polls % 64 != 0 || clock::now() - lastMove < spinFor)) {
+    if (++polls % 64 != 0 || clock::now() - lastMove < pollFor) {
+      if (spin_) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
+      } else {
+        sched_yield();
+      }
       continue;
     }
     me->waiters.v.fetch_add(1, std::memory_order_seq_cst);
@@ -571,6 +642,7 @@ TransportInfo shmTransportInfo() {
   t.name = "shm";
   t.order = 10;
   t.description = "POSIX shared memory between the ranks of one node (from scratch)";
+  t.symmetricMemory = true;
   t.unsupported = [](Device device, int size, int localSize) -> std::string {
     if (device != Device::Cpu) return "shm moves host memory only";
     if (localSize != size) return "shm needs every rank on one node; use gloo across nodes";

@@ -13,7 +13,8 @@
 // of `from` and the send queue of `to`, and move data only when they head both, so each pair's
 // FIFO order holds for them as for plain sends and receives.
 //
-// Waiting: a rank first spins briefly (only when ranks <= cores), then sleeps on a futex
+// Waiting: a rank first polls for up to 2 ms (pausing between polls when every rank has a core,
+// yielding its core between them when ranks outnumber cores), then sleeps on a futex
 // "doorbell" in its own segment; a peer that adds data or frees space rings it. One doorbell
 // per rank lets one thread wait on all its channels at once, which is what makes concurrent
 // send+recv (the ring's sendRecv) progress without threads.
@@ -62,8 +63,16 @@ class ShmTransport final : public Transport {
                                            int to) override;
   std::unique_ptr<Request> irecvCopySend(int from, float* dst, std::size_t count, int to) override;
 
-  // Name of rank `rank`'s segment for a run (as shm_open takes it, with the leading '/').
-  static std::string segmentName(const std::string& runId, int rank);
+  // Symmetric blocks are segments of their own, one per rank per allocation, mapped by every
+  // rank and unlinked once all have (as the channels' segments are).
+  void* allocateSymmetric(std::size_t bytes) override;
+  void* peerAddress(int peer, const void* local) const override;
+  void freeSymmetric(void* block) override;
+  static constexpr int kMaxSymmetric = 64;  // allocations over a transport's life (removeSegments tries each name)
+
+  // Name of rank `rank`'s segment for a run (as shm_open takes it, with the leading '/'); with
+  // `block` >= 0, of its symmetric block number `block`.
+  static std::string segmentName(const std::string& runId, int rank, int block = -1);
   // Unlinks every segment name a run could have left (missing names are fine).
   static void removeSegments(const std::string& runId, int size);
 
@@ -85,8 +94,16 @@ class ShmTransport final : public Transport {
   Op* postForward(int kind, int from, int to, const float* local, char* keep, std::size_t bytes);
   void ring(int peer);
 
+  struct SymmetricBlock {
+    std::size_t bytes = 0;
+    std::vector<char*> at;  // at[r]: rank r's block, mapped here
+  };
+
   ShmOptions opt_;
+  Store& store_;
   std::string runId_;
+  std::vector<SymmetricBlock> blocks_;
+  int blocksMade_ = 0;
   bool spin_;
   std::vector<Segment*> segs_;  // segs_[r]: rank r's segment, mapped here
   std::size_t segBytes_ = 0;

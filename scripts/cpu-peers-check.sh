@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# CPU collectives beside Open MPI (docs/measurements.md, "At the limit, beside Open MPI"): ROUNDS
+# interleaved rounds of, at N = 2 and 4,
+#   tpbench allreduce (ring, halving_doubling, param_server, direct and mpi; timed back to back
+#     as IMB times, and mpi per call too), small sizes (8 B..1 MiB, 200 iterations) and large
+#     (16, 64 MiB, 20 iterations);
+#   IMB-MPI1 Allreduce and osu_allreduce (float), when IMB= and OSU= name their binaries (built
+#     from their public sources against the same Open MPI; nothing here fetches them);
+# then one table: per N and size the median over rounds of each one's time (µs; IMB t_avg, OSU's
+# average), the fastest from-scratch algorithm over Open MPI's (IMB where given, else tpbench's mpi)
+# and busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
+# sizes at N = 2 beside one busy process (a shell loop) and prints median, p99 and the longest call.
+#
+#   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 scripts/cpu-peers-check.sh [TPBENCH]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TPBENCH=${1:-build/tpbench}
+ROUNDS=${ROUNDS:-3}
+[ -x "$TPBENCH" ] || { echo "cpu-peers-check: no $TPBENCH (build it first)" >&2; exit 2; }
+for v in IMB OSU; do
+  p=${!v:-}
+  [ -z "$p" ] || [ -x "$p" ] || { echo "cpu-peers-check: $v=$p is not an executable" >&2; exit 2; }
+done
+case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
+work=$(mktemp -d)
+busy=
+cleanup() { [ -n "$busy" ] && kill "$busy" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+# Open MPI's launcher, as tpbench's mpi points run it: one node, shared memory, loopback only.
+mpirun=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_tcp_if_include lo)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+algos=ring,halving_doubling,param_server,direct,mpi
+
+for ((r = 0; r < ROUNDS; r++)); do
+  echo "round $((r + 1)) of $ROUNDS" >&2
+  for n in 2 4; do
+    "$TPBENCH" allreduce --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
+      --timing back_to_back --out "$work/small-$n-$r.json" >/dev/null 2>&1
+    "$TPBENCH" allreduce --algos mpi --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
+      --out "$work/percall-$n-$r.json" >/dev/null 2>&1
+    "$TPBENCH" allreduce --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
+      --timing back_to_back --out "$work/large-$n-$r.json" >/dev/null 2>&1
+    if [ -n "${IMB:-}" ]; then
+      "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:26 -iter 200 -time 60 \
+        >"$work/imb-$n-$r.txt" 2>/dev/null
+    fi
+    if [ -n "${OSU:-}" ]; then
+      "${mpirun[@]}" -np $n "$OSU" -T mpi_float -m 8:67108864 -i 200 -x 20 >"$work/osu-$n-$r.txt" 2>/dev/null
+    fi
+  done
+  if [ "${BUSY:-0}" = 1 ]; then
+    (while :; do :; done) &
+    busy=$!
+    "$TPBENCH" allreduce --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
+      --timing back_to_back --out "$work/busy-$r.json" >/dev/null 2>&1 || true
+    kill "$busy"
+    wait "$busy" 2>/dev/null || true
+    busy=
+  fi
+done
+/usr/bin/python3 - "$work" "$ROUNDS" <<'PY'
+import glob, json, os, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+med = statistics.median
+scratch = ["ring", "halving_doubling", "param_server", "direct"]
+t = {}    # (source, n, bytes) -> [µs per round]
+bw = {}   # (algo, n, bytes) -> [busbw / memcpy per round]
+def add(key, v):
+    t.setdefault(key, []).append(v)
+for kind in ("small", "large", "percall"):
+    for f in glob.glob(f"{work}/{kind}-*.json"):
+        d = json.load(open(f))
+        mc = {m["bytes"]: m["gbps"] for m in d.get("reference", {}).get("memcpy", [])}
+        for p in d.get("allreduce", []):
+            if p.get("status") != "ok":
+                continue
+            name = p["algo"] + (" per_call" if kind == "percall" else "")
+            add((name, p["n_gpus"], p["bytes"]), p["time_us"]["median"])
+            if p["bytes"] in mc and kind != "percall":
+                bw.setdefault((p["algo"], p["n_gpus"], p["bytes"]), []).append(p["busbw_gbps"] / mc[p["bytes"]])
+def peer(name, col):
+    for f in glob.glob(f"{work}/{name}-*.txt"):
+        n = int(os.path.basename(f).split("-")[1])
+        for line in open(f):
+            w = line.split()
+            if len(w) >= 2 and w[0].isdigit() and int(w[0]) > 0:
+                try:
+                    add((name.upper(), n, int(w[0])), float(w[col]))
+                except (ValueError, IndexError):
+                    pass
+peer("imb", 4)   # #bytes #repetitions t_min t_max t_avg
+peer("osu", 1)   # size avg-latency
+sizes = [8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20]
+def label(b):
+    return f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K" if b >= 1024 else str(b)
+cols = scratch + ["mpi", "mpi per_call", "IMB", "OSU"]
+print(f"# median over {rounds} rounds of each one's time per call in µs (tpbench: median of its iterations,"
+      " back to back unless 'per_call'; IMB: t_avg; OSU: average)")
+print("| N | size | " + " | ".join(cols) + " | fastest from scratch / Open MPI |")
+print("|---|---:|" + "---:|" * (len(cols) + 1))
+for n in (2, 4):
+    for b in sizes:
+        row = [f"{med(t[(c, n, b)]):.2f}" if (c, n, b) in t else "-" for c in cols]
+        best = min((med(t[(c, n, b)]), c) for c in scratch if (c, n, b) in t) if any((c, n, b) in t for c in scratch) else None
+        ref = t.get(("IMB", n, b)) or t.get(("mpi", n, b))
+        ratio = f"{best[0] / med(ref):.2f} ({best[1]})" if best and ref else "-"
+        print(f"| {n} | {label(b)} | " + " | ".join(row) + f" | {ratio} |")
+print()
+print("# busbw over single-thread memcpy of the same size, median over rounds (min-max)")
+for n in (2, 4):
+    for b in (1 << 20, 64 << 20):
+        parts = [f"{a} {med(bw[(a, n, b)]):.2f} ({min(bw[(a, n, b)]):.2f}-{max(bw[(a, n, b)]):.2f})"
+                 for a in scratch + ["mpi"] if (a, n, b) in bw]
+        print(f"N={n} {label(b)}: " + ", ".join(parts))
+busy = glob.glob(f"{work}/busy-*.json")
+if busy:
+    print()
+    print("# N=2 beside one busy process: per round median / p99 / longest call in µs")
+    rows = {}
+    for f in sorted(busy):
+        for p in json.load(open(f)).get("allreduce", []):
+            if p.get("status") == "ok":
+                tu = p["time_us"]
+                rows.setdefault((p["algo"], p["bytes"]), []).append(f"{tu['median']:.2f}/{tu['p99']:.0f}/{tu['max']:.0f}")
+    for (a, b), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        print(f"{a:17s} {label(b):>4s}  " + "  ".join(v))
+PY
