@@ -650,6 +650,10 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
     if (c.timeMinUs > c.timeMedianUs) t->at("min").fail("at most time_us.median");
     if (c.timeMedianUs > c.timeMaxUs) t->at("max").fail("at least time_us.median");
     c.timeExtra = t->extraExcept({"median", "min", "max", "p90", "p99", "cv", "first", "spikes"});
+    // The ranks' mean call times (IMB's and OSU's reading): the mean of them is at most the largest.
+    const double rankMean = optNumber(*t, "rank_mean", kNonNegativeNumber);
+    if (rankMean > optNumber(*t, "rank_mean_max", kNonNegativeNumber))
+      t->at("rank_mean").fail("at most time_us.rank_mean_max");
     c.spread = spreadIn(*t, c);
   }
   for (const char* key : {"algbw_gbps", "busbw_gbps", "wrong"})

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CPU collectives beside Open MPI (docs/measurements.md, "At the limit, beside Open MPI"): ROUNDS
 # interleaved rounds of, at N = 2 and 4,
-#   tpbench allreduce (ring, halving_doubling, param_server, direct and mpi; timed back to back
-#     as IMB times, and mpi per call too), small sizes (8 B..1 MiB, 200 iterations) and large
+#   tpbench allreduce (ring, halving_doubling, recursive_doubling, param_server, direct and mpi;
+#     timed back to back as IMB times, and mpi per call too), small sizes (8 B..1 MiB, 200 iterations) and large
 #     (16, 64 MiB, 20 iterations);
 #   IMB-MPI1 Allreduce and osu_allreduce (float), when IMB= and OSU= name their binaries (built
 #     from their public sources against the same Open MPI; nothing here fetches them);
@@ -29,7 +29,7 @@ trap cleanup EXIT
 # Open MPI's launcher, as tpbench's mpi points run it: one node, shared memory, loopback only.
 mpirun=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_tcp_if_include lo)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-algos=ring,halving_doubling,param_server,direct,mpi
+algos=ring,halving_doubling,recursive_doubling,param_server,direct,mpi
 
 for ((r = 0; r < ROUNDS; r++)); do
   echo "round $((r + 1)) of $ROUNDS" >&2
@@ -62,7 +62,7 @@ done
 import glob, json, os, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 med = statistics.median
-scratch = ["ring", "halving_doubling", "param_server", "direct"]
+scratch = ["ring", "halving_doubling", "recursive_doubling", "param_server", "direct"]
 t = {}    # (source, n, bytes) -> [µs per round]
 bw = {}   # (algo, n, bytes) -> [busbw / memcpy per round]
 def add(key, v):
@@ -76,6 +76,8 @@ for kind in ("small", "large", "percall"):
                 continue
             name = p["algo"] + (" per_call" if kind == "percall" else "")
             add((name, p["n_gpus"], p["bytes"]), p["time_us"]["median"])
+            if "rank_mean" in p["time_us"]:  # the ranks' mean call, as IMB and OSU read a point
+                add((name + " mean", p["n_gpus"], p["bytes"]), p["time_us"]["rank_mean"])
             if p["bytes"] in mc and kind != "percall":
                 bw.setdefault((p["algo"], p["n_gpus"], p["bytes"]), []).append(p["busbw_gbps"] / mc[p["bytes"]])
 def peer(name, col):
@@ -93,18 +95,24 @@ peer("osu", 1)   # size avg-latency
 sizes = [8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20]
 def label(b):
     return f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K" if b >= 1024 else str(b)
-cols = scratch + ["mpi", "mpi per_call", "IMB", "OSU"]
-print(f"# median over {rounds} rounds of each one's time per call in µs (tpbench: median of its iterations,"
-      " back to back unless 'per_call'; IMB: t_avg; OSU: average)")
-print("| N | size | " + " | ".join(cols) + " | fastest from scratch / Open MPI |")
-print("|---|---:|" + "---:|" * (len(cols) + 1))
+cols = scratch + ["mpi", "mpi mean", "IMB", "mpi per_call mean", "OSU"]
+print(f"# median over {rounds} rounds of each one's time per call in µs (tpbench: median of its iterations"
+      " (the slowest rank's time for each call), back to back unless 'per_call'; 'mean': the ranks' mean call"
+      " averaged over the ranks, as IMB's t_avg and OSU's average read; OSU and 'per_call' put a barrier"
+      " between calls)")
+print("| N | size | " + " | ".join(cols) + " | fastest from scratch / Open MPI | mpi mean / IMB | mpi per_call mean / OSU |")
+print("|---|---:|" + "---:|" * (len(cols) + 3))
 for n in (2, 4):
     for b in sizes:
         row = [f"{med(t[(c, n, b)]):.2f}" if (c, n, b) in t else "-" for c in cols]
         best = min((med(t[(c, n, b)]), c) for c in scratch if (c, n, b) in t) if any((c, n, b) in t for c in scratch) else None
         ref = t.get(("IMB", n, b)) or t.get(("mpi", n, b))
         ratio = f"{best[0] / med(ref):.2f} ({best[1]})" if best and ref else "-"
-        print(f"| {n} | {label(b)} | " + " | ".join(row) + f" | {ratio} |")
+        def over(a, b_):
+            x, y = t.get((a, n, b)), t.get((b_, n, b))
+            return f"{med(x) / med(y):.2f}" if x and y else "-"
+        print(f"| {n} | {label(b)} | " + " | ".join(row) + f" | {ratio} | {over('mpi mean', 'IMB')} | "
+              f"{over('mpi per_call mean', 'OSU')} |")
 print()
 print("# busbw over single-thread memcpy of the same size, median over rounds (min-max)")
 for n in (2, 4):
@@ -115,7 +123,8 @@ for n in (2, 4):
 busy = glob.glob(f"{work}/busy-*.json")
 if busy:
     print()
-    print("# N=2 beside one busy process: per round median / p99 / longest call in µs")
+    print("# N=2 beside one busy process: per round median / p99 / longest call in µs; then the quiet"
+          " median (over rounds) and the busy medians' median over it")
     rows = {}
     for f in sorted(busy):
         for p in json.load(open(f)).get("allreduce", []):
@@ -123,5 +132,8 @@ if busy:
                 tu = p["time_us"]
                 rows.setdefault((p["algo"], p["bytes"]), []).append(f"{tu['median']:.2f}/{tu['p99']:.0f}/{tu['max']:.0f}")
     for (a, b), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        print(f"{a:17s} {label(b):>4s}  " + "  ".join(v))
+        quiet = t.get((a, 2, b))
+        busyMed = med([float(x.split("/")[0]) for x in v])
+        tail = f"  quiet {med(quiet):.2f}, busy/quiet {busyMed / med(quiet):.2f}" if quiet else ""
+        print(f"{a:18s} {label(b):>4s}  " + "  ".join(v) + tail)
 PY

@@ -268,6 +268,12 @@ TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
     EXPECT_GE(p.at("time_us").at("first").get<double>(), p.at("time_us").at("min").get<double>());
     EXPECT_LE(p.at("time_us").at("spikes").get<int>(), 3);
     EXPECT_GE(p.at("time_us").at("cv").get<double>(), 0.0);
+    // Each rank's mean call (IMB's and OSU's reading): every call of a rank is at most that
+    // call's slowest, so the largest mean is at most the slowest calls' mean, at most max.
+    const double rankMean = p.at("time_us").at("rank_mean"), rankMeanMax = p.at("time_us").at("rank_mean_max");
+    EXPECT_GT(rankMean, 0.0);
+    EXPECT_LE(rankMean, rankMeanMax);
+    EXPECT_LE(rankMeanMax, p.at("time_us").at("max").get<double>());
     EXPECT_NEAR(p.at("algbw_gbps").get<double>(), bytes / (med * 1e-6) / 1e9, 1e-9 + 1e-9 * bytes);
     EXPECT_NEAR(p.at("busbw_gbps").get<double>(), p.at("algbw_gbps").get<double>() * 2.0 * (n - 1) / n, 1e-9);
     EXPECT_EQ(p.at("count").get<double>() * 4, bytes);

@@ -619,6 +619,8 @@ TEST_F(ResultsTest, TheIterationSpreadRoundTripsAndIsChecked) {
       {[](json& t) { t["first"] = 25.0; }, "allreduce[0].time_us.first: expected a number in [11, 20], got 25"},
       {[](json& t) { t["cv"] = -0.1; }, "allreduce[0].time_us.cv: expected a finite number >= 0, got -0.1"},
       {[](json& t) { t["spikes"] = 21; }, "allreduce[0].time_us.spikes: expected at most iters, got 21"},
+      {[](json& t) { t.update({{"rank_mean", 14.0}, {"rank_mean_max", 13.0}}); },
+       "allreduce[0].time_us.rank_mean: expected at most time_us.rank_mean_max, got 14"},
       {[](json& t) { t["median"] = nullptr; }, "allreduce[0].time_us: expected median, min and max as numbers"},
   };
   for (const auto& [spoil, expected] : cases) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -333,6 +334,12 @@ void collectiveJob(Worker& w, const json& job) {
       std::vector<double> theirs(mine.size());
       // Each rank's own times, and which rank each iteration's slowest was (a tie: the lowest).
       std::vector<Summary> rankSummaries{summarize(std::vector<double>(mine.begin(), mine.begin() + samples))};
+      // Each rank's mean per call, as IMB (t_avg, t_max) and OSU (its average) report a point:
+      // their mean over the ranks and the largest.
+      auto meanOf = [&](const std::vector<double>& v) {
+        return std::accumulate(v.begin(), v.begin() + samples, 0.0) / std::max(1, samples);
+      };
+      double rankMeanSum = meanOf(mine), rankMeanMax = rankMeanSum;
       std::vector<long long> slowestIn(n, 0);
       std::vector<int> slowestRank(samples, 0);
       for (int r = 1; r < n; ++r) {
@@ -342,6 +349,8 @@ void collectiveJob(Worker& w, const json& job) {
           slowest[i] = std::max(slowest[i], theirs[i]);
         }
         rankSummaries.push_back(summarize(std::vector<double>(theirs.begin(), theirs.begin() + samples)));
+        rankMeanSum += meanOf(theirs);
+        rankMeanMax = std::max(rankMeanMax, meanOf(theirs));
         if (check) wrongTotal += theirs[samples];
         addTraffic(theirs);
       }
@@ -364,6 +373,8 @@ void collectiveJob(Worker& w, const json& job) {
       if (check) p.wrong = static_cast<long long>(wrongTotal);
       if (samples >= 2) {  // each iteration timed on its own, not a mean of queued launches
         p.spread = IterationSpread::of(slowest, s);
+        p.timeExtra["rank_mean"] = rankMeanSum / n;
+        p.timeExtra["rank_mean_max"] = rankMeanMax;
         if (n >= 2) {
           CollectiveRanks ranks;
           for (const Summary& rs : rankSummaries) ranks.medianUs.push_back(rs.median);
