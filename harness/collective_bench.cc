@@ -77,6 +77,7 @@ void checkFlags(const CollectiveBenchOptions& opt) {
     if (!opt.allAlgos) algosFor(opt, op);
   }
   checkLauncherFlag(opt.launcher);
+  checkBindFlag(opt.bind, opt.external != nullptr);
   if (opt.iters < 1) TPB_THROW(UsageError, "--iters: must be at least 1, got " << opt.iters);
   if (opt.warmup < 0) TPB_THROW(UsageError, "--warmup: must be at least 0, got " << opt.warmup);
   if (!isTimingMethod(opt.timing))
@@ -119,6 +120,7 @@ OpPlan opPlanOf(const CollectiveBenchOptions& opt, const CollectiveOp& op) {
   p.how += p.placements.size() > 1 ? ", in and out of place" : p.placements[0] ? ", in place" : ", out of place";
   if (op.rooted) p.how += ", root " + std::to_string(opt.root);
   if (opt.timing == kBackToBackTiming) p.how += ", timed back to back";
+  if (opt.bind == "core") p.how += ", a core per rank";
   p.how += op.caveat;
   return p;
 }
@@ -189,6 +191,7 @@ SessionOptions sessionOptions(const CollectiveBenchOptions& opt, bool writer, st
   s.driver.total = total;
   s.driver.timeout = opt.timeout;
   s.driver.launcher = opt.launcher;
+  s.driver.bindCores = checkBindFlag(opt.bind, opt.external != nullptr);
   s.driver.external = opt.external;
   return s;
 }

@@ -44,6 +44,7 @@ struct CollectiveBenchOptions {
   bool overwrite = false; // --overwrite: replace an existing results file instead of refusing
   std::chrono::seconds timeout{300};
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
+  std::string bind = "none";  // --bind: "none" or "core" (LaunchSpec::bindCores)
   std::string command;    // recorded in meta
   bool memcpyReference = true;
   // The job this process is one rank of (torchrun, srun, mpirun; main decides it from the

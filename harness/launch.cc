@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <condition_variable>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "comm/store.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/run_id.h"
 #include "worker/point_sync.h"
@@ -268,7 +271,7 @@ std::vector<std::string> rankEnv(const LaunchSpec& spec, int rank, int local, st
 
 // The child's side of fork: only async-signal-safe calls from here to execve.
 [[noreturn]] void execRank(const char* program, char** argv, char** envp, int outFd, int errFd, pid_t parent,
-                           bool viaMpirun) {
+                           bool viaMpirun, const cpu_set_t* core) {
   // Die with the launcher, even if it is SIGKILLed; guard against the parent having died
   // between fork and prctl.
   // mpirun gets SIGTERM, which it passes on to its ranks before it goes.
@@ -283,11 +286,49 @@ std::vector<std::string> rankEnv(const LaunchSpec& spec, int rank, int local, st
   // left inheritable. close_range is a plain syscall, safe after fork; before Linux 5.9 it
   // fails and the close-on-exec flags alone apply.
   close_range(3, ~0U, 0);
+  if (core && sched_setaffinity(0, sizeof *core, core) != 0) {
+    const char msg[] = "tpbench launcher: cannot bind the rank to its core (sched_setaffinity failed)\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(127);
+  }
   execve(program, argv, envp);
   const char msg[] = "tpbench launcher: execve failed\n";
   (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
   _exit(127);
 }
+
+}  // namespace
+
+std::vector<int> placementOrder() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  TPB_CHECK_ERRNO(sched_getaffinity(0, sizeof mine, &mine), "sched_getaffinity");
+  std::vector<int> first, second;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mine)) continue;
+    // A CPU that is not the lowest of its core's hardware threads waits until every core has one
+    // rank. Unreadable topology: every CPU counts as a core of its own.
+    std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
+    std::string siblings;
+    std::getline(in, siblings);
+    const std::vector<int> thread = parseCpuList(siblings);
+    const bool lowest = thread.empty() || *std::min_element(thread.begin(), thread.end()) >= cpu;
+    (lowest ? first : second).push_back(cpu);
+  }
+  first.insert(first.end(), second.begin(), second.end());
+  TPB_CHECK(!first.empty(), "the launcher's affinity mask names no CPU");
+  return first;
+}
+
+cpu_set_t coreOfLocalRank(int local) {
+  const std::vector<int> cpus = placementOrder();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus[static_cast<std::size_t>(local) % cpus.size()], &one);
+  return one;
+}
+
+namespace {
 
 // The processes of one launch on this node (its ranks, or one mpirun), from their start until
 // every one is reaped: forwards their output, and stops them all on the first failure, the
@@ -336,7 +377,7 @@ void RankSet::start(std::uint16_t port) {
     std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
     if (spec_.shareRunId) exported.push_back("TPB_RUN_ID");
     for (const auto& kv : spec_.extraEnv) exported.push_back(kv.first);
-    args = mpirunArgv(spec_.nprocPerNode, args, exported);
+    args = mpirunArgv(spec_.nprocPerNode, args, exported, spec_.bindCores);
   }
   const std::string program = spec_.viaMpirun ? findMpirun() : exe;
   TPB_CHECK(!program.empty(), "mpirun is not on PATH");
@@ -355,6 +396,8 @@ void RankSet::spawn(int local, const std::string& program, std::vector<std::stri
   TPB_CHECK_ERRNO(pipe2(errPipe, O_CLOEXEC), "pipe");
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::vector<std::string> env = rankEnv(spec_, c.exit.rank, local, port, result_.runId);
+  std::optional<cpu_set_t> core;
+  if (spec_.bindCores && !spec_.viaMpirun) core = coreOfLocalRank(local);
   std::vector<char*> argv, envp;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -365,7 +408,8 @@ void RankSet::spawn(int local, const std::string& program, std::vector<std::stri
   std::cerr.flush();
   const pid_t pid = fork();
   TPB_CHECK_ERRNO(pid, "fork");
-  if (pid == 0) execRank(program.c_str(), argv.data(), envp.data(), outPipe[1], errPipe[1], parent, spec_.viaMpirun);
+  if (pid == 0) execRank(program.c_str(), argv.data(), envp.data(), outPipe[1], errPipe[1], parent, spec_.viaMpirun,
+             core ? &*core : nullptr);
   close(outPipe[1]);
   close(errPipe[1]);
   fcntl(outPipe[0], F_SETFL, O_NONBLOCK);

@@ -16,6 +16,8 @@
 // with SIGKILL takes its workers with it).
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -44,6 +46,11 @@ struct LaunchSpec {
   bool shareRunId = true;
   // Start the ranks through mpirun (one node only; harness/mpirun.h).
   bool viaMpirun = false;
+  // --bind core: local rank r runs on one CPU only, the r-th of placementOrder() (modulo their
+  // count: ranks beyond the cores share them in turn), as mpirun's --map-by core --bind-to core;
+  // under mpirun, those options. Off: every rank may run on every core of the mask, and mpirun is given
+  // --bind-to none, so that tpbench's ranks and mpirun's are placed alike.
+  bool bindCores = false;
   // Runs after every rank has been reaped, whatever happened (e.g. removes shm names).
   std::function<void(const std::string& runId, int worldSize)> cleanup;
   // Several nodes: the store the whole sweep shares (PointDriver hosts it on node 0 and joins it
@@ -83,6 +90,13 @@ struct LaunchResult {
 };
 
 LaunchResult launch(const LaunchSpec& spec);
+
+// The CPUs of this process's affinity mask in the order bindCores gives them to local ranks: the
+// first hardware thread of each core, then the others (so that two ranks share a core only when
+// every core has one); and the CPU local rank `local` is bound to, the local-th of them modulo
+// their count.
+std::vector<int> placementOrder();
+cpu_set_t coreOfLocalRank(int local);
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that make a running launch() stop its ranks and return
 // with `interrupted` set; interruptRequested() tells callers (sweeps) to stop starting points.

@@ -14,12 +14,22 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/text_escape.h"
 
 namespace tpb {
 
 void checkLauncherFlag(const std::string& launcher) {
   if (launcher.empty() || launcher == "tpbench" || launcher == "mpirun") return;
   TPB_THROW(UsageError, "--launcher: unknown launcher '" << launcher << "' (choose tpbench or mpirun)");
+}
+
+bool checkBindFlag(const std::string& bind, bool external) {
+  if (bind != "none" && bind != "core")
+    TPB_THROW(UsageError, "--bind: unknown placement '" << printable(bind) << "' (choose none or core)");
+  if (bind == "core" && external)
+    TPB_THROW(UsageError, "--bind core: the job's launcher placed its ranks; bind them there (mpirun --bind-to "
+                          "core, srun --cpu-bind=cores, or taskset under torchrun)");
+  return bind == "core";
 }
 
 std::string mpirunProblem() {
@@ -87,12 +97,17 @@ std::string findMpirun() {
 }
 
 std::vector<std::string> mpirunArgv(int np, const std::vector<std::string>& program,
-                                    const std::vector<std::string>& exportVars) {
+                                    const std::vector<std::string>& exportVars, bool bindCores) {
   std::vector<std::string> argv{"mpirun", "-np", std::to_string(np)};
   // Open MPI refuses root without this; containers and CI runners often are root.
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   // N ranks on fewer cores is what "GPU count" means on a CPU node.
   argv.push_back("--oversubscribe");
+  // Placed as tpbench's own launcher places them (LaunchSpec::bindCores), not by Open MPI's
+  // default (a core each up to two ranks, a socket each beyond).
+  if (bindCores) argv.insert(argv.end(), {"--map-by", "core"});
+  argv.push_back("--bind-to");
+  argv.push_back(bindCores ? "core:overload-allowed" : "none");
   argv.push_back("--tag-output");
   // A rank reads no input; mpirun would otherwise forward the launcher's stdin to rank 0.
   argv.push_back("--stdin");

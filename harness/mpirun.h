@@ -2,7 +2,8 @@
 // (--launcher mpirun) instead of forking them itself: the command line, the reading of its
 // output, and what to say when it fails.
 //
-// One launch is one `mpirun -np N [--allow-run-as-root] --oversubscribe --tag-output --stdin none --mca ... -x VAR...
+// One launch is one `mpirun -np N [--allow-run-as-root] --oversubscribe [--map-by core] --bind-to
+// none|core:overload-allowed --tag-output --stdin none --mca ... -x VAR...
 // tpbench worker --job F`. mpirun starts the ranks as its own children; the worker maps
 // OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE to its rank, and finds the rendezvous store
 // through MASTER_ADDR/MASTER_PORT, exported with -x like TPB_RUN_ID. --tag-output marks every
@@ -23,6 +24,11 @@ namespace tpb {
 // --launcher: "" (tpbench's own, or mpirun where a point needs it), "tpbench" or "mpirun".
 // Throws UsageError for anything else.
 void checkLauncherFlag(const std::string& launcher);
+
+// --bind: "none" or "core" (LaunchSpec::bindCores); whether ranks are bound to cores. Throws
+// UsageError for anything else, and for "core" under an external launcher (`external`: torchrun,
+// srun or mpirun started this process), which placed the ranks itself.
+bool checkBindFlag(const std::string& bind, bool external);
 
 // "" when an Open MPI mpirun is on PATH (`mpirun --version` says "Open MPI"), else why not.
 // Asked once per process.
@@ -46,9 +52,11 @@ std::string mpirunPreload();
 std::string findMpirun();
 
 // The argv of one mpirun launch of `np` ranks running `program` (exe and its arguments), with
-// the variables in `exportVars` passed to every rank (-x).
+// the variables in `exportVars` passed to every rank (-x); each rank bound to a core of its own
+// (`bindCores`: --map-by core --bind-to core, ranks beyond the cores sharing them in turn) or to
+// none (--bind-to none).
 std::vector<std::string> mpirunArgv(int np, const std::vector<std::string>& program,
-                                    const std::vector<std::string>& exportVars);
+                                    const std::vector<std::string>& exportVars, bool bindCores = false);
 
 // Reads mpirun's output lines (--tag-output): gives each the launcher's prefix and remembers
 // what explains a failure.

@@ -128,6 +128,7 @@ void PointDriver::describe(Meta& m) const {
     return;
   }
   m.launcher = "tpbench";
+  m.bind = opt_.bindCores ? "core" : "none";
   m.nodes = opt_.nnodes;
 }
 
@@ -257,6 +258,7 @@ PointOutcome PointDriver::run(const std::string& what, json job, const std::stri
     }
   }
   spec.viaMpirun = chooseMpirun(opt_.launcher, needsMpiLauncher(transport, needsMpi), opt_.nnodes);
+  spec.bindCores = opt_.bindCores;
   out.launch = launch(spec);
   ++launched_;
   if (out.launch.storeLost) lost_ = out.launch.error;

@@ -58,6 +58,8 @@ struct PointDriverOptions {
   // --launcher: "" (tpbench's own, mpirun for points that need it), "tpbench" or "mpirun". The
   // runners check it against every point before launching anything (chooseMpirun).
   std::string launcher;
+  // --bind core: each rank on a core of its own (LaunchSpec::bindCores), recorded in meta.bind.
+  bool bindCores = false;
   // The job this process is one rank of (harness/external_job.h), from the runner's options;
   // nullptr: the driver launches each point's ranks itself.
   ExternalJob* external = nullptr;

@@ -240,6 +240,7 @@ void checkBeforeLaunch(const TrainRunOptions& opt, std::vector<PointPlan>& plans
   checkLibrary(plans, device);
   for (auto& p : plans) p.libraryMpi = libraryNeedsMpi(*p.strategy, p.cfg());
   checkLauncherFlag(opt.launcher);
+  checkBindFlag(opt.bind, ext != nullptr);
   if (opt.everyPointMustRun) refuseSkippedRun(opt, plans, device);
   for (const auto& p : plans) {  // who starts each point's ranks, refused now rather than mid-sweep
     if (ext || !p.strategy->unsupported(device, p.cfg().nGpus).empty()) continue;  // skipped, with the reason
@@ -271,6 +272,7 @@ SessionOptions sessionOptions(const TrainRunOptions& opt, bool writer) {
   d.heartbeatTimeout = opt.heartbeatTimeout;
   d.iface = opt.iface;
   d.launcher = opt.launcher;
+  d.bindCores = checkBindFlag(opt.bind, opt.external != nullptr);
   d.external = opt.external;
   return s;
 }

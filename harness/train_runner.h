@@ -32,6 +32,7 @@ struct TrainRunOptions {
   bool resumable = true;  // the command has --resume (sweep; run does not): what a refusal suggests
   std::chrono::seconds timeout{1800};
   std::string launcher;   // --launcher: "", "tpbench" or "mpirun" (harness/mpirun.h)
+  std::string bind = "none";  // --bind: "none" or "core" (LaunchSpec::bindCores)
   std::string command;
   // Multi-node layout (torchrun's names). One node by default.
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;  // 0: the point's process count

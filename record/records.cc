@@ -75,6 +75,7 @@ json Meta::toJson() const {
   putIfSet(j, "build_type", buildType);
   putIfSet(j, "command", command);
   putIfSet(j, "launcher", launcher);
+  putIfSet(j, "bind", bind);
   putIfSet(j, "nodes", nodes);
   putIfSet(j, "ranks_per_node", ranksPerNode);
   putIfSet(j, "hosts", hosts);
@@ -106,6 +107,9 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.buildType = optStr(in, "build_type");
   m.command = optStr(in, "command");
   m.launcher = optStr(in, "launcher");
+  m.bind = optStr(in, "bind");
+  if (m.bind && *m.bind != "none" && *m.bind != "core")
+    in.at("bind").fail("\"none\" or \"core\"");
   m.nodes = optInteger(in, "nodes", 1, kMaxRanks);
   m.ranksPerNode = optInteger(in, "ranks_per_node", 1, kMaxRanks);
   m.worldSize = optInteger(in, "world_size", 1, kMaxRanks);
@@ -116,7 +120,7 @@ Meta Meta::fromJson(const JsonIn& in) {
   }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
                             "cpus_available", "load_average", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
-                            "launcher", "nodes", "ranks_per_node", "hosts", "world_size"});
+                            "launcher", "bind", "nodes", "ranks_per_node", "hosts", "world_size"});
   return m;
 }
 
@@ -569,6 +573,7 @@ json CollectiveRecord::toJson() const {
       json median = json::array();
       for (double us : ranks->medianUs) median.push_back(num(us));
       j["ranks"] = {{"median_us", std::move(median)}, {"slowest_in", ranks->slowestIn}};
+      if (!ranks->cpu.empty()) j["ranks"]["cpu"] = ranks->cpu;
     }
     j["algbw_gbps"] = num(algbwGbps);
     j["busbw_gbps"] = num(busbwGbps);
@@ -586,9 +591,12 @@ json CollectiveRecord::toJson() const {
 }
 
 namespace {
+constexpr long long kMaxCpu = 1 << 20;
+
 // time_us' spread: all five members or none; each in order with the median, min and max it
 // comes from (p90 and p99 between median and max, first between min and max).
-// ranks: one median and one count per rank, the counts within the iterations.
+// ranks: one median and one count per rank, the counts within the iterations; where given, one
+// core per rank (-1: not bound to one).
 CollectiveRanks ranksIn(const JsonIn& r, const CollectiveRecord& c) {
   r.object();
   CollectiveRanks out;
@@ -605,6 +613,11 @@ CollectiveRanks ranksIn(const JsonIn& r, const CollectiveRecord& c) {
     total += out.slowestIn.back();
   }
   if (total > c.iters) slowest.fail("counts summing to at most iters (" + std::to_string(c.iters) + ")");
+  if (const auto cpu = r.find("cpu")) {
+    cpu->array();
+    if (cpu->size() != n) cpu->fail("one entry per rank (n_gpus " + std::to_string(n) + ")");
+    for (std::size_t i = 0; i < n; ++i) out.cpu.push_back((*cpu)[i].integer(-1, kMaxCpu));
+  }
   return out;
 }
 

@@ -40,6 +40,10 @@ struct Meta {
   // ranks on each (absent when it varies), the host names of the nodes and the job's world size
   // (absent for tpbench's own launcher, whose points choose their own). Absent in older files.
   std::optional<std::string> launcher;
+  // tpbench's own launcher: "core" (--bind core: each rank on a core of its own, and mpirun told
+  // --bind-to core) or "none" (every rank free to run on every core). Absent under torchrun, srun
+  // or mpirun (they place the ranks) and in older files.
+  std::optional<std::string> bind;
   std::optional<long long> nodes, ranksPerNode, worldSize;
   std::optional<std::vector<std::string>> hosts;
   nlohmann::json extra = nlohmann::json::object();
@@ -218,6 +222,9 @@ struct IterationSpread {
 struct CollectiveRanks {
   std::vector<double> medianUs;
   std::vector<long long> slowestIn;
+  // The core each rank was bound to (--bind core), -1 where it could run on several; empty where
+  // absent (older files).
+  std::vector<long long> cpu;
 };
 
 struct CollectiveRecord {

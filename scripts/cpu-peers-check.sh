@@ -10,8 +10,10 @@
 # average), the fastest from-scratch algorithm over Open MPI's (IMB where given, else tpbench's mpi)
 # and busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
 # sizes at N = 2 beside one busy process (a shell loop) and prints median, p99 and the longest call.
+# BIND=core binds every rank to a core of its own, tpbench's (--bind core) and the peers' alike
+# (mpirun --map-by core --bind-to core); BIND=none (the default) binds none.
 #
-#   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 scripts/cpu-peers-check.sh [TPBENCH]
+#   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 BIND=none scripts/cpu-peers-check.sh [TPBENCH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TPBENCH=${1:-build/tpbench}
@@ -22,23 +24,29 @@ for v in IMB OSU; do
   [ -z "$p" ] || [ -x "$p" ] || { echo "cpu-peers-check: $v=$p is not an executable" >&2; exit 2; }
 done
 case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
+BIND=${BIND:-none}
+case "$BIND" in
+  none) placement=(--bind-to none) ;;
+  core) placement=(--map-by core --bind-to core:overload-allowed) ;;
+  *) echo "cpu-peers-check: BIND must be none or core" >&2; exit 2 ;;
+esac
 work=$(mktemp -d)
 busy=
 cleanup() { [ -n "$busy" ] && kill "$busy" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 # Open MPI's launcher, as tpbench's mpi points run it: one node, shared memory, loopback only.
-mpirun=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_tcp_if_include lo)
+mpirun=(mpirun --oversubscribe "${placement[@]}" --mca btl self,vader --mca btl_tcp_if_include lo)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 algos=ring,halving_doubling,recursive_doubling,param_server,direct,mpi
 
 for ((r = 0; r < ROUNDS; r++)); do
   echo "round $((r + 1)) of $ROUNDS" >&2
   for n in 2 4; do
-    "$TPBENCH" allreduce --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
+    "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/small-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" allreduce --algos mpi --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
+    "$TPBENCH" allreduce --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
       --out "$work/percall-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" allreduce --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
+    "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
       --timing back_to_back --out "$work/large-$n-$r.json" >/dev/null 2>&1
     if [ -n "${IMB:-}" ]; then
       "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:26 -iter 200 -time 60 \
@@ -51,7 +59,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   if [ "${BUSY:-0}" = 1 ]; then
     (while :; do :; done) &
     busy=$!
-    "$TPBENCH" allreduce --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
+    "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/busy-$r.json" >/dev/null 2>&1 || true
     kill "$busy"
     wait "$busy" 2>/dev/null || true

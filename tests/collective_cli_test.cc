@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <map>
 #include <regex>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/collective.h"
+#include "harness/launch.h"
 #include "tests/cli_util.h"
 
 namespace tpb {
@@ -176,6 +178,37 @@ TEST(CollectiveCli, EachRanksTimesAreRecorded) {
   std::remove(out.c_str());
 }
 
+// --bind core puts local rank r on the r-th CPU of the launcher's placement order (one per core
+// first, then around again), and each point says where its ranks ran (ranks.cpu) and the run how
+// it placed them (meta.bind); without it no rank is bound to one CPU.
+TEST(CollectiveCli, BindCorePutsEachRankOnItsOwnCpuAndTheRecordSaysWhere) {
+  const std::vector<int> order = placementOrder();
+  const std::string out = test::tempPath("bound.json");
+  const auto r = runCli({"allreduce", "--algos", "ring,recursive_doubling", "--n_gpus", "3", "--bytes", "4K",
+                         "--iters", "3", "--warmup", "1", "--launcher", "tpbench", "--bind", "core", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("(float32 sum, in place, a core per rank)"), std::string::npos) << r.out;
+  json doc = readJson(out);
+  EXPECT_EQ(doc.at("meta").at("bind"), "core");
+  ASSERT_EQ(doc.at("allreduce").size(), 2u);
+  for (const json& p : doc.at("allreduce")) {
+    ASSERT_TRUE(p.contains("ranks")) << p;
+    std::vector<long long> want;
+    for (std::size_t rank = 0; rank < 3; ++rank) want.push_back(order[rank % order.size()]);
+    EXPECT_EQ(p.at("ranks").at("cpu").get<std::vector<long long>>(), want) << p;
+    EXPECT_EQ(p.at("status"), "ok");
+  }
+  if (order.size() >= 2) {  // a command bound to one CPU binds its ranks whatever --bind says
+    const auto free = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--iters", "2",
+                              "--warmup", "1", "--launcher", "tpbench", "--out", out, "--overwrite"});
+    ASSERT_EQ(free.exitCode, 0) << free.err;
+    doc = readJson(out);
+    EXPECT_EQ(doc.at("meta").at("bind"), "none");
+    EXPECT_EQ(doc.at("allreduce").at(0).at("ranks").at("cpu"), json::array({-1, -1})) << doc.dump();
+  }
+  std::remove(out.c_str());
+}
+
 // The verification pass counts what is wrong: one element corrupted on one rank fails the point
 // with wrong = 1 (and the command with it), for each op that has a result to check.
 TEST(CollectiveCli, ACorruptedElementFailsThePoint) {
@@ -208,6 +241,8 @@ TEST(CollectiveCli, BadInputIsRefusedUpFront) {
       {{"collective", "--out", ""}, "--out"},
       {{"allreduce", "--timing", "sometimes"}, "--timing"},
       {{"allreduce", "--timing", ""}, "--timing"},
+      {{"allreduce", "--bind", "socket"}, "--bind"},
+      {{"collective", "--bind", ""}, "--bind"},
       {{"model"}, "FILES"},
       {{"model", "/no/such/file.json"}, "/no/such/file.json"},
       {{"model", "/no/such/file.json", "--link", ""}, "--link"},

@@ -5,13 +5,17 @@
 // (MpirunOutput's parsing needs neither, and always runs.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "comm/transports.h"
+#include "common/cores.h"
 #include "core/collective.h"
 #include "core/registry.h"
+#include "harness/launch.h"
 #include "harness/mpirun.h"
 #include "tests/cli_util.h"
 #include "tests/listeners_util.h"
@@ -144,6 +148,28 @@ TEST(MpiCli, MpiAllreduceThroughLauncherMpirunVerifiesExactlyBesideGloo) {
   // mpirun's --tag-output lines come back with the launcher's own prefix.
   EXPECT_NE(r.err.find("[rank 0] allreduce mpi N=3"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("<stderr>:"), std::string::npos) << r.err;
+  std::remove(out.c_str());
+}
+
+// --bind core under mpirun: --map-by core --bind-to core, so that mpirun's ranks sit where
+// tpbench's own launcher puts them (where a core has one hardware thread, on the same CPUs).
+TEST(MpiCli, BindCorePlacesMpirunsRanksAsTpbenchsOwn) {
+  TPB_SKIP_WITHOUT_MPI();
+  const std::vector<int> order = placementOrder();
+  const std::string out = test::tempPath("mpi_bound.json");
+  const auto r = runCli({"allreduce", "--algos", "mpi", "--launcher", "mpirun", "--bind", "core", "--n_gpus", "2",
+                         "--bytes", "4K", "--iters", "2", "--warmup", "1", "--timeout", "120", "--out", out});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json doc = readJson(out);
+  expectAllVerified(doc, 1);
+  EXPECT_EQ(doc.at("meta").at("bind"), "core");
+  std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(order[0]) + "/topology/thread_siblings_list");
+  std::string siblings;
+  std::getline(in, siblings);
+  if (parseCpuList(siblings).size() == 1) {  // else mpirun binds each rank to a core's threads, not one CPU
+    const std::vector<long long> want{order[0], order[1 % order.size()]};
+    EXPECT_EQ(doc.at("allreduce").at(0).at("ranks").at("cpu").get<std::vector<long long>>(), want) << doc.dump();
+  }
   std::remove(out.c_str());
 }
 
@@ -327,8 +353,14 @@ TEST(MpirunOutput, TheCommandExportsTheRendezvousAndOversubscribes) {
   for (const auto& a : argv) joined += a + " ";
   const std::string root = geteuid() == 0 ? "--allow-run-as-root " : "";
   EXPECT_EQ(joined, "mpirun -np 3 " + root +
-                        "--oversubscribe --tag-output --stdin none --mca btl self,vader --mca oob_tcp_if_include "
-                        "127.0.0.1/8 -x MASTER_ADDR -x TPB_RUN_ID /bin/tpbench worker --job j ");
+                        "--oversubscribe --bind-to none --tag-output --stdin none --mca btl self,vader --mca "
+                        "oob_tcp_if_include 127.0.0.1/8 -x MASTER_ADDR -x TPB_RUN_ID /bin/tpbench worker --job j ");
+  // --bind core: a core each, ranks beyond the cores sharing them rather than refused.
+  const auto bound = mpirunArgv(3, {"/bin/tpbench"}, {}, true);
+  const auto at = std::find(bound.begin(), bound.end(), "--bind-to");
+  ASSERT_NE(at, bound.end());
+  ASSERT_NE(at + 1, bound.end());
+  EXPECT_EQ(at[1], "core:overload-allowed");
 }
 
 // `library` stands for the device's default library, and `--algos all` runs each library once.

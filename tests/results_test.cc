@@ -142,6 +142,17 @@ TEST_F(ResultsTest, MetaRecordsAvailableCoresAndLoadAverage) {
   // Read back as written; a load average that is not three numbers is refused by name.
   const json back = Meta::fromJson(JsonIn(meta, "m.json", "meta")).toJson();
   EXPECT_EQ(back.at("load_average"), load);
+  // How the ranks were placed: read back, and nothing but "none" or "core".
+  json bound = meta;
+  bound["bind"] = "core";
+  EXPECT_EQ(Meta::fromJson(JsonIn(bound, "m.json", "meta")).toJson().at("bind"), "core");
+  bound["bind"] = "socket";
+  try {
+    Meta::fromJson(JsonIn(bound, "m.json", "meta"));
+    ADD_FAILURE() << "bind socket was read";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bind"), std::string::npos) << e.what();
+  }
   for (const json& bad : {json::array({1.0, 2.0}), json::array({1.0, -1.0, 2.0}), json("high")}) {
     json m = meta;
     m["load_average"] = bad;
@@ -635,7 +646,7 @@ TEST_F(ResultsTest, TheIterationSpreadRoundTripsAndIsChecked) {
 TEST_F(ResultsTest, PerRankCollectiveTimesRoundTripAndAreChecked) {
   const auto with = [](const std::function<void(json&)>& spoil) {
     json p = sampleAllreduce();  // n_gpus 4, iters 20
-    p["ranks"] = {{"median_us", {12.0, 12.5, 30.0, 11.0}}, {"slowest_in", {2, 1, 16, 1}}};
+    p["ranks"] = {{"median_us", {12.0, 12.5, 30.0, 11.0}}, {"slowest_in", {2, 1, 16, 1}}, {"cpu", {0, 1, 0, -1}}};
     spoil(p["ranks"]);
     return p;
   };
@@ -643,7 +654,10 @@ TEST_F(ResultsTest, PerRankCollectiveTimesRoundTripAndAreChecked) {
   ASSERT_TRUE(c.ranks);
   EXPECT_EQ(c.ranks->medianUs, (std::vector<double>{12.0, 12.5, 30.0, 11.0}));
   EXPECT_EQ(c.ranks->slowestIn, (std::vector<long long>{2, 1, 16, 1}));
+  EXPECT_EQ(c.ranks->cpu, (std::vector<long long>{0, 1, 0, -1}));
   EXPECT_EQ(c.toJson().at("ranks"), with([](json&) {})["ranks"]);
+  // Without cores (older files): absent, and absent when written back.
+  EXPECT_FALSE(collectiveOf(with([](json& r) { r.erase("cpu"); })).toJson().at("ranks").contains("cpu"));
   EXPECT_FALSE(collectiveOf(sampleAllreduce()).toJson().contains("ranks")) << "absent stays absent";
   const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
       {[](json& r) { r["median_us"] = {1.0, 2.0}; }, "ranks.median_us: expected one entry per rank (n_gpus 4)"},
@@ -652,6 +666,9 @@ TEST_F(ResultsTest, PerRankCollectiveTimesRoundTripAndAreChecked) {
       {[](json& r) { r["slowest_in"] = {10, 10, 1, 0}; }, "ranks.slowest_in: expected counts summing to at most iters (20)"},
       {[](json& r) { r["median_us"][1] = -3.0; }, "ranks.median_us[1]"},
       {[](json& r) { r.erase("slowest_in"); }, "ranks.slowest_in"},
+      {[](json& r) { r["cpu"] = {0, 1}; }, "ranks.cpu: expected one entry per rank (n_gpus 4)"},
+      {[](json& r) { r["cpu"][3] = -2; }, "ranks.cpu[3]: expected an integer in -1.."},
+      {[](json& r) { r["cpu"][0] = "0"; }, "ranks.cpu[0]"},
   };
   for (const auto& [spoil, expected] : cases) {
     const std::string msg = usageErrorOf([&, &spoil = spoil] { collectiveOf(with(spoil)); });

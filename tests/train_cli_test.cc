@@ -191,6 +191,7 @@ TEST(TrainCli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
           {{"--out", ""}, "--out: must not be empty"},
           {{"--transport", ""}, "--transport: must not be empty"},
           {{"--master_addr", ""}, "--master_addr: must not be empty"},
+          {{"--bind", "socket"}, "--bind: unknown placement 'socket'"},
           // layout and ports
           {{"--nproc_per_node", "-1"}, "--nproc_per_node"},
           {{"--master_port", "70000"}, "--master_port"},

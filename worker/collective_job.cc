@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/cuda/devices.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/fault.h"
 #include "common/format_bytes.h"
@@ -318,6 +319,7 @@ void collectiveJob(Worker& w, const json& job) {
       mine.push_back(wrong);
       for (std::uint64_t v : {moved.bytesSent, moved.bytesRecv, moved.msgsSent, moved.msgsRecv})
         mine.push_back(static_cast<double>(v));
+      mine.push_back(boundCpu());
       if (rank != 0) {
         t.sendHost(0, mine.data(), mine.size() * sizeof(double));
         continue;
@@ -340,7 +342,7 @@ void collectiveJob(Worker& w, const json& job) {
         return std::accumulate(v.begin(), v.begin() + samples, 0.0) / std::max(1, samples);
       };
       double rankMeanSum = meanOf(mine), rankMeanMax = rankMeanSum;
-      std::vector<long long> slowestIn(n, 0);
+      std::vector<long long> slowestIn(n, 0), cpus{static_cast<long long>(mine.back())};
       std::vector<int> slowestRank(samples, 0);
       for (int r = 1; r < n; ++r) {
         t.recvHost(r, theirs.data(), theirs.size() * sizeof(double));
@@ -353,6 +355,7 @@ void collectiveJob(Worker& w, const json& job) {
         rankMeanMax = std::max(rankMeanMax, meanOf(theirs));
         if (check) wrongTotal += theirs[samples];
         addTraffic(theirs);
+        cpus.push_back(static_cast<long long>(theirs.back()));
       }
       const Summary s = summarize(slowest);
       // Iterations over ten times the median: a rank that lost its core (another process, too
@@ -380,6 +383,7 @@ void collectiveJob(Worker& w, const json& job) {
           for (const Summary& rs : rankSummaries) ranks.medianUs.push_back(rs.median);
           for (int who : slowestRank) ++slowestIn[who];
           ranks.slowestIn = std::move(slowestIn);
+          ranks.cpu = std::move(cpus);
           p.ranks = std::move(ranks);
         }
       }

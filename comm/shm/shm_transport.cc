@@ -276,14 +276,19 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
     std::atomic_thread_fence(std::memory_order_release);
     seg->magic = kMagic;
     segs_[rank] = seg;
-    store.set(key + "ready/" + std::to_string(rank), "1");
+    // Each rank says where it may run: bound to one core each (--bind core) or free to run
+    // anywhere, the ranks have a core each when their masks name at least as many cores as ranks.
+    const std::string cpus = affinityList();
+    store.set(key + "ready/" + std::to_string(rank), cpus);
+    std::vector<std::string> masks{cpus};
     for (int r = 0; r < size; ++r) {
       if (r == rank) continue;
-      store.get(key + "ready/" + std::to_string(r));
+      masks.push_back(store.get(key + "ready/" + std::to_string(r)));
       segs_[r] = static_cast<Segment*>(mapSegment(segmentName(runId, r), segBytes_, false));
       TPB_CHECK(segs_[r]->magic == kMagic && segs_[r]->rank == static_cast<std::uint32_t>(r),
                 "shm segment of rank " << r << " is not initialised");
     }
+    if (const unsigned shared = distinctCpus(masks); shared > 0) spin_ = static_cast<unsigned>(size) <= shared;
     // Everyone has mapped everything: the names are no longer needed, so nothing can leak.
     store.add(key + "mapped", 1);
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -25,7 +25,7 @@ struct BenchFlags {
   int iters = 20, warmup = 5;
   std::string timing = kPerCallTiming;
   bool noCheck = false;
-  std::string transport, device = "cpu", out, launcher;
+  std::string transport, device = "cpu", out, launcher, bind = "none";
   int timeout = 300;
   bool overwrite = false;
 };

@@ -14,7 +14,7 @@ namespace tpb::cli {
 // dimensions strategy, n_gpus, batch_size and train_size are declared by run and sweep, which
 // take one value or a list) and the launcher's options.
 struct TrainFlags : TrainSettings {
-  std::string device = "cpu", transport, out, launcher, trace;
+  std::string device = "cpu", transport, out, launcher, trace, bind = "none";
   int timeout = 1800;
   // Layout over several nodes (torchrun's names) and how the nodes meet.
   int nnodes = 1, nodeRank = 0, nprocPerNode = 0;
