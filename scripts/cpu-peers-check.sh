@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # CPU collectives beside Open MPI (docs/measurements.md, "At the limit, beside Open MPI"): ROUNDS
 # interleaved rounds of, at N = 2 and 4,
-#   tpbench allreduce (ring, halving_doubling, recursive_doubling, param_server, direct and mpi;
-#     timed back to back as IMB times, and mpi per call too), small sizes (8 B..1 MiB, 200 iterations) and large
-#     (16, 64 MiB, 20 iterations);
+#   tpbench allreduce (ring, halving_doubling, recursive_doubling, param_server and direct in
+#     place; mpi out of place, as IMB and OSU call MPI_Allreduce), timed back to back as IMB times,
+#     and mpi per call too, small sizes (8 B..1 MiB, 200 iterations) and large (16, 64 MiB, 20
+#     iterations);
 #   IMB-MPI1 Allreduce and osu_allreduce (float), when IMB= and OSU= name their binaries (built
 #     from their public sources against the same Open MPI; nothing here fetches them);
-# then one table: per N and size the median over rounds of each one's time (µs; IMB t_avg, OSU's
-# average), the fastest from-scratch algorithm over Open MPI's (IMB where given, else tpbench's mpi)
-# and busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
+# then one table: per N and size the median over rounds of each one's mean call (µs; tpbench's
+# time_us.rank_mean, IMB's t_avg, OSU's average: each rank's mean call, averaged over the ranks),
+# the fastest from-scratch algorithm over Open MPI's (IMB where given, else tpbench's mpi), and
+# busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
 # sizes at N = 2 beside one busy process (a shell loop) and prints median, p99 and the longest call.
 # BIND=core binds every rank to a core of its own, tpbench's (--bind core) and the peers' alike
 # (mpirun --map-by core --bind-to core); BIND=none (the default) binds none.
@@ -37,17 +39,23 @@ trap cleanup EXIT
 # Open MPI's launcher, as tpbench's mpi points run it: one node, shared memory, loopback only.
 mpirun=(mpirun --oversubscribe "${placement[@]}" --mca btl self,vader --mca btl_tcp_if_include lo)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-algos=ring,halving_doubling,recursive_doubling,param_server,direct,mpi
+algos=ring,halving_doubling,recursive_doubling,param_server,direct
 
 for ((r = 0; r < ROUNDS; r++)); do
   echo "round $((r + 1)) of $ROUNDS" >&2
   for n in 2 4; do
+    # The from-scratch algorithms in place (as they work); MPI_Allreduce out of place, with its
+    # own send and receive buffers, as IMB and OSU call it (in place it skips a copy of the input).
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/small-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" allreduce --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
-      --out "$work/percall-$n-$r.json" >/dev/null 2>&1
+    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
+      --iters 200 --warmup 20 --timing back_to_back --out "$work/small-mpi-$n-$r.json" >/dev/null 2>&1
+    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
+      --iters 200 --warmup 20 --out "$work/percall-$n-$r.json" >/dev/null 2>&1
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
       --timing back_to_back --out "$work/large-$n-$r.json" >/dev/null 2>&1
+    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 16M,64M \
+      --iters 20 --warmup 3 --timing back_to_back --out "$work/large-mpi-$n-$r.json" >/dev/null 2>&1
     if [ -n "${IMB:-}" ]; then
       "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:26 -iter 200 -time 60 \
         >"$work/imb-$n-$r.txt" 2>/dev/null
@@ -61,6 +69,8 @@ for ((r = 0; r < ROUNDS; r++)); do
     busy=$!
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/busy-$r.json" >/dev/null 2>&1 || true
+    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus 2 --bytes 8,1K,64K \
+      --iters 200 --warmup 20 --timing back_to_back --out "$work/busy-mpi-$r.json" >/dev/null 2>&1 || true
     kill "$busy"
     wait "$busy" 2>/dev/null || true
     busy=
@@ -83,9 +93,10 @@ for kind in ("small", "large", "percall"):
             if p.get("status") != "ok":
                 continue
             name = p["algo"] + (" per_call" if kind == "percall" else "")
-            add((name, p["n_gpus"], p["bytes"]), p["time_us"]["median"])
-            if "rank_mean" in p["time_us"]:  # the ranks' mean call, as IMB and OSU read a point
-                add((name + " mean", p["n_gpus"], p["bytes"]), p["time_us"]["rank_mean"])
+            # The ranks' mean call, as IMB's t_avg and OSU's average read a point; the median
+            # of the slowest rank's calls (what tpbench's table shows) beside it.
+            add((name, p["n_gpus"], p["bytes"]), p["time_us"]["rank_mean"])
+            add((name + " slowest", p["n_gpus"], p["bytes"]), p["time_us"]["median"])
             if p["bytes"] in mc and kind != "percall":
                 bw.setdefault((p["algo"], p["n_gpus"], p["bytes"]), []).append(p["busbw_gbps"] / mc[p["bytes"]])
 def peer(name, col):
@@ -103,12 +114,11 @@ peer("osu", 1)   # size avg-latency
 sizes = [8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20]
 def label(b):
     return f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K" if b >= 1024 else str(b)
-cols = scratch + ["mpi", "mpi mean", "IMB", "mpi per_call mean", "OSU"]
-print(f"# median over {rounds} rounds of each one's time per call in µs (tpbench: median of its iterations"
-      " (the slowest rank's time for each call), back to back unless 'per_call'; 'mean': the ranks' mean call"
-      " averaged over the ranks, as IMB's t_avg and OSU's average read; OSU and 'per_call' put a barrier"
-      " between calls)")
-print("| N | size | " + " | ".join(cols) + " | fastest from scratch / Open MPI | mpi mean / IMB | mpi per_call mean / OSU |")
+cols = scratch + ["mpi", "IMB", "mpi per_call", "OSU"]
+print(f"# median over {rounds} rounds of each one's mean call in µs (each rank's mean call averaged over"
+      " the ranks: tpbench's time_us.rank_mean, IMB's t_avg, OSU's average); tpbench back to back as IMB"
+      " times, unless 'per_call' (a barrier before each call, as OSU times)")
+print("| N | size | " + " | ".join(cols) + " | fastest from scratch / Open MPI | mpi / IMB | mpi per_call / OSU |")
 print("|---|---:|" + "---:|" * (len(cols) + 3))
 for n in (2, 4):
     for b in sizes:
@@ -119,8 +129,14 @@ for n in (2, 4):
         def over(a, b_):
             x, y = t.get((a, n, b)), t.get((b_, n, b))
             return f"{med(x) / med(y):.2f}" if x and y else "-"
-        print(f"| {n} | {label(b)} | " + " | ".join(row) + f" | {ratio} | {over('mpi mean', 'IMB')} | "
-              f"{over('mpi per_call mean', 'OSU')} |")
+        print(f"| {n} | {label(b)} | " + " | ".join(row) + f" | {ratio} | {over('mpi', 'IMB')} | "
+              f"{over('mpi per_call', 'OSU')} |")
+print()
+print("# the same runs' median of the slowest rank's calls (tpbench's table), µs")
+for n in (2, 4):
+    for b in sizes:
+        print(f"N={n} {label(b)}: " + ", ".join(f"{c} {med(t[(c + ' slowest', n, b)]):.2f}"
+                                               for c in scratch + ["mpi"] if (c + " slowest", n, b) in t))
 print()
 print("# busbw over single-thread memcpy of the same size, median over rounds (min-max)")
 for n in (2, 4):
@@ -140,7 +156,7 @@ if busy:
                 tu = p["time_us"]
                 rows.setdefault((p["algo"], p["bytes"]), []).append(f"{tu['median']:.2f}/{tu['p99']:.0f}/{tu['max']:.0f}")
     for (a, b), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        quiet = t.get((a, 2, b))
+        quiet = t.get((a + " slowest", 2, b))
         busyMed = med([float(x.split("/")[0]) for x in v])
         tail = f"  quiet {med(quiet):.2f}, busy/quiet {busyMed / med(quiet):.2f}" if quiet else ""
         print(f"{a:18s} {label(b):>4s}  " + "  ".join(v) + tail)
