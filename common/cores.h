@@ -23,17 +23,6 @@ inline unsigned availableCores() {
   return std::thread::hardware_concurrency();
 }
 
-// The CPU this process is bound to when its affinity mask holds exactly one, else -1 (it may run
-// on several, or the mask cannot be read).
-inline int boundCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1) return -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set)) return cpu;
-  return -1;
-}
-
 // This process's affinity mask as a list of CPU numbers ("0,1,3"), for ranks to tell each other
 // where they may run; "" when it cannot be read.
 inline std::string affinityList() {
@@ -82,6 +71,13 @@ inline unsigned distinctCpus(const std::vector<std::string>& lists) {
     cpus.insert(these.begin(), these.end());
   }
   return static_cast<unsigned>(cpus.size());
+}
+
+// The CPU this process is bound to when its affinity mask holds exactly one, else -1 (it may run
+// on several, or the mask cannot be read).
+inline int boundCpu() {
+  const std::vector<int> cpus = parseCpuList(affinityList());
+  return cpus.size() == 1 ? cpus[0] : -1;
 }
 
 }  // namespace tpb

@@ -300,12 +300,10 @@ std::vector<std::string> rankEnv(const LaunchSpec& spec, int rank, int local, st
 }  // namespace
 
 std::vector<int> placementOrder() {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  TPB_CHECK_ERRNO(sched_getaffinity(0, sizeof mine, &mine), "sched_getaffinity");
+  const std::vector<int> mine = parseCpuList(affinityList());
+  TPB_CHECK(!mine.empty(), "cannot read the launcher's affinity mask");
   std::vector<int> first, second;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &mine)) continue;
+  for (int cpu : mine) {
     // A CPU that is not the lowest of its core's hardware threads waits until every core has one
     // rank. Unreadable topology: every CPU counts as a core of its own.
     std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
@@ -316,16 +314,7 @@ std::vector<int> placementOrder() {
     (lowest ? first : second).push_back(cpu);
   }
   first.insert(first.end(), second.begin(), second.end());
-  TPB_CHECK(!first.empty(), "the launcher's affinity mask names no CPU");
   return first;
-}
-
-cpu_set_t coreOfLocalRank(int local) {
-  const std::vector<int> cpus = placementOrder();
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpus[static_cast<std::size_t>(local) % cpus.size()], &one);
-  return one;
 }
 
 namespace {
@@ -360,6 +349,7 @@ class RankSet {
   SharedFailures failures_;
   MpirunOutput mpirunOut_;
   std::vector<Child> children_;
+  std::vector<int> cpus_;  // bindCores: placementOrder(), local rank r on cpus_[r % size]
   int running_ = 0;
   bool stopping_ = false;
   Clock::time_point t0_, killAt_{}, nextPoll_;
@@ -381,6 +371,7 @@ void RankSet::start(std::uint16_t port) {
   }
   const std::string program = spec_.viaMpirun ? findMpirun() : exe;
   TPB_CHECK(!program.empty(), "mpirun is not on PATH");
+  if (spec_.bindCores && !spec_.viaMpirun) cpus_ = placementOrder();  // once: it reads sysfs per CPU
   children_.resize(spec_.viaMpirun ? 1 : spec_.nprocPerNode);
   const pid_t parent = getpid();
   for (int local = 0; local < static_cast<int>(children_.size()); ++local) spawn(local, program, args, port, parent);
@@ -397,7 +388,11 @@ void RankSet::spawn(int local, const std::string& program, std::vector<std::stri
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::vector<std::string> env = rankEnv(spec_, c.exit.rank, local, port, result_.runId);
   std::optional<cpu_set_t> core;
-  if (spec_.bindCores && !spec_.viaMpirun) core = coreOfLocalRank(local);
+  if (!cpus_.empty()) {
+    core.emplace();
+    CPU_ZERO(&*core);
+    CPU_SET(cpus_[static_cast<std::size_t>(local) % cpus_.size()], &*core);
+  }
   std::vector<char*> argv, envp;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);

@@ -16,8 +16,6 @@
 // with SIGKILL takes its workers with it).
 #pragma once
 
-#include <sched.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -93,10 +91,8 @@ LaunchResult launch(const LaunchSpec& spec);
 
 // The CPUs of this process's affinity mask in the order bindCores gives them to local ranks: the
 // first hardware thread of each core, then the others (so that two ranks share a core only when
-// every core has one); and the CPU local rank `local` is bound to, the local-th of them modulo
-// their count.
+// every core has one). Local rank r gets the r-th, modulo their count.
 std::vector<int> placementOrder();
-cpu_set_t coreOfLocalRank(int local);
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that make a running launch() stop its ranks and return
 // with `interrupted` set; interruptRequested() tells callers (sweeps) to stop starting points.

@@ -54,11 +54,7 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--launcher", f.launcher,
                   "Who starts each point's ranks: tpbench (forks them) or mpirun (Open MPI's, one node). Default: "
                   "tpbench, and mpirun for points that need MPI (--algos mpi, --transport mpi)");
-  cmd->add_option("--bind", f.bind,
-                  "none (every rank may run on every core this command may) or core (local rank r on the r-th of "
-                  "them, ranks beyond the cores sharing them in turn, as mpirun's --bind-to core; mpirun is "
-                  "given the same); not under torchrun, srun or mpirun, which place the ranks")
-      ->capture_default_str();
+  addBindFlag(cmd, f.bind);
 }
 
 CollectiveBenchOptions benchOptions(const CLI::App* cmd, const BenchFlags& f, const std::string& commandLine,

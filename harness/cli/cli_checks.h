@@ -56,6 +56,15 @@ inline std::string parseErrorText(const CLI::ParseError& e) {
   return flag + ": '" + value + "' is out of range for this flag";
 }
 
+// --bind, which every command that launches ranks takes alike (checked by checkBindFlag).
+inline void addBindFlag(CLI::App* cmd, std::string& bind) {
+  cmd->add_option("--bind", bind,
+                  "none (every rank may run on every core this command may) or core (local rank r on the r-th of "
+                  "them, ranks beyond the cores sharing them in turn, as mpirun's --bind-to core; mpirun is "
+                  "given the same); not under torchrun, srun or mpirun, which place the ranks")
+      ->capture_default_str();
+}
+
 // Refuses `flag` when the user gave it as "" (`--out ""`).
 inline void checkGivenNotEmpty(const CLI::App* cmd, const std::string& flag, const std::string& value) {
   if (cmd->count(flag) > 0) checkNotEmpty(flag, value);

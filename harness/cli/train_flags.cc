@@ -28,11 +28,7 @@ void addTrainFlags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--launcher", f.launcher,
                   "Who starts each point's ranks: tpbench (forks them) or mpirun (Open MPI's, one node). Default: "
                   "tpbench, and mpirun for points that need MPI (--transport mpi, --library mpi)");
-  cmd->add_option("--bind", f.bind,
-                  "none (every rank may run on every core this command may) or core (local rank r on the r-th of "
-                  "them, ranks beyond the cores sharing them in turn, as mpirun's --bind-to core; mpirun is "
-                  "given the same); not under torchrun, srun or mpirun, which place the ranks")
-      ->capture_default_str();
+  addBindFlag(cmd, f.bind);
   cmd->add_option("--timeout", f.timeout, "Seconds one run may take before its ranks are stopped")
       ->capture_default_str();
   cmd->add_option("--nnodes", f.nnodes, "Nodes in the launch (torchrun's meaning); start the same command on each")
