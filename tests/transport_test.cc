@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "comm/shm/shm_transport.h"
@@ -189,6 +190,108 @@ TEST(ShmTransport, ForwardingSizeMismatchIsAnError) {
     if (t.rank() == 0) t.send(1, v.data(), 64 * sizeof(float));
     if (t.rank() == 1) t.irecvCopySend(0, v.data(), 32, 2)->wait();
   }, std::chrono::seconds(5)), Error);
+}
+
+// Two shm ranks as threads, built with `options` (runThreads takes the transport's defaults).
+void runShmPair(const ShmOptions& options, const std::function<void(ShmTransport&)>& body,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto store = Store::local();
+  const std::string runId = makeRunId() + "-pair";
+  std::vector<std::exception_ptr> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        ShmTransport t(*store, runId, r, 2, timeout, options);
+        body(t);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// A pipeline stage sends its activations and computes the next micro-batch without calling
+// the transport. With single copy the receiver reads the message meanwhile; through the ring
+// only what the ring took at isend arrives, and the rest waits for the sender's next call.
+TEST(ShmTransport, ASingleCopySendArrivesWhileItsSenderComputes) {
+  const std::size_t bytes = 8u << 20;  // four rings' worth
+  const auto computes = std::chrono::milliseconds(1500);
+  for (bool single : {true, false}) {
+    SCOPED_TRACE(single ? "single copy" : "through the ring");
+    ShmOptions o;
+    o.singleCopy = single;
+    std::atomic<bool> sent{false};
+    double arrivedS = -1;
+    runShmPair(o, [&](ShmTransport& t) {
+      if (single && !t.singleCopyTo(1 - t.rank())) GTEST_SKIP() << "this kernel refuses process_vm_readv between ranks";
+      EXPECT_EQ(t.singleCopyTo(1 - t.rank()), single);
+      if (t.rank() == 0) {
+        auto v = pattern(bytes, 3);
+        auto req = t.isend(1, v.data(), bytes);
+        const auto start = std::chrono::steady_clock::now();
+        sent = true;
+        std::this_thread::sleep_until(start + computes);  // computing: no transport call
+        req->wait();
+      } else {
+        std::vector<std::uint8_t> got(bytes);
+        while (!sent) std::this_thread::yield();
+        const auto start = std::chrono::steady_clock::now();
+        t.recv(0, got.data(), bytes);
+        arrivedS = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        EXPECT_EQ(got, pattern(bytes, 3));
+      }
+    });
+    if (single) EXPECT_LT(arrivedS, 0.5 * computes.count() / 1000.0) << "the receiver waited for the sender";
+    else EXPECT_GT(arrivedS, 0.5 * computes.count() / 1000.0) << "the ring held the whole message?";
+  }
+}
+
+// Single-copy and ring messages posted back to back to one peer arrive in order, whole, and
+// the small ones do not wait for the large ones before them to be read; a reduce reads too.
+TEST(ShmTransport, SingleCopyAndRingMessagesKeepTheirOrder) {
+  const std::vector<std::size_t> sizes = {3u << 20, 100, (1u << 20) + 64, 64, 6u << 20, 1};
+  runShmPair({}, [&](ShmTransport& t) {
+    if (!t.singleCopyTo(1 - t.rank())) GTEST_SKIP() << "this kernel refuses process_vm_readv between ranks";
+    ASSERT_EQ(t.singleCopyMin(), 1u << 20);
+    if (t.rank() == 0) {
+      std::vector<std::vector<std::uint8_t>> out;
+      for (std::size_t i = 0; i < sizes.size(); ++i) out.push_back(pattern(sizes[i], static_cast<int>(i)));
+      std::vector<std::unique_ptr<Request>> reqs;
+      for (auto& v : out) reqs.push_back(t.isend(1, v.data(), v.size()));
+      std::vector<float> ones((2u << 20) / sizeof(float), 1.0f);
+      reqs.push_back(t.isend(1, ones.data(), ones.size() * sizeof(float)));
+      for (auto& r : reqs) r->wait();
+    } else {
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<std::uint8_t> got(sizes[i]);
+        t.recv(0, got.data(), got.size());
+        ASSERT_EQ(got, pattern(sizes[i], static_cast<int>(i))) << "message " << i << " of " << sizes[i] << " bytes";
+      }
+      std::vector<float> acc((2u << 20) / sizeof(float), 2.0f);
+      t.irecvReduce(0, acc.data(), acc.size())->wait();
+      EXPECT_EQ(std::count(acc.begin(), acc.end(), 3.0f), static_cast<std::ptrdiff_t>(acc.size()));
+    }
+  });
+}
+
+// The receiver names the mismatch; the sender, whose message is never read, times out.
+TEST(ShmTransport, ASingleCopySizeMismatchIsAnError) {
+  runShmPair({}, [&](ShmTransport& t) {
+    std::vector<char> buf(4u << 20);
+    if (t.rank() == 0) {
+      EXPECT_THROW(t.send(1, buf.data(), buf.size()), TimeoutError);
+      return;
+    }
+    try {
+      t.recv(0, buf.data(), 2u << 20);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("sent 4194304 bytes"), std::string::npos) << e.what();
+    }
+  }, std::chrono::milliseconds(2000));
 }
 
 TEST(GlooTransport, DoesNotForward) {

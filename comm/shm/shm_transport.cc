@@ -5,7 +5,9 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@ namespace {
 
 constexpr std::uint64_t kMagic = 0x7470623a73686d31ull;  // "tpb:shm1"
 constexpr std::uint64_t kMsgMagic = 0x7470626d73676864ull;
+constexpr std::uint64_t kPullMagic = 0x7470626d7367706cull;  // single copy: the receiver reads the sender's buffer
 constexpr std::size_t kLine = 64;
 
 struct alignas(kLine) Counter {
@@ -40,33 +43,59 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "shm needs lock-f
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "shm needs lock-free 32-bit atomics");
 
 struct alignas(kLine) ChannelHeader {
-  Counter head;  // bytes ever written by the sender
-  Counter tail;  // bytes ever consumed by the receiver
+  Counter head;    // bytes ever written by the sender
+  Counter tail;    // bytes ever consumed by the receiver
+  Counter pulled;  // single-copy messages the receiver has read in full
+  Word pullOk;     // set by the receiver at setup when it can read the sender's memory
 };
 
+// A message's first line. A single-copy message is this line alone: `addr` is where its bytes
+// lie in the sender's address space.
 struct alignas(kLine) MsgHeader {
   std::uint64_t magic;
   std::uint64_t bytes;
+  std::uint64_t addr;
 };
 static_assert(sizeof(MsgHeader) == kLine, "message header is one cache line");
 
 constexpr std::size_t roundUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
 // Message headers sit at 64-aligned ring offsets, so one never wraps.
-void writeHeader(char* ring, std::size_t pos, std::size_t bytes) {
-  const MsgHeader h{kMsgMagic, bytes};
+void writeHeader(char* ring, std::size_t pos, std::size_t bytes, const void* pullFrom = nullptr) {
+  const MsgHeader h{pullFrom ? kPullMagic : kMsgMagic, bytes, reinterpret_cast<std::uintptr_t>(pullFrom)};
   std::memcpy(ring + pos, &h, sizeof h);
 }
 
 // Reads the header at `pos` and checks it against the `posted` byte count of rank `me`'s
-// `what` ("receive", "forwarding receive") from rank `from`.
-void checkHeader(const char* ring, std::size_t pos, int from, int me, std::size_t posted, const char* what) {
+// `what` ("receive", "forwarding receive") from rank `from`. Returns where a single-copy
+// message lies in the sender, 0 for one that follows in the ring.
+std::uint64_t checkHeader(const char* ring, std::size_t pos, int from, int me, std::size_t posted,
+                          const char* what) {
   MsgHeader h;
   std::memcpy(&h, ring + pos, sizeof h);
-  if (h.magic != kMsgMagic) TPB_THROW(Error, "shm: corrupt message header from rank " << from);
+  if (h.magic != kMsgMagic && (h.magic != kPullMagic || h.addr == 0))
+    TPB_THROW(Error, "shm: corrupt message header from rank " << from);
   if (h.bytes != posted)
     TPB_THROW(Error, "shm: rank " << from << " sent " << h.bytes << " bytes but rank " << me << " posted a "
                                   << what << " of " << posted);
+  return h.magic == kPullMagic ? h.addr : 0;
+}
+
+// Copies `bytes` from `remote` in process `pid` to `local`; false (errno set) where the kernel
+// refuses. The kernel may stop short of the whole span, so this goes on until it is read.
+bool readPeer(pid_t pid, void* local, std::uint64_t remote, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec l{static_cast<char*>(local) + done, bytes - done};
+    iovec r{reinterpret_cast<void*>(static_cast<std::uintptr_t>(remote + done)), bytes - done};
+    const ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n <= 0) {
+      if (n == 0) errno = EFAULT;
+      return false;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 long futexWait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
@@ -90,6 +119,8 @@ struct ShmTransport::Segment {
   std::uint32_t size;
   std::uint32_t rank;
   std::uint64_t channelBytes;
+  std::int64_t pid;       // the owner's process
+  std::uint64_t mapping;  // where the owner mapped this segment: what peers read to try single copy
   Word doorbell;  // futex word: bumped by anyone who changes one of this rank's channels
   Word waiters;   // how many threads of the owner sleep on the doorbell
 };
@@ -108,6 +139,10 @@ struct ShmTransport::Op {
   std::size_t done = 0;
   bool headerDone = false;
   bool complete = false;
+  // Single copy: a send's number among its pair's single-copy sends (0: through the ring); a
+  // receive's source in the sender's address space (0: the ring).
+  std::uint64_t pullSeq = 0;
+  std::uint64_t pullFrom = 0;
   // Forwarding only.
   int to = -1;                    // where the message goes on to
   const float* local = nullptr;   // recvReduceSend: this rank's addend
@@ -258,7 +293,12 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
       sendQ_(size),
       recvQ_(size),
       sendHead_(size, 0),
-      recvTail_(size, 0) {
+      recvTail_(size, 0),
+      pullQ_(size),
+      pullsPosted_(size, 0),
+      pullsDone_(size, 0),
+      pids_(size, 0),
+      canPull_(size, 0) {
   TPB_CHECK(opt_.channelBytes >= 4 * kLine && opt_.channelBytes % kLine == 0,
             "shm channel size must be a multiple of " << kLine << " bytes, got " << opt_.channelBytes);
   opt_.sliceBytes = std::max(kLine, roundUp(std::min(opt_.sliceBytes, opt_.channelBytes / 2), kLine));
@@ -272,7 +312,12 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
     seg->size = static_cast<std::uint32_t>(size);
     seg->rank = static_cast<std::uint32_t>(rank);
     seg->channelBytes = opt_.channelBytes;
+    seg->pid = getpid();
+    seg->mapping = reinterpret_cast<std::uintptr_t>(p);
     for (int src = 0; src < size; ++src) new (channel(seg, opt_.channelBytes, src)) ChannelHeader{};
+    // Where Yama restricts ptrace to descendants, let the ranks' common parent (tpbench's
+    // launcher, mpirun's daemon, torchrun's agent) and so the sibling ranks read this process.
+    if (opt_.singleCopy) prctl(PR_SET_PTRACER, static_cast<unsigned long>(getppid()), 0, 0, 0);
     std::atomic_thread_fence(std::memory_order_release);
     seg->magic = kMagic;
     segs_[rank] = seg;
@@ -287,6 +332,12 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
       segs_[r] = static_cast<Segment*>(mapSegment(segmentName(runId, r), segBytes_, false));
       TPB_CHECK(segs_[r]->magic == kMagic && segs_[r]->rank == static_cast<std::uint32_t>(r),
                 "shm segment of rank " << r << " is not initialised");
+      pids_[r] = static_cast<pid_t>(segs_[r]->pid);
+      // Single copy from r where the kernel lets this rank read r's memory (a container's
+      // seccomp policy or Yama may not): read the magic at the head of r's own mapping.
+      std::uint64_t magic = 0;
+      if (opt_.singleCopy && readPeer(pids_[r], &magic, segs_[r]->mapping, sizeof magic) && magic == kMagic)
+        channel(seg, opt_.channelBytes, r)->pullOk.v.store(1, std::memory_order_release);
     }
     if (const unsigned shared = distinctCpus(masks); shared > 0) spin_ = static_cast<unsigned>(size) <= shared;
     // Everyone has mapped everything: the names are no longer needed, so nothing can leak.
@@ -299,6 +350,12 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     shm_unlink(mine.c_str());
+    // Every receiver has tried its peers (before it counted itself mapped).
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        canPull_[r] = channel(segs_[r], opt_.channelBytes, rank)->pullOk.v.load(std::memory_order_acquire) != 0;
+    pullMin_ = opt_.channelBytes / 2;
+    scratch_.resize(opt_.sliceBytes / sizeof(float));
   } catch (...) {
     shm_unlink(mine.c_str());
     for (auto* s : segs_)
@@ -310,7 +367,7 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
 }
 
 ShmTransport::~ShmTransport() {
-  for (auto& queues : {&sendQ_, &recvQ_})
+  for (auto& queues : {&sendQ_, &recvQ_, &pullQ_})
     for (auto& q : *queues)
       for (; !q.empty(); q.pop()) unref(q.front());
   for (auto* s : segs_)
@@ -349,10 +406,15 @@ ShmTransport::Op* ShmTransport::post(int peer, int kind, void* buf, std::size_t 
 std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::size_t bytes) {
   checkPeer(peer, "isend");
   countSend(bytes);
-  auto req = request(post(peer, kSend, const_cast<void*>(buf), bytes));
-  // Eager: copy what the ring takes now. Data moves only when this rank drives progress, so a
-  // sender that goes on computing (a pipeline stage after sending its activations) would
-  // otherwise hold the message back until its next wait, and the receiver would idle meanwhile.
+  Op* op = post(peer, kSend, const_cast<void*>(buf), bytes);
+  // Half a ring and more is read by the receiver from `buf` itself where it can be: one copy
+  // instead of two, and the message moves while this rank computes.
+  if (!op->complete && bytes >= pullMin_ && canPull_[peer]) op->pullSeq = ++pullsPosted_[peer];
+  auto req = request(op);
+  // Eager: copy what the ring takes now (or announce a single-copy message). Data moves only
+  // when this rank drives progress, so a sender that goes on computing (a pipeline stage after
+  // sending its activations) would otherwise hold the message back until its next wait, and
+  // the receiver would idle meanwhile.
   progress();
   return req;
 }
@@ -420,11 +482,17 @@ bool ShmTransport::progressSend(Op& op) {
   bool moved = false;
   if (!op.headerDone) {
     if (space < kLine) return false;
-    writeHeader(data, head % cap, op.bytes);
+    writeHeader(data, head % cap, op.bytes, op.pullSeq ? op.buf : nullptr);
     head += kLine;
     space -= kLine;
     op.headerDone = true;
     moved = true;
+  }
+  if (op.pullSeq) {  // announced; the receiver reads it and counts it in `pulled` (progress())
+    sendHead_[op.peer] = head;
+    ch->head.v.store(head, std::memory_order_release);
+    ring(op.peer);
+    return true;
   }
   const std::size_t remaining = op.bytes - op.done;
   std::size_t n, advance;
@@ -464,11 +532,19 @@ bool ShmTransport::progressRecv(Op& op) {
   bool moved = false;
   if (!op.headerDone) {
     if (avail < kLine) return false;
-    checkHeader(data, tail % cap, op.peer, rank(), op.bytes, "receive");
+    op.pullFrom = checkHeader(data, tail % cap, op.peer, rank(), op.bytes, "receive");
     tail += kLine;
     avail -= kLine;
     op.headerDone = true;
     moved = true;
+  }
+  if (op.pullFrom) {
+    if (moved) {
+      recvTail_[op.peer] = tail;
+      ch->tail.v.store(tail, std::memory_order_release);
+    }
+    pull(op, ch);
+    return true;
   }
   const std::size_t remaining = op.bytes - op.done;
   std::size_t n = std::min({remaining, opt_.sliceBytes, avail});
@@ -501,6 +577,27 @@ bool ShmTransport::progressRecv(Op& op) {
   return moved;
 }
 
+void ShmTransport::readSlice(const Op& op, void* into, std::size_t n) {
+  if (readPeer(pids_[op.peer], into, op.pullFrom + op.done, n)) return;
+  const int e = errno;
+  TPB_THROW(Error, "shm: reading rank " << op.peer << "'s message (" << op.bytes << " bytes) from its memory: "
+                                        << std::strerror(e) << "; is that rank alive?");
+}
+
+void ShmTransport::pull(Op& op, void* channelHeader) {
+  // A slice per call, as through the ring, so other ops are served between them.
+  const std::size_t n = std::min(op.bytes - op.done, opt_.sliceBytes);
+  const bool reduce = op.kind == kRecvReduce;
+  readSlice(op, reduce ? static_cast<void*>(scratch_.data()) : op.buf + op.done, n);
+  if (reduce) reduceSum(reinterpret_cast<float*>(op.buf + op.done), scratch_.data(), n / sizeof(float));
+  op.done += n;
+  if (op.done < op.bytes) return;
+  op.complete = true;
+  // The sender's buffer is free again: say so.
+  static_cast<ChannelHeader*>(channelHeader)->pulled.v.store(++pullsDone_[op.peer], std::memory_order_release);
+  ring(op.peer);
+}
+
 bool ShmTransport::progressForward(Op& op) {
   // Only at the head of both its queues: every earlier message on either pair goes first.
   if (recvQ_[op.peer].empty() || recvQ_[op.peer].front() != &op || sendQ_[op.to].empty() ||
@@ -516,7 +613,7 @@ bool ShmTransport::progressForward(Op& op) {
   std::size_t space = cap - static_cast<std::size_t>(head - out->tail.v.load(std::memory_order_acquire));
   bool readIn = false, wroteOut = false;
   if (!op.headerDone && avail >= kLine) {
-    checkHeader(inData, tail % cap, op.peer, rank(), op.bytes, "forwarding receive");
+    op.pullFrom = checkHeader(inData, tail % cap, op.peer, rank(), op.bytes, "forwarding receive");
     tail += kLine;
     avail -= kLine;
     op.headerDone = readIn = true;
@@ -530,14 +627,17 @@ bool ShmTransport::progressForward(Op& op) {
   if (op.headerDone && op.outHeaderDone) {
     // Both rings stay 64-byte aligned: partial pieces are whole lines, and only the message's
     // last piece is padded (its sender padded it too, so the padding is there to skip).
+    // A single-copy message comes a slice at a time from the sender's buffer, through scratch_.
     const std::size_t remaining = op.bytes - op.done;
-    std::size_t n = std::min({remaining, opt_.sliceBytes, avail, space});
+    std::size_t n = std::min({remaining, opt_.sliceBytes, op.pullFrom ? remaining : avail, space});
     if (n < remaining || roundUp(n, kLine) > space) n = std::min(n, space) / kLine * kLine;
     const std::size_t advance = n == remaining ? roundUp(n, kLine) : n;
+    if (op.pullFrom && n > 0) readSlice(op, scratch_.data(), n);
     for (std::size_t m = 0; m < n;) {
       const std::size_t inPos = (tail + m) % cap, outPos = (head + m) % cap;
-      const std::size_t len = std::min({n - m, cap - inPos, cap - outPos});
-      const float* src = reinterpret_cast<const float*>(inData + inPos);
+      const std::size_t len = std::min({n - m, op.pullFrom ? n - m : cap - inPos, cap - outPos});
+      const float* src = op.pullFrom ? scratch_.data() + m / sizeof(float)
+                                     : reinterpret_cast<const float*>(inData + inPos);
       float* dst = reinterpret_cast<float*>(outData + outPos);
       const std::size_t k = len / sizeof(float), at = (op.done + m) / sizeof(float);
       if (op.kind == kRecvReduceSend) {
@@ -550,11 +650,20 @@ bool ShmTransport::progressForward(Op& op) {
     }
     if (n > 0) {
       op.done += n;
-      tail += advance;
+      if (!op.pullFrom) {
+        tail += advance;
+        readIn = true;
+      }
       head += advance;
-      readIn = wroteOut = true;
+      wroteOut = true;
     }
-    if (op.done == op.bytes) op.complete = true;
+    if (op.done == op.bytes) {
+      op.complete = true;
+      if (op.pullFrom) {  // the sender's buffer is free again
+        in->pulled.v.store(++pullsDone_[op.peer], std::memory_order_release);
+        ring(op.peer);
+      }
+    }
   }
   if (readIn) {
     recvTail_[op.peer] = tail;
@@ -579,10 +688,25 @@ bool ShmTransport::progress() {
     while (!sq.empty()) {
       Op& op = *sq.front();
       if (!op.complete) moved |= op.forwards() ? progressForward(op) : progressSend(op);
-      if (!op.complete) break;
+      if (!op.complete && !(op.pullSeq && op.headerDone)) break;
       sq.pop();
-      unref(&op);
-      --pending_;
+      if (op.complete) {
+        unref(&op);
+        --pending_;
+      } else {
+        pullQ_[p].push(&op);  // announced: the sends behind it go on while the receiver reads it
+      }
+    }
+    auto& pq = pullQ_[p];
+    if (!pq.empty()) {
+      const std::uint64_t pulled =
+          channel(segs_[p], opt_.channelBytes, rank())->pulled.v.load(std::memory_order_acquire);
+      for (; !pq.empty() && pq.front()->pullSeq <= pulled; pq.pop()) {
+        pq.front()->complete = true;
+        unref(pq.front());
+        --pending_;
+        moved = true;
+      }
     }
     auto& rq = recvQ_[p];
     while (!rq.empty()) {

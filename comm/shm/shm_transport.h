@@ -9,6 +9,15 @@
 // aligned. Large messages stream through the ring in slices, so a receiver starts consuming
 // (and reducing) while the sender is still copying in.
 //
+// Single copy: a message of half a channel or more is not copied into the ring where the
+// receiver may read the sender's memory (process_vm_readv; tried on every pair at setup, as
+// Open MPI's CMA path does). The sender puts only a header with the buffer's address in the
+// ring, and the receiver copies (or reduces) straight from that buffer, slice by slice, then
+// counts the message in its channel's `pulled`, which completes the send. The bytes move
+// once instead of twice, and they move while the sender computes: a pipeline stage that
+// sends its activations and goes on with the next micro-batch holds nothing back. Sends
+// behind such a message in the same pair go on at once; only the send itself waits to be read.
+//
 // Forwarding ops (irecvReduceSend, irecvCopySend) sit in two queues at once, the receive queue
 // of `from` and the send queue of `to`, and move data only when they head both, so each pair's
 // FIFO order holds for them as for plain sends and receives.
@@ -43,6 +52,9 @@ class Store;
 struct ShmOptions {
   std::size_t channelBytes = 2u << 20;  // ring capacity per (sender, receiver) pair
   std::size_t sliceBytes = 256u << 10;  // most bytes moved per step before serving other ops
+  // Messages of half a channel and more are read by the receiver from the sender's buffer
+  // (process_vm_readv) where the kernel allows it; false sends everything through the rings.
+  bool singleCopy = true;
 };
 
 class ShmTransport final : public Transport {
@@ -62,6 +74,10 @@ class ShmTransport final : public Transport {
   std::unique_ptr<Request> irecvReduceSend(int from, const float* local, float* keep, std::size_t count,
                                            int to) override;
   std::unique_ptr<Request> irecvCopySend(int from, float* dst, std::size_t count, int to) override;
+
+  // Whether messages of half a channel and more to `peer` go by single copy (tried at setup).
+  bool singleCopyTo(int peer) const { return canPull_.at(static_cast<std::size_t>(peer)) != 0; }
+  std::size_t singleCopyMin() const { return pullMin_; }
 
   // Symmetric blocks are segments of their own, one per rank per allocation, mapped by every
   // rank and unlinked once all have (as the channels' segments are).
@@ -91,6 +107,8 @@ class ShmTransport final : public Transport {
   bool progressSend(Op& op);
   bool progressRecv(Op& op);
   bool progressForward(Op& op);
+  void pull(Op& op, void* channelHeader);  // one slice of a single-copy receive
+  void readSlice(const Op& op, void* into, std::size_t n);  // the next n bytes of op's message
   Op* postForward(int kind, int from, int to, const float* local, char* keep, std::size_t bytes);
   void ring(int peer);
 
@@ -111,6 +129,15 @@ class ShmTransport final : public Transport {
   SlotPool* requests_;  // ShmRequest slots
   std::vector<PtrQueue<Op>> sendQ_, recvQ_;
   std::vector<std::uint64_t> sendHead_, recvTail_;  // local copies of our side's counters
+  // Single copy: sends announced and waiting to be read, per receiver; how many were announced
+  // to each peer and how many this rank has read from each; the peers' processes; whether each
+  // peer reads this rank's memory; the smallest message sent so; where a reduce's slice lands.
+  std::vector<PtrQueue<Op>> pullQ_;
+  std::vector<std::uint64_t> pullsPosted_, pullsDone_;
+  std::vector<int> pids_;
+  std::vector<char> canPull_;
+  std::size_t pullMin_ = ~std::size_t{0};
+  std::vector<float> scratch_;
   std::size_t pending_ = 0;
 };
 
