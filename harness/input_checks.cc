@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "comm/net_iface.h"
+#include "comm/shm/shm_transport.h"
 #include "comm/store.h"
 #include "common/decimal.h"
 #include "common/error.h"
@@ -403,6 +404,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   bindAddress(o.masterAddr, o.iface);
   checkTempDir(std::getenv("TMPDIR"));
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
+  shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
 }
 
 void checkCollectiveRun(const CollectiveBenchOptions& o) {
@@ -435,6 +437,7 @@ void checkCollectiveRun(const CollectiveBenchOptions& o) {
   }
   checkTempDir(std::getenv("TMPDIR"));
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
+  shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
 }
 
 }  // namespace tpb

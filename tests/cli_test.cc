@@ -100,6 +100,8 @@ TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TMPDIR: /proc", {{"TMPDIR", "/proc"}}},
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "0x10"}}},
       {{"run", "--epochs", "1"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "99999999999999999"}}},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_SHM_SINGLE_COPY", {{"TPB_SHM_SINGLE_COPY", "yes"}}},
+      {{"run", "--epochs", "1"}, "TPB_SHM_SINGLE_COPY", {{"TPB_SHM_SINGLE_COPY", "01"}}},
   };
   test::expectAllRefused({}, cases);
   EXPECT_FALSE(std::filesystem::exists(out));

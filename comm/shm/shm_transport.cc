@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -766,6 +767,13 @@ void ShmTransport::waitFor(const Op& op) {
   }
 }
 
+bool shmSingleCopyFromEnv() {
+  const char* v = std::getenv("TPB_SHM_SINGLE_COPY");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return true;
+  if (std::strcmp(v, "0") == 0) return false;
+  TPB_THROW(UsageError, "TPB_SHM_SINGLE_COPY: must be 0 or 1, got '" << v << "'");
+}
+
 TransportInfo shmTransportInfo() {
   TransportInfo t;
   t.name = "shm";
@@ -778,7 +786,9 @@ TransportInfo shmTransportInfo() {
     return {};
   };
   t.make = [](const TransportArgs& a) -> std::unique_ptr<Transport> {
-    return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout);
+    ShmOptions o;
+    o.singleCopy = shmSingleCopyFromEnv();
+    return std::make_unique<ShmTransport>(a.store, a.runId, a.rank, a.size, a.timeout, o);
   };
   t.cleanup = [](const std::string& runId, int worldSize) { ShmTransport::removeSegments(runId, worldSize); };
   return t;

@@ -57,6 +57,11 @@ struct ShmOptions {
   bool singleCopy = true;
 };
 
+// TPB_SHM_SINGLE_COPY: unset, empty or "1" leaves single copy on where the kernel allows it; "0"
+// sends every message through the rings (to measure one against the other). Anything else
+// throws UsageError naming it; the launchers check it before starting a rank.
+bool shmSingleCopyFromEnv();
+
 class ShmTransport final : public Transport {
  public:
   // Collective: every rank of the world constructs it with the same store and runId.
