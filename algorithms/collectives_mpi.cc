@@ -45,6 +45,12 @@ class MpiCollective final : public Collective {
     mpi::checkThread(who_);
     call_(comm_);
   }
+  bool barrier() override {
+    if (comm_ == MPI_COMM_NULL) return false;
+    mpi::checkThread(who_);
+    TPB_MPI_CHECK(MPI_Barrier(comm_));
+    return true;
+  }
 
  private:
   const char* who_;

@@ -31,6 +31,10 @@ class Allreduce {
     return std::make_unique<DoneRequest>();
   }
   virtual bool queuesOnDevice() const { return false; }
+  // Waits until every rank has reached it, by the library's own barrier where the algorithm is
+  // a library's (mpi: MPI_Barrier, before each call timed per call, as OSU times); false where
+  // it has none, and the caller uses the transport's.
+  virtual bool barrier() { return false; }
 };
 
 using AllreduceFactory =

@@ -80,6 +80,8 @@ class Collective {
     return std::make_unique<DoneRequest>();
   }
   virtual bool queuesOnDevice() const { return false; }
+  // As Allreduce::barrier(): the library's own barrier, or false.
+  virtual bool barrier() { return false; }
 };
 
 using CollectiveFactory = std::function<std::unique_ptr<Collective>(CommContext& ctx, const CollectiveArgs& a)>;

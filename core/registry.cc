@@ -85,6 +85,7 @@ class AllreduceAsCollective final : public Collective {
   // queued on a library's own stream: a run queued behind another would overwrite the output
   // under the previous sum. Such runs go one at a time.
   bool queuesOnDevice() const override { return send_ == recv_ && inner_->queuesOnDevice(); }
+  bool barrier() override { return inner_->barrier(); }
 
  private:
   Device device_;

@@ -167,7 +167,7 @@ struct Timing {
 };
 
 // Each call timed on its own. Per call (--timing per_call): every rank starts it together (a
-// barrier) and the timer brackets it, so the spread of the barrier's exit lands in the slowest
+// barrier: MPI_Barrier for mpi's collectives, as OSU, else the transport's) and the timer brackets it, so the spread of the barrier's exit lands in the slowest
 // rank's time. Back to back (--timing back_to_back, as IMB times): one barrier, then the calls
 // follow each other as in a training loop; a rank's call runs from the end of its previous one,
 // and no barrier's exit is counted. On a GPU the events also count the host's launch of the
@@ -177,7 +177,9 @@ Timing timeEachIteration(Transport& t, Collective& coll, IntervalTimer& timer, i
   Timing out;
   if (!barrierEach) t.barrier();
   for (int i = 0; i < iters; ++i) {
-    if (barrierEach) t.barrier();  // every iteration starts together; its time is the slowest rank's
+    // Every iteration starts together, after the library's own barrier for a library's
+    // collective (MPI_Barrier, as OSU), else the transport's; its time is the slowest rank's.
+    if (barrierEach && !coll.barrier()) t.barrier();
     const Traffic before = t.traffic();
     timer.start();
     coll.run();

@@ -31,7 +31,7 @@ void addBenchFlags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--iters", f.iters, "Timed iterations per size")->capture_default_str();
   cmd->add_option("--warmup", f.warmup, "Untimed iterations before timing")->capture_default_str();
   cmd->add_option("--timing", f.timing,
-                  "per_call: each timed iteration starts from a barrier (its time is the slowest rank's); "
+                  "per_call: each timed iteration starts from a barrier, MPI_Barrier for mpi (its time is the slowest rank's); "
                   "back_to_back: one barrier, then the iterations follow each other as IMB times them")
       ->capture_default_str();
   cmd->add_flag("--no_check", f.noCheck, "Skip the untimed verification pass (default: check)");
