@@ -38,12 +38,7 @@ class MpiAllreduce final : public Allreduce {
       TPB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf_ + off, n, MPI_FLOAT, MPI_SUM, comm_));
     }
   }
-  bool barrier() override {
-    if (comm_ == MPI_COMM_NULL) return false;
-    mpi::checkThread("mpi allreduce");
-    TPB_MPI_CHECK(MPI_Barrier(comm_));
-    return true;
-  }
+  bool barrier() override { return mpiBarrier(comm_, "mpi allreduce"); }
 
  private:
   float* buf_;

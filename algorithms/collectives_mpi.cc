@@ -45,12 +45,7 @@ class MpiCollective final : public Collective {
     mpi::checkThread(who_);
     call_(comm_);
   }
-  bool barrier() override {
-    if (comm_ == MPI_COMM_NULL) return false;
-    mpi::checkThread(who_);
-    TPB_MPI_CHECK(MPI_Barrier(comm_));
-    return true;
-  }
+  bool barrier() override { return mpiBarrier(comm_, who_); }
 
  private:
   const char* who_;

@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "common/error.h"
+
 namespace tpb {
 
 MPI_Comm mpiGroup(CommContext& ctx, const char* who) {
@@ -17,6 +19,13 @@ MPI_Comm mpiGroup(CommContext& ctx, const char* who) {
     slot = comm;
   }
   return *std::static_pointer_cast<MPI_Comm>(slot);
+}
+
+bool mpiBarrier(MPI_Comm comm, const char* who) {
+  if (comm == MPI_COMM_NULL) return false;
+  mpi::checkThread(who);
+  TPB_MPI_CHECK(MPI_Barrier(comm));
+  return true;
 }
 
 }  // namespace tpb

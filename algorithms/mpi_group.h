@@ -13,6 +13,10 @@ namespace tpb {
 // The run's communicator for library collectives; `who` names the user in errors.
 MPI_Comm mpiGroup(CommContext& ctx, const char* who);
 
+// MPI_Barrier on `comm` (what a library collective's Collective::barrier() does); false, with
+// nothing done, where the collective has no communicator (one rank, or nothing to move).
+bool mpiBarrier(MPI_Comm comm, const char* who);
+
 }  // namespace tpb
 
 #endif  // TPB_HAVE_MPI

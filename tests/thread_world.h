@@ -18,11 +18,10 @@
 
 namespace tpb::test {
 
-// Rank r of a Cuda world uses cuda:r (TransportArgs' localRank defaults to the rank).
-inline void runThreads(const std::string& transport, int n,
-                       const std::function<void(CommContext&)>& body,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                       Device device = Device::Cpu) {
+// N ranks as threads, rank r's transport made by `make(store, runId, r)`; rethrows the first
+// rank's error, in rank order, after every thread has ended.
+using MakeTransport = std::function<std::unique_ptr<Transport>(Store& store, const std::string& runId, int rank)>;
+inline void runThreadsWith(int n, const MakeTransport& make, const std::function<void(CommContext&)>& body) {
   static std::atomic<int> counter{0};
   auto store = Store::local();
   const std::string runId = makeRunId() + "-t" + std::to_string(counter++);
@@ -31,8 +30,7 @@ inline void runThreads(const std::string& transport, int n,
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {
-        TransportArgs args{*store, runId, "127.0.0.1", r, n, n, device, timeout};
-        auto t = findTransport(transport).make(args);
+        auto t = make(*store, runId, r);
         CommContext ctx{*t, *store, "127.0.0.1", runId, {}};
         body(ctx);
       } catch (...) {
@@ -43,6 +41,20 @@ inline void runThreads(const std::string& transport, int n,
   for (auto& th : threads) th.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+// Rank r of a Cuda world uses cuda:r (TransportArgs' localRank defaults to the rank).
+inline void runThreads(const std::string& transport, int n,
+                       const std::function<void(CommContext&)>& body,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                       Device device = Device::Cpu) {
+  runThreadsWith(
+      n,
+      [&](Store& store, const std::string& runId, int r) {
+        TransportArgs args{store, runId, "127.0.0.1", r, n, n, device, timeout};
+        return findTransport(transport).make(args);
+      },
+      body);
 }
 
 // Every transport of this build that a world of threads on the CPU can run: shm, gloo, grouped

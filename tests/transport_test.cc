@@ -195,22 +195,12 @@ TEST(ShmTransport, ForwardingSizeMismatchIsAnError) {
 // Two shm ranks as threads, built with `options` (runThreads takes the transport's defaults).
 void runShmPair(const ShmOptions& options, const std::function<void(ShmTransport&)>& body,
                 std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  auto store = Store::local();
-  const std::string runId = makeRunId() + "-pair";
-  std::vector<std::exception_ptr> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ShmTransport t(*store, runId, r, 2, timeout, options);
-        body(t);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& th : threads) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  test::runThreadsWith(
+      2,
+      [&](Store& store, const std::string& runId, int r) {
+        return std::make_unique<ShmTransport>(store, runId, r, 2, timeout, options);
+      },
+      [&](CommContext& ctx) { body(static_cast<ShmTransport&>(ctx.transport)); });
 }
 
 // A pipeline stage sends its activations and computes the next micro-batch without calling

@@ -167,8 +167,8 @@ struct Timing {
 };
 
 // Each call timed on its own. Per call (--timing per_call): every rank starts it together (a
-// barrier: MPI_Barrier for mpi's collectives, as OSU, else the transport's) and the timer brackets it, so the spread of the barrier's exit lands in the slowest
-// rank's time. Back to back (--timing back_to_back, as IMB times): one barrier, then the calls
+// barrier: MPI_Barrier for mpi's collectives, as OSU, else the transport's) and the timer
+// brackets it, so the spread of the barrier's exit lands in the slowest rank's time. Back to back (--timing back_to_back, as IMB times): one barrier, then the calls
 // follow each other as in a training loop; a rank's call runs from the end of its previous one,
 // and no barrier's exit is counted. On a GPU the events also count the host's launch of the
 // iteration's work (between the start event on the idle stream and the first kernel) and its

@@ -355,7 +355,6 @@ ShmTransport::ShmTransport(Store& store, const std::string& runId, int rank, int
     for (int r = 0; r < size; ++r)
       if (r != rank)
         canPull_[r] = channel(segs_[r], opt_.channelBytes, rank)->pullOk.v.load(std::memory_order_acquire) != 0;
-    pullMin_ = opt_.channelBytes / 2;
     scratch_.resize(opt_.sliceBytes / sizeof(float));
   } catch (...) {
     shm_unlink(mine.c_str());
@@ -410,7 +409,7 @@ std::unique_ptr<Request> ShmTransport::isend(int peer, const void* buf, std::siz
   Op* op = post(peer, kSend, const_cast<void*>(buf), bytes);
   // Half a ring and more is read by the receiver from `buf` itself where it can be: one copy
   // instead of two, and the message moves while this rank computes.
-  if (!op->complete && bytes >= pullMin_ && canPull_[peer]) op->pullSeq = ++pullsPosted_[peer];
+  if (!op->complete && bytes >= singleCopyMin() && canPull_[peer]) op->pullSeq = ++pullsPosted_[peer];
   auto req = request(op);
   // Eager: copy what the ring takes now (or announce a single-copy message). Data moves only
   // when this rank drives progress, so a sender that goes on computing (a pipeline stage after
@@ -594,9 +593,12 @@ void ShmTransport::pull(Op& op, void* channelHeader) {
   op.done += n;
   if (op.done < op.bytes) return;
   op.complete = true;
-  // The sender's buffer is free again: say so.
-  static_cast<ChannelHeader*>(channelHeader)->pulled.v.store(++pullsDone_[op.peer], std::memory_order_release);
-  ring(op.peer);
+  pulledAll(op.peer, channelHeader);
+}
+
+void ShmTransport::pulledAll(int from, void* channelHeader) {
+  static_cast<ChannelHeader*>(channelHeader)->pulled.v.store(++pullsDone_[from], std::memory_order_release);
+  ring(from);
 }
 
 bool ShmTransport::progressForward(Op& op) {
@@ -660,10 +662,7 @@ bool ShmTransport::progressForward(Op& op) {
     }
     if (op.done == op.bytes) {
       op.complete = true;
-      if (op.pullFrom) {  // the sender's buffer is free again
-        in->pulled.v.store(++pullsDone_[op.peer], std::memory_order_release);
-        ring(op.peer);
-      }
+      if (op.pullFrom) pulledAll(op.peer, in);
     }
   }
   if (readIn) {

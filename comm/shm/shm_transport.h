@@ -82,7 +82,7 @@ class ShmTransport final : public Transport {
 
   // Whether messages of half a channel and more to `peer` go by single copy (tried at setup).
   bool singleCopyTo(int peer) const { return canPull_.at(static_cast<std::size_t>(peer)) != 0; }
-  std::size_t singleCopyMin() const { return pullMin_; }
+  std::size_t singleCopyMin() const { return opt_.channelBytes / 2; }
 
   // Symmetric blocks are segments of their own, one per rank per allocation, mapped by every
   // rank and unlinked once all have (as the channels' segments are).
@@ -113,6 +113,8 @@ class ShmTransport final : public Transport {
   bool progressRecv(Op& op);
   bool progressForward(Op& op);
   void pull(Op& op, void* channelHeader);  // one slice of a single-copy receive
+  // A single-copy message from `from` is read in full: its sender's buffer is free again.
+  void pulledAll(int from, void* channelHeader);
   void readSlice(const Op& op, void* into, std::size_t n);  // the next n bytes of op's message
   Op* postForward(int kind, int from, int to, const float* local, char* keep, std::size_t bytes);
   void ring(int peer);
@@ -136,12 +138,11 @@ class ShmTransport final : public Transport {
   std::vector<std::uint64_t> sendHead_, recvTail_;  // local copies of our side's counters
   // Single copy: sends announced and waiting to be read, per receiver; how many were announced
   // to each peer and how many this rank has read from each; the peers' processes; whether each
-  // peer reads this rank's memory; the smallest message sent so; where a reduce's slice lands.
+  // peer reads this rank's memory; where a reduce's slice lands.
   std::vector<PtrQueue<Op>> pullQ_;
   std::vector<std::uint64_t> pullsPosted_, pullsDone_;
   std::vector<int> pids_;
   std::vector<char> canPull_;
-  std::size_t pullMin_ = ~std::size_t{0};
   std::vector<float> scratch_;
   std::size_t pending_ = 0;
 };
