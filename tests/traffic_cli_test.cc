@@ -40,8 +40,9 @@ Traffic times(std::uint64_t k, const Traffic& t) {
 // counts (the record's window) on every rank equal the algorithm's closed form.
 TEST(TrafficCli, EveryFromScratchCollectiveRecordsItsClosedFormOnEveryRank) {
   const std::size_t chunk = RingAllreduce::defaultChunkBytes(Device::Cpu);
-  // shm at N = 3 and 4 (halving-doubling's power of two and not), gloo at N = 3.
-  for (const auto& [transport, ns] : {std::pair<std::string, std::string>{"shm", "3,4"}, {"gloo", "3"}}) {
+  // shm at N = 3 and gloo at N = 4: halving-doubling's power of two and not, each transport
+  // once (every point is a launch of its own: shm at 3 and 4 beside gloo at 3 took 136 s).
+  for (const auto& [transport, ns] : {std::pair<std::string, std::string>{"shm", "3"}, {"gloo", "4"}}) {
     SCOPED_TRACE(transport);
     const std::string out = test::tempPath("traffic-" + transport + ".json");
     const auto r = test::runCli({"collective", "--op", "all", "--n_gpus", ns, "--bytes", "4K,1M", "--iters", "2",
