@@ -19,6 +19,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "comm/mpi/thread_level.h"
 #include "comm/net_iface.h"
 #include "comm/shm/shm_transport.h"
 #include "comm/store.h"
@@ -405,6 +406,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   checkTempDir(std::getenv("TMPDIR"));
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
   shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
+  mpiThreadLevelFromEnv();                        // TPB_MPI_THREAD: likewise
 }
 
 void checkCollectiveRun(const CollectiveBenchOptions& o) {
@@ -438,6 +440,7 @@ void checkCollectiveRun(const CollectiveBenchOptions& o) {
   checkTempDir(std::getenv("TMPDIR"));
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
   shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
+  mpiThreadLevelFromEnv();                        // TPB_MPI_THREAD: likewise
 }
 
 }  // namespace tpb

@@ -366,6 +366,8 @@ void RankSet::start(std::uint16_t port) {
     // command line (which every user of the host can read).
     std::vector<std::string> exported{"MASTER_ADDR", "MASTER_PORT", "OPENBLAS_NUM_THREADS", kJobSecretVar};
     if (spec_.shareRunId) exported.push_back("TPB_RUN_ID");
+    // The thread level MPI_Init_thread asks for in each rank (checked before launch), named.
+    if (const char* v = std::getenv("TPB_MPI_THREAD"); v && *v) exported.push_back("TPB_MPI_THREAD");
     for (const auto& kv : spec_.extraEnv) exported.push_back(kv.first);
     args = mpirunArgv(spec_.nprocPerNode, args, exported, spec_.bindCores);
   }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "comm/mpi/thread_level.h"
 #include "comm/net_iface.h"
 #include "comm/store.h"
 #include "comm/transports.h"
@@ -123,6 +124,7 @@ const std::string& PointDriver::lostNodeZero() const { return lost_; }
 bool PointDriver::reporter() const { return !external_ || external_->rank() == 0; }
 
 void PointDriver::describe(Meta& m) const {
+  m.mpiThread = mpiThreadLevelName(mpiThreadLevelFromEnv());
   if (external_) {
     external_->describe(m);
     return;

@@ -76,6 +76,7 @@ json Meta::toJson() const {
   putIfSet(j, "command", command);
   putIfSet(j, "launcher", launcher);
   putIfSet(j, "bind", bind);
+  putIfSet(j, "mpi_thread", mpiThread);
   putIfSet(j, "nodes", nodes);
   putIfSet(j, "ranks_per_node", ranksPerNode);
   putIfSet(j, "hosts", hosts);
@@ -110,6 +111,9 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.bind = optStr(in, "bind");
   if (m.bind && *m.bind != "none" && *m.bind != "core")
     in.at("bind").fail("\"none\" or \"core\"");
+  m.mpiThread = optStr(in, "mpi_thread");
+  if (m.mpiThread && *m.mpiThread != "funneled" && *m.mpiThread != "single")
+    in.at("mpi_thread").fail("\"funneled\" or \"single\"");
   m.nodes = optInteger(in, "nodes", 1, kMaxRanks);
   m.ranksPerNode = optInteger(in, "ranks_per_node", 1, kMaxRanks);
   m.worldSize = optInteger(in, "world_size", 1, kMaxRanks);
@@ -120,7 +124,7 @@ Meta Meta::fromJson(const JsonIn& in) {
   }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
                             "cpus_available", "load_average", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
-                            "launcher", "bind", "nodes", "ranks_per_node", "hosts", "world_size"});
+                            "launcher", "bind", "mpi_thread", "nodes", "ranks_per_node", "hosts", "world_size"});
   return m;
 }
 
@@ -581,6 +585,7 @@ json CollectiveRecord::toJson() const {
   }
   putIfSet(j, "timer", timer);
   putIfSet(j, "timing", timing);
+  putIfSet(j, "mpi_thread", mpiThread);
   j["status"] = status;
   putIfSet(j, "error", error);
   j["iters"] = iters;
@@ -680,6 +685,10 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
     if (!isTimingMethod(*c.timing))
       t->fail(std::string(kPerCallTiming) + " or " + kBackToBackTiming);
   }
+  c.mpiThread = optStr(in, "mpi_thread");
+  if (c.mpiThread && *c.mpiThread != "single" && *c.mpiThread != "funneled" && *c.mpiThread != "serialized" &&
+      *c.mpiThread != "multiple")
+    in.at("mpi_thread").fail("\"single\", \"funneled\", \"serialized\" or \"multiple\"");
   c.status = statusOf(in.at("status"));
   c.error = optStr(in, "error");
   c.iters = intIn(in, "iters", 0, kMaxInt);
@@ -689,7 +698,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
-                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "status", "error", "iters",
+                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "mpi_thread", "status", "error", "iters",
                             "warmup", "traffic", "origin", "order", "color", "data_ranks",
                             "reference_of", "carrier", "ranks"});
   return c;

@@ -44,6 +44,10 @@ struct Meta {
   // --bind-to core) or "none" (every rank free to run on every core). Absent under torchrun, srun
   // or mpirun (they place the ranks) and in older files.
   std::optional<std::string> bind;
+  // The thread level tpbench's MPI calls ask MPI_Init_thread for: "funneled" (the default) or
+  // "single" (TPB_MPI_THREAD=single, as IMB and OSU init). Written in every file; only the mpi
+  // transport and the mpi algorithms use MPI. Absent in older files.
+  std::optional<std::string> mpiThread;
   std::optional<long long> nodes, ranksPerNode, worldSize;
   std::optional<std::vector<std::string>> hosts;
   nlohmann::json extra = nlohmann::json::object();
@@ -250,6 +254,9 @@ struct CollectiveRecord {
   // How the iterations were timed (--timing): kPerCallTiming, each from a barrier, or
   // kBackToBackTiming, one after another. Absent in files older than the field (per call).
   std::optional<std::string> timing;
+  // The thread level MPI_Query_thread gave the ranks of a point that used MPI (the mpi transport
+  // or an mpi algorithm): "single", "funneled", "serialized" or "multiple". Absent otherwise.
+  std::optional<std::string> mpiThread;
   std::string status = "ok";
   std::optional<std::string> error;
   int iters = 0, warmup = 0;

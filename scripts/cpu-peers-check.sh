@@ -13,7 +13,9 @@
 # busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
 # sizes at N = 2 beside one busy process (a shell loop) and prints median, p99 and the longest call.
 # BIND=core binds every rank to a core of its own, tpbench's (--bind core) and the peers' alike
-# (mpirun --map-by core --bind-to core); BIND=none (the default) binds none.
+# (mpirun --map-by core --bind-to core); BIND=none (the default) binds none. tpbench's mpi runs
+# with TPB_MPI_THREAD=$MPI_THREAD, by default single: MPI_Init's level, as IMB and OSU ask for
+# (MPI_THREAD=funneled measures tpbench's default, which Open MPI makes slower per call).
 #
 #   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 BIND=none scripts/cpu-peers-check.sh [TPBENCH]
 set -euo pipefail
@@ -27,6 +29,8 @@ for v in IMB OSU; do
 done
 case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
 BIND=${BIND:-none}
+MPI_THREAD=${MPI_THREAD:-single}
+case "$MPI_THREAD" in single | funneled) ;; *) echo "cpu-peers-check: MPI_THREAD must be single or funneled" >&2; exit 2 ;; esac
 case "$BIND" in
   none) placement=(--bind-to none) ;;
   core) placement=(--map-by core --bind-to core:overload-allowed) ;;
@@ -48,13 +52,13 @@ for ((r = 0; r < ROUNDS; r++)); do
     # own send and receive buffers, as IMB and OSU call it (in place it skips a copy of the input).
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/small-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
+    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
       --iters 200 --warmup 20 --timing back_to_back --out "$work/small-mpi-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
+    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
       --iters 200 --warmup 20 --out "$work/percall-$n-$r.json" >/dev/null 2>&1
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
       --timing back_to_back --out "$work/large-$n-$r.json" >/dev/null 2>&1
-    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 16M,64M \
+    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 16M,64M \
       --iters 20 --warmup 3 --timing back_to_back --out "$work/large-mpi-$n-$r.json" >/dev/null 2>&1
     if [ -n "${IMB:-}" ]; then
       "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:26 -iter 200 -time 60 \
@@ -69,7 +73,7 @@ for ((r = 0; r < ROUNDS; r++)); do
     busy=$!
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
       --timing back_to_back --out "$work/busy-$r.json" >/dev/null 2>&1 || true
-    "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus 2 --bytes 8,1K,64K \
+    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus 2 --bytes 8,1K,64K \
       --iters 200 --warmup 20 --timing back_to_back --out "$work/busy-mpi-$r.json" >/dev/null 2>&1 || true
     kill "$busy"
     wait "$busy" 2>/dev/null || true

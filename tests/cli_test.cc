@@ -102,6 +102,8 @@ TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
       {{"run", "--epochs", "1"}, "TPB_RING_CHUNK_KB", {{"TPB_RING_CHUNK_KB", "99999999999999999"}}},
       {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_SHM_SINGLE_COPY", {{"TPB_SHM_SINGLE_COPY", "yes"}}},
       {{"run", "--epochs", "1"}, "TPB_SHM_SINGLE_COPY", {{"TPB_SHM_SINGLE_COPY", "01"}}},
+      {{"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K"}, "TPB_MPI_THREAD", {{"TPB_MPI_THREAD", "multiple"}}},
+      {{"run", "--epochs", "1"}, "TPB_MPI_THREAD", {{"TPB_MPI_THREAD", "SINGLE"}}},
   };
   test::expectAllRefused({}, cases);
   EXPECT_FALSE(std::filesystem::exists(out));

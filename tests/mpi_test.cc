@@ -151,6 +151,26 @@ TEST(MpiCli, MpiAllreduceThroughLauncherMpirunVerifiesExactlyBesideGloo) {
   std::remove(out.c_str());
 }
 
+// TPB_MPI_THREAD: the level reaches mpirun's ranks (a rank that asked for another would not
+// match: with "single" each rank reads back MPI_THREAD_SINGLE from MPI_Query_thread, which the
+// mpi job's check fails on otherwise) and the record names it; the default is funneled.
+TEST(MpiCli, ThreadLevelReachesTheRanksAndIsRecorded) {
+  TPB_SKIP_WITHOUT_MPI();
+  for (const std::string level : {"single", ""}) {
+    SCOPED_TRACE(level);
+    const std::string out = test::tempPath("mpi_thread.json");
+    const auto r = runCli({"allreduce", "--algos", "mpi", "--launcher", "mpirun", "--n_gpus", "2", "--bytes", "4K",
+                           "--iters", "2", "--warmup", "1", "--timeout", "120", "--out", out, "--overwrite"},
+                          {{"TPB_MPI_THREAD", level}});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const json doc = readJson(out);
+    expectAllVerified(doc, 1);
+    EXPECT_EQ(doc.at("meta").at("mpi_thread"), level.empty() ? "funneled" : level);
+    EXPECT_EQ(doc.at("allreduce").at(0).at("mpi_thread"), level.empty() ? "funneled" : level) << doc.dump();
+    std::remove(out.c_str());
+  }
+}
+
 // --bind core under mpirun: --map-by core --bind-to core, so that mpirun's ranks sit where
 // tpbench's own launcher puts them (where a core has one hardware thread, on the same CPUs).
 TEST(MpiCli, BindCorePlacesMpirunsRanksAsTpbenchsOwn) {

@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -142,16 +143,19 @@ TEST_F(ResultsTest, MetaRecordsAvailableCoresAndLoadAverage) {
   // Read back as written; a load average that is not three numbers is refused by name.
   const json back = Meta::fromJson(JsonIn(meta, "m.json", "meta")).toJson();
   EXPECT_EQ(back.at("load_average"), load);
-  // How the ranks were placed: read back, and nothing but "none" or "core".
-  json bound = meta;
-  bound["bind"] = "core";
-  EXPECT_EQ(Meta::fromJson(JsonIn(bound, "m.json", "meta")).toJson().at("bind"), "core");
-  bound["bind"] = "socket";
-  try {
-    Meta::fromJson(JsonIn(bound, "m.json", "meta"));
-    ADD_FAILURE() << "bind socket was read";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("bind"), std::string::npos) << e.what();
+  // How the ranks were placed and the MPI thread level: read back, and nothing but their words.
+  for (const auto& [key, good, bad] : {std::tuple<std::string, std::string, std::string>{"bind", "core", "socket"},
+                                       {"mpi_thread", "single", "multiple"}}) {
+    json m = meta;
+    m[key] = good;
+    EXPECT_EQ(Meta::fromJson(JsonIn(m, "m.json", "meta")).toJson().at(key), good);
+    m[key] = bad;
+    try {
+      Meta::fromJson(JsonIn(m, "m.json", "meta"));
+      ADD_FAILURE() << key << " " << bad << " was read";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
   }
   for (const json& bad : {json::array({1.0, 2.0}), json::array({1.0, -1.0, 2.0}), json("high")}) {
     json m = meta;

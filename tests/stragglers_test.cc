@@ -80,7 +80,7 @@ CollectiveRecord pointWith(const std::vector<double>& medians, const std::vector
   CollectiveRecord c;
   c.nGpus = static_cast<int>(medians.size());
   c.iters = iters;
-  c.ranks = CollectiveRanks{medians, slowestIn};
+  c.ranks = CollectiveRanks{medians, slowestIn, {}};
   return c;
 }
 

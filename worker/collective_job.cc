@@ -24,6 +24,7 @@
 
 #ifdef TPB_HAVE_CUDA
 #include "comm/cuda/cuda_check.h"
+#include "comm/mpi/thread_level.h"
 #endif
 
 namespace tpb {
@@ -365,6 +366,7 @@ void collectiveJob(Worker& w, const json& job) {
       const auto outliers = std::count_if(slowest.begin(), slowest.end(), [&](double us) { return us > 10 * s.median; });
       const double algbw = s.median > 0 ? static_cast<double>(bytes) / (s.median * 1e-6) / 1e9 : 0.0;
       CollectiveRecord p = proto;
+      if (const char* level = mpiThreadProvided()) p.mpiThread = level;  // MPI ran in this rank
       p.bytes = bytes;
       p.count = count;
       p.inPlace = inPlace;

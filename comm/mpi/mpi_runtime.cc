@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/mpi/thread_level.h"
 #include "common/error.h"
 
 namespace tpb::mpi {
@@ -46,14 +47,23 @@ void initialize() {
     MPI_Initialized(&already);
     if (!already) {
       if (std::string why = notUnderMpiLauncher(); !why.empty()) TPB_THROW(Error, why);
+      const MpiThreadLevel level = mpiThreadLevelFromEnv();
+      const int wanted = level == MpiThreadLevel::Single ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED;
       int provided = MPI_THREAD_SINGLE;
-      const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      const int rc = MPI_Init_thread(nullptr, nullptr, wanted, &provided);
       if (rc != MPI_SUCCESS) TPB_THROW(Error, "MPI_Init_thread failed: " << errorText(rc));
       gInitializedHere = true;
-      if (provided < MPI_THREAD_FUNNELED)
-        TPB_THROW(Error, "MPI_Init_thread gave thread level " << provided << ", below MPI_THREAD_FUNNELED");
+      if (provided < wanted)
+        TPB_THROW(Error, "MPI_Init_thread gave thread level " << provided << ", below MPI_THREAD_"
+                                                            << (level == MpiThreadLevel::Single ? "SINGLE" : "FUNNELED"));
     }
     gMpiThread = std::this_thread::get_id();
+    int provided = MPI_THREAD_SINGLE;
+    TPB_MPI_CHECK(MPI_Query_thread(&provided));
+    setMpiThreadProvided(provided == MPI_THREAD_SINGLE       ? "single"
+                         : provided == MPI_THREAD_FUNNELED   ? "funneled"
+                         : provided == MPI_THREAD_SERIALIZED ? "serialized"
+                                                             : "multiple");
     TPB_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   });
   checkThread("MPI");

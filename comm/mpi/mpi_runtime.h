@@ -2,11 +2,12 @@
 // allreduce baseline: initialised at most once per process, only in a process that an MPI
 // launcher (mpirun, mpiexec) started, and finalised only after a clean job.
 //
-// Thread level: MPI_THREAD_FUNNELED. Every MPI call tpbench makes comes from the thread that
-// initialised MPI (the worker's main thread, which runs the job); the other threads in a rank
-// (c10d's store and Gloo's workers, autograd on a GPU) never call MPI. A higher level would
-// make OpenMPI lock around every call for nothing. checkThread() turns a call from another
-// thread into an error instead of undefined behaviour.
+// Thread level: MPI_THREAD_FUNNELED, or SINGLE with TPB_MPI_THREAD=single (comm/mpi/
+// thread_level.h). Every MPI call tpbench makes comes from the thread that initialised MPI (the
+// worker's main thread, which runs the job); the other threads in a rank (the heartbeat, c10d's
+// store and Gloo's workers, autograd on a GPU) never call MPI. A higher level would make OpenMPI
+// lock around every call for nothing. checkThread() turns a call from another thread into an
+// error instead of undefined behaviour.
 //
 // Ending: MPI_Finalize is collective (OpenMPI's waits for every rank of the job), so a rank that
 // failed must not call it: it would wait for a peer that is dead or stuck. A failing rank exits
@@ -32,7 +33,7 @@ namespace tpb::mpi {
 // PMIX_RANK, MPICH's PMI_SIZE are set), else a sentence saying MPI needs one.
 std::string notUnderMpiLauncher();
 
-// MPI_Init_thread(MPI_THREAD_FUNNELED) on the first call (throws tpb::Error outside an MPI
+// MPI_Init_thread(MPI_THREAD_FUNNELED, or the level TPB_MPI_THREAD names) on the first call (throws tpb::Error outside an MPI
 // launcher, or when the library cannot give that level); later calls only check the thread.
 // Errors on MPI_COMM_WORLD are returned, not fatal, so they become exceptions.
 void initialize();
