@@ -698,8 +698,8 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
-                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "mpi_thread", "status", "error", "iters",
-                            "warmup", "traffic", "origin", "order", "color", "data_ranks",
+                            "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "mpi_thread", "status", "error",
+                            "iters", "warmup", "traffic", "origin", "order", "color", "data_ranks",
                             "reference_of", "carrier", "ranks"});
   return c;
 }

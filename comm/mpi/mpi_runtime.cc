@@ -54,8 +54,8 @@ void initialize() {
       if (rc != MPI_SUCCESS) TPB_THROW(Error, "MPI_Init_thread failed: " << errorText(rc));
       gInitializedHere = true;
       if (provided < wanted)
-        TPB_THROW(Error, "MPI_Init_thread gave thread level " << provided << ", below MPI_THREAD_"
-                                                            << (level == MpiThreadLevel::Single ? "SINGLE" : "FUNNELED"));
+        TPB_THROW(Error, "MPI_Init_thread gave thread level " << provided << ", below the " << mpiThreadLevelName(level)
+                                                              << " level asked for");
     }
     gMpiThread = std::this_thread::get_id();
     int provided = MPI_THREAD_SINGLE;

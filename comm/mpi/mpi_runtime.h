@@ -33,8 +33,9 @@ namespace tpb::mpi {
 // PMIX_RANK, MPICH's PMI_SIZE are set), else a sentence saying MPI needs one.
 std::string notUnderMpiLauncher();
 
-// MPI_Init_thread(MPI_THREAD_FUNNELED, or the level TPB_MPI_THREAD names) on the first call (throws tpb::Error outside an MPI
-// launcher, or when the library cannot give that level); later calls only check the thread.
+// MPI_Init_thread(MPI_THREAD_FUNNELED, or the level TPB_MPI_THREAD names) on the first call
+// (throws tpb::Error outside an MPI launcher, or when the library cannot give that level); later
+// calls only check the thread.
 // Errors on MPI_COMM_WORLD are returned, not fatal, so they become exceptions.
 void initialize();
 
