@@ -36,16 +36,20 @@ namespace {
 constexpr std::size_t kAlignFloats = 16;  // segment boundaries on 64-byte lines
 }
 
+std::optional<long long> RingAllreduce::chunkKbFromEnv() {
+  const char* v = std::getenv("TPB_RING_CHUNK_KB");
+  if (!v || !*v) return std::nullopt;
+  // Plain decimal KiB up to 1 GiB: atol read "0x10" as 0 and silently used the default, and
+  // a huge value shifted past 64 bits.
+  std::string why;
+  const std::optional<long long> kb = parseDecimalInteger<long long>(v, why);
+  if (!kb) TPB_THROW(UsageError, "TPB_RING_CHUNK_KB: " << why);
+  if (*kb < 1 || *kb > (1 << 20)) TPB_THROW(UsageError, "TPB_RING_CHUNK_KB: must be in 1..1048576 (KiB), got " << v);
+  return kb;
+}
+
 std::size_t RingAllreduce::defaultChunkBytes(Device device) {
-  if (const char* v = std::getenv("TPB_RING_CHUNK_KB"); v && *v) {
-    // Plain decimal KiB up to 1 GiB: atol read "0x10" as 0 and silently used the default, and
-    // a huge value shifted past 64 bits.
-    std::string why;
-    const std::optional<long long> kb = parseDecimalInteger<long long>(v, why);
-    if (!kb) TPB_THROW(UsageError, "TPB_RING_CHUNK_KB: " << why);
-    if (*kb < 1 || *kb > (1 << 20)) TPB_THROW(UsageError, "TPB_RING_CHUNK_KB: must be in 1..1048576 (KiB), got " << v);
-    return static_cast<std::size_t>(*kb) << 10;
-  }
+  if (const std::optional<long long> kb = chunkKbFromEnv()) return static_cast<std::size_t>(*kb) << 10;
   // CPU: 512 KiB, which fits the caches the shm copies and sums stream through. GPU: the nccl
   // transport launches each step's posts as one group, so chunks do not overlap steps there;
   // each chunk is one more ncclSend/ncclRecv pair and sum kernel in the group, while NCCL

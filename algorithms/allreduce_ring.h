@@ -1,6 +1,8 @@
 // algorithms/allreduce_ring.h — see allreduce_ring.cc for the algorithm and its cost.
 #pragma once
 
+#include <optional>
+
 #include "core/allreduce.h"
 
 namespace tpb {
@@ -14,6 +16,8 @@ class RingAllreduce final : public Allreduce {
   // TPB_RING_CHUNK_KB when set, else the device's default (512 KiB on CPU, 4 MiB on GPU).
   // A TPB_RING_CHUNK_KB that is not plain decimal in 1..1048576 throws UsageError naming it.
   static std::size_t defaultChunkBytes(Device device);
+  // TPB_RING_CHUNK_KB in KiB where it is set (checked as above), else nullopt.
+  static std::optional<long long> chunkKbFromEnv();
 
  private:
   struct Piece {

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <thread>
 
+#include "algorithms/allreduce_ring.h"
 #include "comm/mpi/thread_level.h"
 #include "comm/net_iface.h"
+#include "comm/shm/shm_transport.h"
 #include "comm/store.h"
 #include "comm/transports.h"
 #include "common/error.h"
@@ -125,6 +127,8 @@ bool PointDriver::reporter() const { return !external_ || external_->rank() == 0
 
 void PointDriver::describe(Meta& m) const {
   m.mpiThread = mpiThreadLevelName(mpiThreadLevelFromEnv());
+  m.shmSingleCopy = shmSingleCopyFromEnv();
+  m.ringChunkKb = RingAllreduce::chunkKbFromEnv();
   if (external_) {
     external_->describe(m);
     return;

@@ -77,6 +77,8 @@ json Meta::toJson() const {
   putIfSet(j, "launcher", launcher);
   putIfSet(j, "bind", bind);
   putIfSet(j, "mpi_thread", mpiThread);
+  putIfSet(j, "shm_single_copy", shmSingleCopy);
+  putIfSet(j, "ring_chunk_kb", ringChunkKb);
   putIfSet(j, "nodes", nodes);
   putIfSet(j, "ranks_per_node", ranksPerNode);
   putIfSet(j, "hosts", hosts);
@@ -114,6 +116,8 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.mpiThread = optStr(in, "mpi_thread");
   if (m.mpiThread && *m.mpiThread != "funneled" && *m.mpiThread != "single")
     in.at("mpi_thread").fail("\"funneled\" or \"single\"");
+  if (const auto c = in.find("shm_single_copy")) m.shmSingleCopy = c->boolean();
+  m.ringChunkKb = optInteger(in, "ring_chunk_kb", 1, 1 << 20);
   m.nodes = optInteger(in, "nodes", 1, kMaxRanks);
   m.ranksPerNode = optInteger(in, "ranks_per_node", 1, kMaxRanks);
   m.worldSize = optInteger(in, "world_size", 1, kMaxRanks);
@@ -124,7 +128,8 @@ Meta Meta::fromJson(const JsonIn& in) {
   }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
                             "cpus_available", "load_average", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
-                            "launcher", "bind", "mpi_thread", "nodes", "ranks_per_node", "hosts", "world_size"});
+                            "launcher", "bind", "mpi_thread", "shm_single_copy", "ring_chunk_kb", "nodes", "ranks_per_node",
+                            "hosts", "world_size"});
   return m;
 }
 

@@ -48,6 +48,14 @@ struct Meta {
   // "single" (TPB_MPI_THREAD=single, as IMB and OSU init). Written in every file; only the mpi
   // transport and the mpi algorithms use MPI. Absent in older files.
   std::optional<std::string> mpiThread;
+  // The shm transport's single copy as TPB_SHM_SINGLE_COPY asked for it: true (the default;
+  // used between ranks where the kernel lets one read another's memory) or false. Written in
+  // every file; only the shm transport uses it. Absent in older files.
+  std::optional<bool> shmSingleCopy;
+  // TPB_RING_CHUNK_KB where it was set: the chunk of the ring and the other chunked algorithms,
+  // KiB. Absent where it was not (the device's default: 512 KiB on CPU, 4 MiB on GPU) and in
+  // older files.
+  std::optional<long long> ringChunkKb;
   std::optional<long long> nodes, ranksPerNode, worldSize;
   std::optional<std::vector<std::string>> hosts;
   nlohmann::json extra = nlohmann::json::object();

@@ -10,8 +10,10 @@
 # then one table: per N and size the median over rounds of each one's mean call (µs; tpbench's
 # time_us.rank_mean, IMB's t_avg, OSU's average: each rank's mean call, averaged over the ranks),
 # the fastest from-scratch algorithm over Open MPI's (IMB where given, else tpbench's mpi), and
-# busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs the small
-# sizes at N = 2 beside one busy process (a shell loop) and prints median, p99 and the longest call.
+# busbw over single-thread memcpy at 1 and 64 MiB. With BUSY=1 each round also runs 8 B, 1 KiB
+# and 64 KiB at N = 2 for BUSY_ITERS calls (default 100000: long enough to span many scheduler
+# ticks), quiet and then beside one busy process (a shell loop), and prints for each the busy
+# median over the quiet one, p99, the longest call and the calls over 10x the median.
 # BIND=core binds every rank to a core of its own, tpbench's (--bind core) and the peers' alike
 # (mpirun --map-by core --bind-to core); BIND=none (the default) binds none. tpbench's mpi runs
 # with TPB_MPI_THREAD=$MPI_THREAD, by default single: MPI_Init's level, as IMB and OSU ask for
@@ -28,6 +30,8 @@ for v in IMB OSU; do
   [ -z "$p" ] || [ -x "$p" ] || { echo "cpu-peers-check: $v=$p is not an executable" >&2; exit 2; }
 done
 case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
+BUSY_ITERS=${BUSY_ITERS:-100000}
+case "$BUSY_ITERS" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: BUSY_ITERS must be a whole number >= 1" >&2; exit 2 ;; esac
 BIND=${BIND:-none}
 MPI_THREAD=${MPI_THREAD:-single}
 case "$MPI_THREAD" in single | funneled) ;; *) echo "cpu-peers-check: MPI_THREAD must be single or funneled" >&2; exit 2 ;; esac
@@ -69,15 +73,22 @@ for ((r = 0; r < ROUNDS; r++)); do
     fi
   done
   if [ "${BUSY:-0}" = 1 ]; then
-    (while :; do :; done) &
-    busy=$!
-    "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters 200 --warmup 20 \
-      --timing back_to_back --out "$work/busy-$r.json" >/dev/null 2>&1 || true
-    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus 2 --bytes 8,1K,64K \
-      --iters 200 --warmup 20 --timing back_to_back --out "$work/busy-mpi-$r.json" >/dev/null 2>&1 || true
-    kill "$busy"
-    wait "$busy" 2>/dev/null || true
-    busy=
+    for phase in quiet busy; do
+      if [ $phase = busy ]; then
+        (while :; do :; done) &
+        busy=$!
+      fi
+      "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus 2 --bytes 8,1K,64K --iters "$BUSY_ITERS" --warmup 200 \
+        --timing back_to_back --out "$work/contention-$phase-$r.json" >/dev/null 2>&1 || true
+      TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus 2 \
+        --bytes 8,1K,64K --iters "$BUSY_ITERS" --warmup 200 --timing back_to_back \
+        --out "$work/contention-mpi-$phase-$r.json" >/dev/null 2>&1 || true
+      if [ $phase = busy ]; then
+        kill "$busy"
+        wait "$busy" 2>/dev/null || true
+        busy=
+      fi
+    done
   fi
 done
 /usr/bin/python3 - "$work" "$ROUNDS" <<'PY'
@@ -148,20 +159,26 @@ for n in (2, 4):
         parts = [f"{a} {med(bw[(a, n, b)]):.2f} ({min(bw[(a, n, b)]):.2f}-{max(bw[(a, n, b)]):.2f})"
                  for a in scratch + ["mpi"] if (a, n, b) in bw]
         print(f"N={n} {label(b)}: " + ", ".join(parts))
-busy = glob.glob(f"{work}/busy-*.json")
-if busy:
+cont = {}  # (phase, algo, bytes) -> {round: time_us}
+for f in glob.glob(f"{work}/contention-*.json"):
+    words = os.path.basename(f)[:-len(".json")].split("-")
+    phase, r = words[-2], int(words[-1])
+    d = json.load(open(f))
+    for p in d.get("allreduce", []):
+        if p.get("status") == "ok":
+            cont.setdefault((phase, p["algo"], p["bytes"]), {})[r] = p["time_us"]
+if cont:
     print()
-    print("# N=2 beside one busy process: per round median / p99 / longest call in µs; then the quiet"
-          " median (over rounds) and the busy medians' median over it")
-    rows = {}
-    for f in sorted(busy):
-        for p in json.load(open(f)).get("allreduce", []):
-            if p.get("status") == "ok":
-                tu = p["time_us"]
-                rows.setdefault((p["algo"], p["bytes"]), []).append(f"{tu['median']:.2f}/{tu['p99']:.0f}/{tu['max']:.0f}")
-    for (a, b), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        quiet = t.get((a + " slowest", 2, b))
-        busyMed = med([float(x.split("/")[0]) for x in v])
-        tail = f"  quiet {med(quiet):.2f}, busy/quiet {busyMed / med(quiet):.2f}" if quiet else ""
-        print(f"{a:18s} {label(b):>4s}  " + "  ".join(v) + tail)
+    print("# N=2, quiet and then beside one busy process, interleaved: per round the busy median over the"
+          " quiet one, then busy p99 / longest call (µs) / calls over 10x the median; each phase's longest"
+          " call over all rounds (ms)")
+    for (_, a, b) in sorted((k for k in cont if k[0] == "busy"), key=lambda k: (k[2], k[1])):
+        busyRuns, quietRuns = cont[("busy", a, b)], cont.get(("quiet", a, b), {})
+        parts = []
+        for r, tu in sorted(busyRuns.items()):
+            ratio = f"{tu['median'] / quietRuns[r]['median']:.2f}x" if r in quietRuns else "-"
+            parts.append(f"{ratio} {tu['p99']:.1f}/{tu['max']:.0f}/{tu.get('outliers', 0)}")
+        longest = lambda runs: max(tu["max"] for tu in runs.values()) / 1000 if runs else float("nan")
+        print(f"{a:18s} {label(b):>4s}  " + "  ".join(parts) +
+              f"  longest: quiet {longest(quietRuns):.2f}, busy {longest(busyRuns):.2f}")
 PY

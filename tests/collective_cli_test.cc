@@ -209,6 +209,39 @@ TEST(CollectiveCli, BindCorePutsEachRankOnItsOwnCpuAndTheRecordSaysWhere) {
   std::remove(out.c_str());
 }
 
+// TPB_SHM_SINGLE_COPY and TPB_RING_CHUNK_KB are in the record (meta.shm_single_copy, and
+// meta.ring_chunk_kb where it was set), and the chunk recorded is the one the ring moved: 1 KiB
+// chunks send each 4 KiB segment of a 8 KiB ring allreduce at N = 2 as four messages, not one.
+TEST(CollectiveCli, SingleCopyAndRingChunkAreRecordedAsTheyRan) {
+  std::map<bool, json> byTuned;
+  for (const bool tuned : {false, true}) {
+    const std::string out = test::tempPath(tuned ? "chunk_tuned.json" : "chunk_default.json");
+    std::vector<std::pair<std::string, std::string>> env;
+    if (tuned) env = {{"TPB_SHM_SINGLE_COPY", "0"}, {"TPB_RING_CHUNK_KB", "1"}};
+    const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "8K", "--iters", "2",
+                           "--warmup", "1", "--launcher", "tpbench", "--out", out},
+                          env);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    byTuned[tuned] = readJson(out);
+    std::remove(out.c_str());
+  }
+  const json &plain = byTuned[false], &tuned = byTuned[true];
+  EXPECT_EQ(plain.at("meta").at("shm_single_copy"), true);
+  EXPECT_FALSE(plain.at("meta").contains("ring_chunk_kb")) << plain.at("meta");
+  EXPECT_EQ(tuned.at("meta").at("shm_single_copy"), false);
+  EXPECT_EQ(tuned.at("meta").at("ring_chunk_kb"), 1);
+  const json &a = plain.at("allreduce").at(0), &b = tuned.at("allreduce").at(0);
+  EXPECT_EQ(a.at("wrong"), 0);
+  EXPECT_EQ(b.at("wrong"), 0);
+  const auto sent = [](const json& p) {  // every rank's messages in one call
+    long long n = 0;
+    for (const json& v : p.at("traffic").at("msgs_sent")) n += v.get<long long>();
+    return n;
+  };
+  EXPECT_GT(sent(a), 0) << a.at("traffic");
+  EXPECT_EQ(sent(b), 4 * sent(a)) << a.at("traffic") << " " << b.at("traffic");
+}
+
 // The verification pass counts what is wrong: one element corrupted on one rank fails the point
 // with wrong = 1 (and the command with it), for each op that has a result to check.
 TEST(CollectiveCli, ACorruptedElementFailsThePoint) {

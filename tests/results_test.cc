@@ -157,6 +157,22 @@ TEST_F(ResultsTest, MetaRecordsAvailableCoresAndLoadAverage) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
     }
   }
+  // The shm transport's single copy and the ring's chunk: read back, and refused by name when
+  // they are not a bool and a chunk in 1..1048576 KiB.
+  for (const auto& [key, good, bad] : {std::tuple<std::string, json, json>{"shm_single_copy", false, "no"},
+                                       {"ring_chunk_kb", 64, 0},
+                                       {"ring_chunk_kb", 1 << 20, (1 << 20) + 1}}) {
+    json m = meta;
+    m[key] = good;
+    EXPECT_EQ(Meta::fromJson(JsonIn(m, "m.json", "meta")).toJson().at(key), good);
+    m[key] = bad;
+    try {
+      Meta::fromJson(JsonIn(m, "m.json", "meta"));
+      ADD_FAILURE() << key << " " << bad << " was read";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
   for (const json& bad : {json::array({1.0, 2.0}), json::array({1.0, -1.0, 2.0}), json("high")}) {
     json m = meta;
     m["load_average"] = bad;
