@@ -3,9 +3,10 @@
 # interleaved rounds of, at N = 2 and 4,
 #   tpbench allreduce (ring, halving_doubling, recursive_doubling, param_server and direct in
 #     place; mpi out of place, as IMB and OSU call MPI_Allreduce), timed back to back as IMB times,
-#     and mpi per call too, small sizes (8 B..1 MiB, 200 iterations) and large (16, 64 MiB, 20
-#     iterations);
-#   IMB-MPI1 Allreduce and osu_allreduce (float), when IMB= and OSU= name their binaries (built
+#     and mpi per call too: 8 B and 1 KiB for SMALL_ITERS calls (default 10000), 64 KiB and 1 MiB
+#     for 200, 16 and 64 MiB for 20;
+#   IMB-MPI1 Allreduce and osu_allreduce (float; SMALL_ITERS calls up to 1 KiB, then 200 and
+#     their own policies for large sizes), when IMB= and OSU= name their binaries (built
 #     from their public sources against the same Open MPI; nothing here fetches them);
 # then one table: per N and size the median over rounds of each one's mean call (µs; tpbench's
 # time_us.rank_mean, IMB's t_avg, OSU's average: each rank's mean call, averaged over the ranks),
@@ -30,6 +31,8 @@ for v in IMB OSU; do
   [ -z "$p" ] || [ -x "$p" ] || { echo "cpu-peers-check: $v=$p is not an executable" >&2; exit 2; }
 done
 case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
+SMALL_ITERS=${SMALL_ITERS:-10000}
+case "$SMALL_ITERS" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: SMALL_ITERS must be a whole number >= 1" >&2; exit 2 ;; esac
 BUSY_ITERS=${BUSY_ITERS:-100000}
 case "$BUSY_ITERS" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: BUSY_ITERS must be a whole number >= 1" >&2; exit 2 ;; esac
 BIND=${BIND:-none}
@@ -54,22 +57,30 @@ for ((r = 0; r < ROUNDS; r++)); do
   for n in 2 4; do
     # The from-scratch algorithms in place (as they work); MPI_Allreduce out of place, with its
     # own send and receive buffers, as IMB and OSU call it (in place it skips a copy of the input).
-    "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 8,1K,64K,1M --iters 200 --warmup 20 \
-      --timing back_to_back --out "$work/small-$n-$r.json" >/dev/null 2>&1
-    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
-      --iters 200 --warmup 20 --timing back_to_back --out "$work/small-mpi-$n-$r.json" >/dev/null 2>&1
-    TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 8,1K,64K,1M \
-      --iters 200 --warmup 20 --out "$work/percall-$n-$r.json" >/dev/null 2>&1
+    # 8 B and 1 KiB for SMALL_ITERS calls (default 10000, as the peers below), 64 KiB and 1 MiB
+    # for 200; file names carry the size group so that the table reads them alike.
+    for group in tiny mid; do
+      if [ $group = tiny ]; then bytes=8,1K iters=$SMALL_ITERS; else bytes=64K,1M iters=200; fi
+      "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes $bytes --iters $iters --warmup 20 \
+        --timing back_to_back --out "$work/small-$n-$r-$group.json" >/dev/null 2>&1
+      TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n \
+        --bytes $bytes --iters $iters --warmup 20 --timing back_to_back --out "$work/small-mpi-$n-$r-$group.json" >/dev/null 2>&1
+      TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n \
+        --bytes $bytes --iters $iters --warmup 20 --out "$work/percall-$n-$r-$group.json" >/dev/null 2>&1
+    done
     "$TPBENCH" allreduce --bind "$BIND" --algos "$algos" --n_gpus $n --bytes 16M,64M --iters 20 --warmup 3 \
       --timing back_to_back --out "$work/large-$n-$r.json" >/dev/null 2>&1
     TPB_MPI_THREAD=$MPI_THREAD "$TPBENCH" collective --op allreduce --place out --bind "$BIND" --algos mpi --n_gpus $n --bytes 16M,64M \
       --iters 20 --warmup 3 --timing back_to_back --out "$work/large-mpi-$n-$r.json" >/dev/null 2>&1
     if [ -n "${IMB:-}" ]; then
-      "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:26 -iter 200 -time 60 \
-        >"$work/imb-$n-$r.txt" 2>/dev/null
+      "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 3:10 -iter "$SMALL_ITERS" -time 60 \
+        >"$work/imb-$n-$r-tiny.txt" 2>/dev/null
+      "${mpirun[@]}" -np $n "$IMB" Allreduce -npmin $n -msglog 11:26 -iter 200 -time 60 \
+        >"$work/imb-$n-$r-mid.txt" 2>/dev/null
     fi
     if [ -n "${OSU:-}" ]; then
-      "${mpirun[@]}" -np $n "$OSU" -T mpi_float -m 8:67108864 -i 200 -x 20 >"$work/osu-$n-$r.txt" 2>/dev/null
+      "${mpirun[@]}" -np $n "$OSU" -T mpi_float -m 8:1024 -i "$SMALL_ITERS" -x 200 >"$work/osu-$n-$r-tiny.txt" 2>/dev/null
+      "${mpirun[@]}" -np $n "$OSU" -T mpi_float -m 2048:67108864 -i 200 -x 20 >"$work/osu-$n-$r-mid.txt" 2>/dev/null
     fi
   done
   if [ "${BUSY:-0}" = 1 ]; then
