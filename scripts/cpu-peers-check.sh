@@ -20,7 +20,7 @@
 # with TPB_MPI_THREAD=$MPI_THREAD, by default single: MPI_Init's level, as IMB and OSU ask for
 # (MPI_THREAD=funneled measures tpbench's default, which Open MPI makes slower per call).
 #
-#   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 BIND=none scripts/cpu-peers-check.sh [TPBENCH]
+#   IMB=/path/IMB-MPI1 OSU=/path/osu_allreduce ROUNDS=3 BIND=none [KEEP=dir] scripts/cpu-peers-check.sh [TPBENCH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TPBENCH=${1:-build/tpbench}
@@ -43,9 +43,18 @@ case "$BIND" in
   core) placement=(--map-by core --bind-to core:overload-allowed) ;;
   *) echo "cpu-peers-check: BIND must be none or core" >&2; exit 2 ;;
 esac
-work=$(mktemp -d)
+# KEEP=DIR keeps every round's raw files (tpbench's JSON, IMB's and OSU's output) in DIR, a new
+# directory, to read again; otherwise they go with the run.
+KEEP=${KEEP:-}
+if [ -n "$KEEP" ]; then
+  [ ! -e "$KEEP" ] && [ ! -L "$KEEP" ] || { echo "cpu-peers-check: KEEP=$KEEP exists; name a new directory" >&2; exit 2; }
+  mkdir -p -- "$KEEP"
+  work=$(cd -- "$KEEP" && pwd)
+else
+  work=$(mktemp -d)
+fi
 busy=
-cleanup() { [ -n "$busy" ] && kill "$busy" 2>/dev/null; rm -rf "$work"; }
+cleanup() { [ -n "$busy" ] && kill "$busy" 2>/dev/null; [ -n "$KEEP" ] || rm -rf "$work"; }
 trap cleanup EXIT
 # Open MPI's launcher, as tpbench's mpi points run it: one node, shared memory, loopback only.
 mpirun=(mpirun --oversubscribe "${placement[@]}" --mca btl self,vader --mca btl_tcp_if_include lo)
