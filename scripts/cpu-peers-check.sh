@@ -30,11 +30,12 @@ for v in IMB OSU; do
   p=${!v:-}
   [ -z "$p" ] || [ -x "$p" ] || { echo "cpu-peers-check: $v=$p is not an executable" >&2; exit 2; }
 done
-case "$ROUNDS" in '' | *[!0-9]* | 0) echo "cpu-peers-check: ROUNDS must be a whole number >= 1" >&2; exit 2 ;; esac
 SMALL_ITERS=${SMALL_ITERS:-10000}
-case "$SMALL_ITERS" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: SMALL_ITERS must be a whole number >= 1" >&2; exit 2 ;; esac
 BUSY_ITERS=${BUSY_ITERS:-100000}
-case "$BUSY_ITERS" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: BUSY_ITERS must be a whole number >= 1" >&2; exit 2 ;; esac
+# Plain decimal without a leading zero (bash arithmetic reads 08 as bad octal).
+for v in ROUNDS SMALL_ITERS BUSY_ITERS; do
+  case "${!v}" in '' | *[!0-9]* | 0*) echo "cpu-peers-check: $v must be a whole number >= 1" >&2; exit 2 ;; esac
+done
 BIND=${BIND:-none}
 MPI_THREAD=${MPI_THREAD:-single}
 case "$MPI_THREAD" in single | funneled) ;; *) echo "cpu-peers-check: MPI_THREAD must be single or funneled" >&2; exit 2 ;; esac
@@ -44,11 +45,11 @@ case "$BIND" in
   *) echo "cpu-peers-check: BIND must be none or core" >&2; exit 2 ;;
 esac
 # KEEP=DIR keeps every round's raw files (tpbench's JSON, IMB's and OSU's output) in DIR, a new
-# directory, to read again; otherwise they go with the run.
+# directory in an existing one, to read again; otherwise they go with the run. mkdir itself is
+# the check: it fails on anything already there, a link included.
 KEEP=${KEEP:-}
 if [ -n "$KEEP" ]; then
-  [ ! -e "$KEEP" ] && [ ! -L "$KEEP" ] || { echo "cpu-peers-check: KEEP=$KEEP exists; name a new directory" >&2; exit 2; }
-  mkdir -p -- "$KEEP"
+  mkdir -- "$KEEP" 2>/dev/null || { echo "cpu-peers-check: KEEP=$KEEP: cannot create it as a new directory" >&2; exit 2; }
   work=$(cd -- "$KEEP" && pwd)
 else
   work=$(mktemp -d)
