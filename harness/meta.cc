@@ -15,20 +15,8 @@
 
 #include "comm/cuda/devices.h"
 #include "comm/net_iface.h"
+#include "common/build_info.h"
 #include "common/error.h"
-#if __has_include("tpb_git_sha.h")
-#include "tpb_git_sha.h"  // generated at build time by cmake/git_sha.cmake
-#endif
-
-#ifndef TPB_VERSION
-#define TPB_VERSION "unknown"
-#endif
-#ifndef TPB_GIT_SHA
-#define TPB_GIT_SHA "unknown"
-#endif
-#ifndef TPB_BUILD_TYPE
-#define TPB_BUILD_TYPE "unknown"
-#endif
 
 namespace tpb {
 namespace {
@@ -89,8 +77,8 @@ std::vector<std::string> visibleGpuNames() {
 
 Meta collectMeta(const std::string& command) {
   Meta m;
-  m.tpbenchVersion = TPB_VERSION;
-  m.gitSha = TPB_GIT_SHA;
+  m.tpbenchVersion = build_info::kVersion;
+  m.gitSha = build_info::kGitSha;
   m.timestampUtc = utcNow();
   m.host = thisHostName();
   m.cpuModel = cpuModel();
@@ -103,7 +91,7 @@ Meta collectMeta(const std::string& command) {
   m.nccl = ncclLibraryVersion();    // null in a build without NCCL
   m.libtorch = TORCH_VERSION;
   m.gloo = glooVersion();
-  m.buildType = TPB_BUILD_TYPE;
+  m.buildType = build_info::kBuildType;
   m.command = command;
   return m;
 }

@@ -44,6 +44,7 @@
 #include "strategies/child_process.h"
 #include "comm/net_iface.h"
 #include "comm/store.h"
+#include "common/build_info.h"
 #include "common/error.h"
 #include "workload/idx_file.h"
 #include "workload/sampler.h"
@@ -70,9 +71,7 @@ std::string torchScript() {
     candidates.push_back(exe.parent_path() / ".." / "scripts" / "torch_ddp.py");
     candidates.push_back(exe.parent_path() / ".." / ".." / "scripts" / "torch_ddp.py");
   }
-#ifdef TPB_SOURCE_DIR
-  candidates.push_back(fs::path(TPB_SOURCE_DIR) / "scripts" / "torch_ddp.py");
-#endif
+  if (*build_info::kSourceDir) candidates.push_back(fs::path(build_info::kSourceDir) / "scripts" / "torch_ddp.py");
   for (const auto& c : candidates)
     if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
   return "";

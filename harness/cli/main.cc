@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/transports.h"
+#include "common/build_info.h"
 #include "common/crash_report.h"
 #include "common/error.h"
 #include "common/out_file.h"
@@ -14,9 +15,6 @@
 #include "harness/cli/commands.h"
 #include "harness/external_job.h"
 
-#ifndef TPB_VERSION
-#define TPB_VERSION "unknown"
-#endif
 
 namespace {
 
@@ -51,7 +49,7 @@ int runCommand(int argc, char** argv) {
   }
 
   CLI::App app{"tpbench: measure and compare how data-parallel training synchronises gradients"};
-  app.set_version_flag("--version", std::string("tpbench ") + TPB_VERSION);
+  app.set_version_flag("--version", std::string("tpbench ") + tpb::build_info::kVersion);
   app.require_subcommand(1);
   tpb::cli::Action action;
   tpb::cli::addAllreduce(app, action, commandLine, external.get());
