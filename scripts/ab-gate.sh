@@ -69,9 +69,16 @@ else
   base_bin=$src/build/tpbench
 fi
 
-rm -rf "$OUT/A" "$OUT/B"
-mkdir -p "$OUT/A" "$OUT/B"
-declare -A bin=([A]="$base_bin" [B]="$NEW")
+rm -rf "$OUT/A" "$OUT/B" "$OUT/bin"
+mkdir -p "$OUT/A" "$OUT/B" "$OUT/bin/A" "$OUT/bin/B"
+# Both sides run from copies at paths of one length: a binary's path is in its argv and, through
+# /proc/self/exe, in every rank's, so it sits at the top of each process's stack, and paths of
+# different lengths would place every stack buffer differently on the two sides. (Its code is the
+# same at the same addresses for the same source wherever it was built: common/build_info.h.) The
+# copies also let build/tpbench be relinked while the rounds run.
+cp "$base_bin" "$OUT/bin/A/tpbench"
+cp "$NEW" "$OUT/bin/B/tpbench"
+declare -A bin=([A]="$OUT/bin/A/tpbench" [B]="$OUT/bin/B/tpbench")
 start=$(date +%s)
 for ((i = 1; i <= ROUNDS; i++)); do
   name=$(printf 'r%03d' "$i")
