@@ -15,7 +15,6 @@
 #include "harness/cli/commands.h"
 #include "harness/external_job.h"
 
-
 namespace {
 
 // Under torchrun, srun or mpirun every rank refuses the same input at once: the first rank of
