@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/ab-gate.sh without building a base (BASE_BIN): bad settings are refused before anything
 # runs (exit 2, one line naming the setting); two rounds with one tpbench on both sides pass at a
-# generous threshold, leaving every round's files and verdict.md; a new side whose points differ
-# (a wrapper that trains on 4000 samples, not 4096) fails with compare's exit 3. CTest runs this
-# (Scripts.AbGate, about 40 s).
+# generous threshold, leaving every round's files, verdict.md and the two sides' copies of
+# tpbench; a new side whose points differ (a wrapper that trains on 4000 samples, not 4096) fails
+# with compare's exit 3. CTest runs this (Scripts.AbGate, about 40 s alone, 100 s beside others).
 set -uo pipefail
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TPBENCH=$1
@@ -42,9 +42,12 @@ refused "is a link" OUT="$TMP/outlink"
 gate BASE_BIN="$TPBENCH" NEW_BIN="$TPBENCH" OUT="$TMP/aa" ROUNDS=2 THRESHOLD=999999
 rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: A/A gave exit $rc: $(tail -5 "$TMP/err")"; FAILED=1; }
-for f in A/r001-train.json A/r002-coll.json B/r001-coll.json B/r002-train.json verdict.md; do
+for f in A/r001-train.json A/r002-coll.json B/r001-coll.json B/r002-train.json verdict.md bin/A/tpbench bin/B/tpbench; do
   [ -f "$TMP/aa/$f" ] || { echo "FAIL: no $f after the A/A gate"; FAILED=1; }
 done
+# Both sides ran from copies at paths of one length (the path is on every rank's stack).
+grep -q "^ab-gate: round 1 of 2" "$TMP/out" && cmp -s "$TPBENCH" "$TMP/aa/bin/A/tpbench" &&
+  cmp -s "$TPBENCH" "$TMP/aa/bin/B/tpbench" || { echo "FAIL: the sides' copies are not the binaries given"; FAILED=1; }
 grep -q 'no regression' "$TMP/aa/verdict.md" || { echo "FAIL: verdict.md: $(cat "$TMP/aa/verdict.md")"; FAILED=1; }
 grep -q 'paired over 4 round files' "$TMP/out" || { echo "FAIL: the verdict is not paired: $(cat "$TMP/out")"; FAILED=1; }
 
