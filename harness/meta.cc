@@ -1,13 +1,19 @@
 #include "harness/meta.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <thread>
+#include <vector>
 
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 #if __has_include(<gloo/config.h>)
 #include <gloo/config.h>
@@ -70,6 +76,49 @@ std::optional<std::vector<double>> loadAverage() {
 
 }  // namespace
 
+// The BLAS threads (OpenBLAS's, where it is the BLAS behind LibTorch) and LibTorch's intra-op
+// threads set to one, as in a rank (worker/worker.cc), and put back as they were.
+class OneComputeThread {
+ public:
+  OneComputeThread()
+      : torchThreads_(at::get_num_threads()),
+        getBlas_(reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))),
+        setBlas_(reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))),
+        blasThreads_(getBlas_ && setBlas_ ? getBlas_() : 0) {
+    if (torchThreads_ != 1) at::set_num_threads(1);
+    if (blasThreads_ > 1) setBlas_(1);
+  }
+  ~OneComputeThread() {
+    if (torchThreads_ != 1) at::set_num_threads(torchThreads_);
+    if (blasThreads_ > 1) setBlas_(blasThreads_);
+  }
+  OneComputeThread(const OneComputeThread&) = delete;
+  OneComputeThread& operator=(const OneComputeThread&) = delete;
+
+ private:
+  int torchThreads_;
+  int (*getBlas_)();
+  void (*setBlas_)(int);
+  int blasThreads_;
+};
+
+double sgemmGflops() {
+  constexpr std::int64_t kM = 512, kK = 784, kN = 512;
+  constexpr int kWarmups = 2, kTimed = 15;
+  const OneComputeThread oneThread;
+  const at::Tensor a = at::rand({kM, kK}, at::kFloat), b = at::rand({kK, kN}, at::kFloat);
+  at::Tensor c = at::empty({kM, kN}, at::kFloat);
+  for (int i = 0; i < kWarmups; ++i) at::mm_out(c, a, b);
+  std::vector<double> seconds;
+  for (int i = 0; i < kTimed; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    at::mm_out(c, a, b);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double fastest = *std::min_element(seconds.begin(), seconds.end());
+  return fastest > 0 ? 2.0 * kM * kK * kN / fastest / 1e9 : NAN;
+}
+
 std::vector<std::string> visibleGpuNames() {
   // [] in a build without CUDA or on a machine without a driver or GPU (comm/cuda/devices.h).
   return cudaDeviceNames();
@@ -85,6 +134,7 @@ Meta collectMeta(const std::string& command) {
   if (const unsigned cores = std::thread::hardware_concurrency(); cores > 0) m.cpuCores = cores;
   if (const unsigned usable = availableCores(); usable > 0) m.cpusAvailable = usable;
   m.loadAverage = loadAverage();
+  if (const double g = sgemmGflops(); std::isfinite(g) && g > 0) m.sgemmGflops = g;
   m.gpus = visibleGpuNames();
   m.driver = cudaDriverVersion();   // null without an NVIDIA driver
   m.cuda = cudaRuntimeVersion();    // null in a build without CUDA

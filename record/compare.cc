@@ -361,7 +361,7 @@ void judgePaired(Comparison& c, const Point& bp, const std::string& metric, cons
 
 // Timings regress when slower beyond the threshold and, with enough repeats, significantly so.
 void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt, const Rounds* rounds,
-                    std::vector<Comparison>& rows) {
+                    const std::optional<SgemmScale>& scale, std::vector<Comparison>& rows) {
   for (const auto& [metric, bv] : bp.timing) {
     if (bv.empty()) continue;
     const auto nv = np.timing.find(metric);
@@ -377,7 +377,12 @@ void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt,
     widen(c.baseMin, c.baseMax, bp, metric);
     widen(c.newMin, c.newMax, np, metric);
     c.change = c.base != 0 ? c.now / c.base - 1 : 0;
-    if (c.base > 0 && c.now > 0) c.slowdown = higherIsBetter(metric) ? c.base / c.now - 1 : c.now / c.base - 1;
+    // NEW's values as on BASE's machine (--scale_by_sgemm, runs only): what is judged.
+    std::vector<double> judged = nv->second;
+    if (scale && bp.isRun)
+      for (double& v : judged) v = higherIsBetter(metric) ? v * scale->factor() : v / scale->factor();
+    const double now = summarize(judged).median;
+    if (c.base > 0 && now > 0) c.slowdown = higherIsBetter(metric) ? c.base / now - 1 : now / c.base - 1;
     if (rounds) {
       judgePaired(c, bp, metric, *rounds, opt);
       rows.push_back(c);
@@ -385,7 +390,7 @@ void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt,
     }
     const bool slower = c.slowdown > opt.threshold;
     if (c.nBase >= opt.minRepeats && c.nNew >= opt.minRepeats) {
-      c.p = mannWhitneyU(bv, nv->second).p;
+      c.p = mannWhitneyU(bv, judged).p;
       c.regression = slower && c.p < opt.alpha;
       if (slower && !c.regression) c.note = "slower, but not significant";
     } else {
@@ -439,11 +444,12 @@ PointComparison statusPoint(const std::string& label, const std::string& note) {
   return pc;
 }
 
-PointComparison comparePoint(const Point& bp, const Point& np, const CompareOptions& opt, const Rounds* rounds) {
+PointComparison comparePoint(const Point& bp, const Point& np, const CompareOptions& opt, const Rounds* rounds,
+                             const std::optional<SgemmScale>& scale) {
   if (!np.anyOk) return statusPoint(bp.label, np.anyFailed ? "failed in NEW" : "not run in NEW");
   PointComparison pc;
   pc.point = bp.label;
-  compareTimings(bp, np, opt, rounds, pc.metrics);
+  compareTimings(bp, np, opt, rounds, scale, pc.metrics);
   compareAccuracy(bp, np, opt, pc.metrics);
   compareTraffic(bp, np, pc.metrics);
   if (bp.isRun) pc.split = timeSplit(bp, np);
@@ -576,20 +582,31 @@ CompareResult compareResults(const CompareOptions& opt) {
   if (!(opt.threshold >= 0)) TPB_THROW(UsageError, "--threshold: must be >= 0, got " << opt.threshold);
   if (!(opt.alpha > 0 && opt.alpha < 1)) TPB_THROW(UsageError, "--alpha: must be in (0, 1), got " << opt.alpha);
   if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc_tolerance: must be >= 0, got " << opt.accTolerance);
+  if (opt.paired && opt.scaleBySgemm)
+    TPB_THROW(UsageError, "--scale_by_sgemm: not with --paired (the rounds ran side by side on one machine)");
   Rounds rounds;
   std::vector<Point> b, n;
+  CompareResult out;
   if (opt.paired) {
     const std::vector<std::string> names = roundNames(opt);
     b = collect(mergedRounds(opt.basePath, names, rounds.base));
     n = collect(mergedRounds(opt.newPath, names, rounds.now));
   } else {
-    b = collect(ResultsFile::load(opt.basePath));
-    n = collect(ResultsFile::load(opt.newPath));
+    const ResultsFile base = ResultsFile::load(opt.basePath), now = ResultsFile::load(opt.newPath);
+    if (opt.scaleBySgemm) {
+      for (const auto* f : {&base, &now})
+        if (!f->meta().sgemmGflops)
+          TPB_THROW(UsageError, "--scale_by_sgemm: " << (f == &base ? opt.basePath : opt.newPath)
+                                                     << " has no meta.sgemm_gflops (written by tpbench 0.1 since "
+                                                        "2026-12-02: record it again)");
+      out.scale = SgemmScale{*base.meta().sgemmGflops, *now.meta().sgemmGflops};
+    }
+    b = collect(base);
+    n = collect(now);
   }
   if (std::none_of(b.begin(), b.end(), [](const Point& p) { return p.anyOk; }))
     TPB_THROW(UsageError, "nothing to compare: no point of " << opt.basePath << " measured anything");
 
-  CompareResult out;
   std::size_t measuredInNew = 0;
   for (const Point& bp : b) {
     if (!bp.anyOk) continue;  // nothing to hold NEW to
@@ -600,7 +617,7 @@ CompareResult compareResults(const CompareOptions& opt) {
     }
     ++out.matched;
     measuredInNew += np->anyOk;
-    out.points.push_back(comparePoint(bp, *np, opt, opt.paired ? &rounds : nullptr));
+    out.points.push_back(comparePoint(bp, *np, opt, opt.paired ? &rounds : nullptr, out.scale));
   }
   if (out.matched == 0)
     TPB_THROW(UsageError, "no point in common between " << opt.basePath << " and " << opt.newPath << ": "
@@ -747,6 +764,10 @@ std::string formatJson(const CompareResult& r, const CompareOptions& opt) {
   json doc = {{"base", opt.basePath}, {"new", opt.newPath}, {"threshold", opt.threshold},
               {"alpha", opt.alpha}, {"acc_tolerance", opt.accTolerance}, {"matched_points", r.matched},
               {"paired_rounds", opt.paired ? json(r.rounds) : json(nullptr)},
+              {"sgemm_scale", r.scale ? json{{"base_gflops", r.scale->baseGflops},
+                                             {"new_gflops", r.scale->newGflops},
+                                             {"factor", r.scale->factor()}}
+                                      : json(nullptr)},
               {"regressions", r.regressions()}, {"points", points}};
   // ASCII only: names from the files reach the terminal as \u escapes, never as controls.
   return doc.dump(2, ' ', true, json::error_handler_t::replace) + "\n";
@@ -756,6 +777,10 @@ std::string settingsLine(const CompareResult& r, const CompareOptions& opt) {
   std::ostringstream os;
   os << "threshold " << opt.threshold * 100 << " %, alpha " << opt.alpha << ", acc_tolerance " << opt.accTolerance;
   if (opt.paired) os << ", paired over " << r.rounds << " round files (signed-rank test)";
+  if (r.scale)
+    os << "; runs judged at BASE's machine speed: sgemm " << plain(r.scale->baseGflops) << " GFLOP/s in BASE, "
+       << plain(r.scale->newGflops) << " in NEW, so NEW's run times / " << fmt("%.3g", r.scale->factor())
+       << " (medians shown as measured)";
   return os.str();
 }
 

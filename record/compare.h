@@ -24,6 +24,13 @@
 // Every median printed comes with its min-max spread where the values differ (the repeats; for
 // a collective also its timed iterations), so a reader sees whether a change is within noise.
 //
+// Scaled (`--scale_by_sgemm`, what CI's gate runs against a baseline from another machine): a
+// run's timings are judged after dividing NEW's times (multiplying its rates) by the ratio of
+// the two files' meta.sgemm_gflops, one thread's matrix product on each machine, the kind of
+// work a training step's time is made of. The medians printed stay as measured. Collectives and
+// predictions are not scaled: a collective on CPU is bound by memory and scheduling, which the
+// product does not measure.
+//
 // Paired (`--paired`, what scripts/ab-gate.sh runs): BASE and NEW are directories of rounds, the
 // files of one name in both having run side by side (A B, then B A, ...), so a machine's slow
 // minute hits both. Every other check reads the rounds merged; a timing's slowdown is the median
@@ -46,6 +53,17 @@ struct CompareOptions {
   double accTolerance = 0.001;
   int minRepeats = 5;  // repetitions each side needs for the U test (paired: rounds)
   bool paired = false;  // basePath, newPath are directories of rounds
+  // Judge a training run's timings as if NEW had run on BASE's machine: NEW's times divided by
+  // (samples/s multiplied by) BASE's meta.sgemm_gflops over NEW's. For a baseline recorded on
+  // another machine (CI's gate). Both files must carry it. Not with `paired` (one machine).
+  bool scaleBySgemm = false;
+};
+
+// --scale_by_sgemm: the two machines' compute speeds.
+struct SgemmScale {
+  double baseGflops = 0, newGflops = 0;
+  // How many times longer NEW's machine takes for the same compute (> 1: NEW's is slower).
+  double factor() const { return baseGflops / newGflops; }
 };
 
 // One metric of one point, measured on both sides.
@@ -86,6 +104,7 @@ struct CompareResult {
   std::vector<PointComparison> points;  // regressions first
   std::size_t matched = 0;
   std::size_t rounds = 0;  // paired: the rounds read
+  std::optional<SgemmScale> scale;  // --scale_by_sgemm
   bool regressed() const;
   std::size_t regressions() const;  // points, not metrics
 };

@@ -66,6 +66,7 @@ json Meta::toJson() const {
   j["cpu_cores"] = orNull(cpuCores);
   putIfSet(j, "cpus_available", cpusAvailable);
   putIfSet(j, "load_average", loadAverage);
+  putIfSet(j, "sgemm_gflops", sgemmGflops);
   putIfSet(j, "gpus", gpus);
   j["driver"] = orNull(driver);
   j["cuda"] = orNull(cuda);
@@ -97,6 +98,7 @@ Meta Meta::fromJson(const JsonIn& in) {
   m.cpuCores = optInteger(in, "cpu_cores", 0, 1 << 24);
   m.cpusAvailable = optInteger(in, "cpus_available", 1, 1 << 24);
   m.loadAverage = loadAverageOf(in);
+  if (const auto g = in.find("sgemm_gflops")) m.sgemmGflops = g->number(1e-9, 1e9);
   if (const auto g = in.find("gpus")) {
     std::vector<std::string> names;
     for (std::size_t i = 0; i < g->size(); ++i) names.push_back((*g)[i].str());
@@ -127,7 +129,7 @@ Meta Meta::fromJson(const JsonIn& in) {
     m.hosts = std::move(names);
   }
   m.extra = in.extraExcept({"tpbench_version", "git_sha", "timestamp_utc", "host", "cpu_model", "cpu_cores",
-                            "cpus_available", "load_average", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
+                            "cpus_available", "load_average", "sgemm_gflops", "gpus", "driver", "cuda", "nccl", "libtorch", "gloo", "build_type", "command",
                             "launcher", "bind", "mpi_thread", "shm_single_copy", "ring_chunk_kb", "nodes", "ranks_per_node",
                             "hosts", "world_size"});
   return m;

@@ -33,6 +33,11 @@ struct Meta {
   // average (1, 5, 15 min) when the command started: other work competing for those cores.
   std::optional<long long> cpusAvailable;
   std::optional<std::vector<double>> loadAverage;
+  // The machine's compute speed when the command started: one thread's float32 matrix product
+  // through LibTorch (harness/meta.cc: sgemmGflops), GFLOP/s. What `compare --scale_by_sgemm`
+  // scales a baseline from another machine by. Absent in older files and from commands that
+  // write no results.
+  std::optional<double> sgemmGflops;
   std::optional<std::vector<std::string>> gpus;
   std::optional<std::string> driver, cuda, nccl;
   std::optional<std::string> libtorch, gloo, buildType, command;

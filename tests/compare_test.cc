@@ -250,6 +250,74 @@ TEST(Compare, WithRepeatsASlowdownMustAlsoBeSignificant) {
   EXPECT_FALSE(c2->regression);
 }
 
+// --scale_by_sgemm: a baseline from a faster machine. NEW's machine does the product 3x slower
+// and trains 3.3x slower: as on BASE's machine that is 10 % slower, within a 50 % threshold; the
+// same file unscaled regresses. A real slowdown on top (2x) still regresses when scaled.
+// Collectives are not scaled.
+TEST(Compare, ScaledBySgemmAMachineThreeTimesSlowerIsNotARegression) {
+  const auto withRate = [](json d, double gflops) {
+    d["meta"]["sgemm_gflops"] = gflops;
+    return d;
+  };
+  json base = json::array(), slowMachine = json::array(), slowCode = json::array();
+  for (int i = 0; i < 6; ++i) {
+    const double b = 30000 + 100 * i;
+    base.push_back(run("ddp", 2, b, 0.9, 0.5, i));
+    slowMachine.push_back(run("ddp", 2, b / 3.3, 0.9, 0.5, i));
+    slowCode.push_back(run("ddp", 2, b / 6.6, 0.9, 0.5, i));
+  }
+  const json baseDoc = withRate(doc(base, {allreduce("ring", 2, 1 << 20, 14.0)}), 90.0);
+  CompareOptions o;
+  o.basePath = write("sb.json", baseDoc);
+  o.newPath = write("sm.json", withRate(doc(slowMachine, {allreduce("ring", 2, 1 << 20, 14.0 / 3)}), 30.0));
+  o.threshold = 0.5;
+  EXPECT_TRUE(compareResults(o).regressed()) << "unscaled, the slower machine is a regression";
+  o.scaleBySgemm = true;
+  const CompareResult r = compareResults(o);
+  ASSERT_TRUE(r.scale.has_value());
+  EXPECT_DOUBLE_EQ(r.scale->factor(), 3.0);
+  const Comparison* sps = find(r, "samples_per_s");
+  ASSERT_NE(sps, nullptr);
+  EXPECT_NEAR(sps->slowdown, 0.1, 1e-9);
+  EXPECT_FALSE(sps->regression);
+  EXPECT_NEAR(sps->now, 30250 / 3.3, 1e-6) << "the median shown is the one measured";
+  const Comparison* busbw = find(r, "busbw_gbps");
+  ASSERT_NE(busbw, nullptr);
+  EXPECT_NEAR(busbw->slowdown, 2.0, 1e-9) << "a collective is not scaled";
+  EXPECT_TRUE(busbw->regression);
+
+  o.newPath = write("sc.json", withRate(doc(slowCode), 30.0));
+  const CompareResult code = compareResults(o);
+  EXPECT_NEAR(find(code, "samples_per_s")->slowdown, 1.2, 1e-9);
+  EXPECT_TRUE(find(code, "samples_per_s")->regression);
+  EXPECT_LT(find(code, "samples_per_s")->p, 0.05) << "the U test runs on the scaled values";
+
+  // Through the CLI: the line under the table says what was scaled, and by how much.
+  const std::string fast = write("sf.json", withRate(doc(base), 90.0)), slow = write("ss.json", withRate(doc(slowMachine), 30.0));
+  const auto cli = test::runCli({"compare", fast, slow, "--threshold", "0.5", "--scale_by_sgemm"});
+  EXPECT_EQ(cli.exitCode, 0) << cli.out << cli.err;
+  EXPECT_NE(cli.out.find("sgemm 90 GFLOP/s in BASE, 30 in NEW, so NEW's run times / 3"), std::string::npos) << cli.out;
+  const auto j = test::runCli({"compare", fast, slow, "--scale_by_sgemm", "--format", "json"});
+  EXPECT_DOUBLE_EQ(json::parse(j.out).at("sgemm_scale").at("factor").get<double>(), 3.0);
+  EXPECT_TRUE(json::parse(test::runCli({"compare", fast, slow, "--format", "json"}).out).at("sgemm_scale").is_null());
+}
+
+// A file without the rate cannot be scaled: exit 2 naming it; and rounds of one machine are not.
+TEST(Compare, ScaleBySgemmNeedsTheRateInBothFilesAndIsNotForPairedRounds) {
+  json with = doc({run("ddp", 2, 20000, 0.9, 0.5)});
+  with["meta"]["sgemm_gflops"] = 30.0;
+  const std::string a = write("sa.json", with), old = write("so.json", doc({run("ddp", 2, 20000, 0.9, 0.5)}));
+  for (const auto& [b, n] : {std::pair{a, old}, std::pair{old, a}}) {
+    const auto r = test::runCli({"compare", b, n, "--scale_by_sgemm"});
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_NE(r.err.find("--scale_by_sgemm: " + old + " has no meta.sgemm_gflops"), std::string::npos) << r.err;
+  }
+  CompareOptions o;
+  o.basePath = o.newPath = a;
+  o.paired = o.scaleBySgemm = true;
+  EXPECT_THROW(compareResults(o), UsageError);
+}
+
 // Paired rounds: `dir`/rNN.json, one file per round with one run of ring_all_reduce at each rate.
 std::string roundsDir(const std::string& name, const std::vector<double>& rates) {
   const std::string dir = test::tempPath(name);
@@ -684,13 +752,16 @@ TEST(Compare, NumbersOutOfTheirRangeAreRefusedNamingTheField) {
 
 // `make gate` compares the committed baseline (written before max_steps was recorded) with a
 // new sweep, whose configs carry max_steps -1: every point must still match.
+// A file written before max_steps and workload were recorded (the committed baseline with the two
+// taken out) matches a new sweep's points, which record max_steps -1 and workload "mlp".
 TEST(Compare, CommittedBaselineMatchesANewSweepWithMaxSteps) {
   std::ifstream in(std::string(TPB_SOURCE_DIR) + "/results/baseline-cpu.json");
-  const json base = json::parse(in);
-  json now = base;
-  for (auto& r : now["runs"]) {
-    ASSERT_FALSE(r["config"].contains("max_steps"));
-    r["config"]["max_steps"] = -1;
+  const json now = json::parse(in);
+  json base = now;
+  for (auto& r : base["runs"]) {
+    ASSERT_EQ(r["config"].value("max_steps", -1), -1);
+    r["config"].erase("max_steps");
+    r["config"].erase("workload");
   }
   const auto result = compare(base, now);
   EXPECT_FALSE(result.regressed());

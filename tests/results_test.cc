@@ -3,6 +3,7 @@
 // through unpredictable temp files, the --out lock, and the up-front writability check.
 #include "record/results.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -120,6 +121,31 @@ TEST_F(ResultsTest, MetaHasEveryDesignKey) {
       << meta.at("libtorch");
   for (const char* key : {"driver", "cuda", "nccl"}) {
     EXPECT_TRUE(meta.at(key).is_null() || meta.at(key).is_string()) << key;
+  }
+}
+
+// The machine's compute speed: one thread's matrix product, a plausible rate, and the thread
+// counts put back as they were.
+TEST_F(ResultsTest, MetaRecordsTheMachinesSgemmRateAndLeavesTheThreadsAsTheyWere) {
+  const int threads = at::get_num_threads();
+  const json meta = collectMeta("tpbench run").toJson();
+  ASSERT_TRUE(meta.contains("sgemm_gflops")) << meta.dump();
+  const double g = meta.at("sgemm_gflops").get<double>();
+  // A core of the last 20 years does 0.5-200 GFLOP/s of float32 on one thread.
+  EXPECT_GT(g, 0.5);
+  EXPECT_LT(g, 200.0);
+  EXPECT_EQ(at::get_num_threads(), threads);
+  // Read back as written; a rate that is not a positive number is refused naming the field.
+  EXPECT_DOUBLE_EQ(*Meta::fromJson(JsonIn(meta, "m.json")).sgemmGflops, g);
+  for (const json& bad : {json(0), json(-3.5), json("fast"), json::array()}) {
+    json m = meta;
+    m["sgemm_gflops"] = bad;
+    try {
+      Meta::fromJson(JsonIn(m, "m.json"));
+      ADD_FAILURE() << bad.dump() << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("sgemm_gflops"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -38,6 +38,11 @@ void addCompare(CLI::App& app, Action& action) {
                 "BASE and NEW are directories of rounds (scripts/ab-gate.sh writes them): the *.json files of one name "
                 "ran side by side. A timing's slowdown is the median over rounds of NEW's time over BASE's, tested by a "
                 "one-sided Wilcoxon signed-rank test of their logs (>= 5 rounds) instead of the U test");
+  cmd->add_flag("--scale_by_sgemm", a->o.scaleBySgemm,
+                "For a BASE recorded on another machine: judge training runs' timings as if NEW had run on BASE's "
+                "machine, NEW's times divided by BASE's meta.sgemm_gflops over NEW's (one thread's matrix product, "
+                "measured as each file was started); the medians shown stay as measured. Both files must carry it. "
+                "Collectives are not scaled");
   cmd->callback([&action, a] {
     action = [a] {
       checkReal("--threshold", a->o.threshold, kNonNegative);
