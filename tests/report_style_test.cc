@@ -1,8 +1,9 @@
 // Tests for how the report styles its series (report/style.h): order, colour and origin come
 // from the records' entry fields, else from this build's registry (which tpbench passes in), else
 // from a deterministic fallback; report/ keeps no table of names. Also: a report of
-// results/baseline-cpu.json (older than the entry fields) still reads exactly as the committed
-// reports/baseline-cpu, and a bad results file is record/'s one-line usage error (exit 2).
+// results/baseline-cpu.json, with and without its entry fields (files older than those fields
+// have none), reads exactly as the committed reports/baseline-cpu, and a bad results file is
+// record/'s one-line usage error (exit 2).
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -185,14 +186,29 @@ TEST_F(ReportStyleCli, AnUnknownStrategyIsStyledByItsEntryFields) {
   EXPECT_NE(tp.find("ideal: N × one_device at N=1"), std::string::npos) << tp;
 }
 
-// results/baseline-cpu.json predates the entry fields: the registry styles it exactly as the
-// name table report/ had before, so its report is unchanged (PNG/SVG depend on gnuplot's
-// version; their scripts and data, tables and pages are compared).
-TEST_F(ReportStyleCli, BaselineReportIsUnchanged) {
+// The committed report is what this build draws from the committed results, and from the same
+// results with the records' entry fields taken out (as in files written before them): the
+// registry styles those exactly as the fields do (PNG/SVG depend on gnuplot's version; their
+// scripts and data, tables and pages are compared).
+class BaselineReport : public ReportStyleCli, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(BaselineReport, IsUnchanged) {
   const std::string src = std::string(TPB_SOURCE_DIR) + "/";
+  const bool withoutEntryFields = GetParam();
+  std::string results = src + "results/baseline-cpu.json";
+  if (withoutEntryFields) {
+    json doc = json::parse(readText(results));
+    int stripped = 0;
+    for (auto& run : doc.at("runs"))
+      for (const char* key : {"origin", "order", "color", "data_ranks", "reference_of"}) stripped += run.erase(key) > 0;
+    ASSERT_GT(stripped, 0) << "the committed baseline has no entry fields to take out";
+    // At the same path below dir_ as the committed file below the source: the report names it.
+    fs::create_directories(dir_ / "results");
+    results = (dir_ / "results" / "baseline-cpu.json").string();
+    writeText(results, doc.dump());
+  }
   const fs::path out = dir_ / "baseline";
-  const test::CliResult r = test::runCli(
-      {"report", src + "results/baseline-cpu.json", "-o", out.string(), "--gnuplot", ""});
+  const test::CliResult r = test::runCli({"report", results, "-o", out.string(), "--gnuplot", ""});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   int compared = 0;
   for (const auto& e : fs::directory_iterator(src + "reports/baseline-cpu")) {
@@ -200,7 +216,8 @@ TEST_F(ReportStyleCli, BaselineReportIsUnchanged) {
     if (ext == ".png" || ext == ".svg") continue;
     SCOPED_TRACE(e.path().filename().string());
     std::string fresh = readText(out / e.path().filename());
-    for (std::size_t at; (at = fresh.find(src)) != std::string::npos;) fresh.erase(at, src.size());
+    for (const std::string& prefix : {src, dir_.string() + "/"})
+      for (std::size_t at; (at = fresh.find(prefix)) != std::string::npos;) fresh.erase(at, prefix.size());
     std::string committed = readText(e.path());
     if (ext == ".md" || ext == ".html") {
       // Without gnuplot every chart is "skipped: gnuplot disabled" in the index: compare the tables.
@@ -212,6 +229,9 @@ TEST_F(ReportStyleCli, BaselineReportIsUnchanged) {
   }
   EXPECT_GE(compared, 14);
 }
+
+INSTANTIATE_TEST_SUITE_P(ReportStyleCli, BaselineReport, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "WithoutEntryFields" : "AsCommitted"; });
 
 TEST_F(ReportStyleCli, ABadFieldIsRecordsOneLineUsageError) {
   json doc = json::parse(readText(test::kReportFixture));
