@@ -20,9 +20,9 @@ Meta collectMeta(const std::string& command);
 // the MNIST MLP's first layer at batch 512), the fastest of 15 timed products after 2 warm-ups,
 // in GFLOP/s (2 M K N flops each); about 0.25 s on a 2 GHz core. The fastest, not the median:
 // this VM's speed moves by up to 2x over seconds (one process: 31 GFLOP/s, then 21.6 a second
-// later), and what a neighbour takes away only lowers it; the fastest says what the machine is. One thread, as in a rank: the
-// intra-op and BLAS thread counts are set to one for the measurement and put back after. NaN
-// if a product took no measurable time.
+// later), and what a neighbour takes away only lowers it; the fastest says what the machine
+// is. One thread, as in a rank: the intra-op and BLAS thread counts are set to one for the
+// measurement and put back after. NaN if a product took no measurable time.
 double sgemmGflops();
 
 // The registry's fields recorded beside a run or collective record (origin, order, colour and,

@@ -597,8 +597,8 @@ CompareResult compareResults(const CompareOptions& opt) {
       for (const auto* f : {&base, &now})
         if (!f->meta().sgemmGflops)
           TPB_THROW(UsageError, "--scale_by_sgemm: " << (f == &base ? opt.basePath : opt.newPath)
-                                                     << " has no meta.sgemm_gflops (written by tpbench 0.1 since "
-                                                        "2026-12-02: record it again)");
+                                                     << " has no meta.sgemm_gflops (files written before "
+                                                        "2026-12-02 lack it: record that one again)");
       out.scale = SgemmScale{*base.meta().sgemmGflops, *now.meta().sgemmGflops};
     }
     b = collect(base);
