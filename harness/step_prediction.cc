@@ -53,7 +53,7 @@ AllreduceSource fromCollectives(const PredictOptions& opt, const std::string& al
     for (const auto& path : opt.collectives) names += (names.empty() ? "" : ", ") + path;
     TPB_THROW(UsageError, "--collectives: no in-place allreduce " << algo << " on the CPU measured at 2 or more sizes in "
                                                                    << names << " (tpbench allreduce --algos " << algo
-                                                                   << " --n_gpus 2,3 --bytes 64K,1M,4M)");
+                                                                   << " --n_gpus 2,3 --bytes 8,64K,1M,4M)");
   }
   const model::AcrossN fit = model::fitAcrossN(*group);
   const std::string carrier = group->front()->carrier.empty() ? transport : group->front()->carrier;

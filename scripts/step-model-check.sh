@@ -29,7 +29,7 @@ mkdir -p "$WORK"
 PY=/usr/bin/python3
 
 echo "step-model-check: fitting allreduce library and ring on N = 2, 3"
-"$TPBENCH" allreduce --algos library,ring --n_gpus 2,3 --bytes 64K,256K,1M,4M,16M --iters 20 \
+"$TPBENCH" allreduce --algos library,ring --n_gpus 2,3 --bytes 8,64K,256K,1M,4M,16M --iters 20 \
   --out "$WORK/fits.json" >"$WORK/fits.log" 2>&1
 batch=64
 size=$((STEPS * 2 * batch))
