@@ -177,8 +177,8 @@ TEST(PredictCli, WritesItsRowsAsRecords) {
 // up to 1.6 MiB: its first 1 MiB bucket, then the rest).
 TEST(PredictCli, ItsTableIsTheModelsArithmeticOnWhatItMeasured) {
   const std::string fits = test::tempPath("predict_fits.json");
-  const auto bench = test::runCli({"allreduce", "--algos", "ring", "--n_gpus", "2,3", "--bytes", "8,64K,256K,1M,4M", "--iters", "10",
-                                   "--out", fits, "--overwrite"});
+  const auto bench = test::runCli({"allreduce", "--algos", "ring", "--n_gpus", "2,3", "--bytes", "8,64K,256K,1M,4M",
+                                   "--iters", "10", "--out", fits, "--overwrite"});
   ASSERT_EQ(bench.exitCode, 0) << bench.err;
   const auto ring = test::runCli({"predict", "--strategy", "ring_all_reduce", "--collectives", fits, "--n_gpus", "1,2,4",
                                   "--steps", "5", "--warmup", "1"});
