@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "common/error.h"
 #include "common/text_escape.h"
@@ -11,6 +13,7 @@
 #include "record/nccl_tests.h"
 #include "record/reference_busbw.h"
 #include "record/results.h"
+#include "common/train_settings.h"
 
 #ifndef TPB_VERSION
 #define TPB_VERSION "unknown"
@@ -37,7 +40,9 @@ Meta mergedMeta(const std::vector<NcclTestsImport>& parts, const std::vector<std
   meta.tpbenchVersion = TPB_VERSION;
   nlohmann::json from = nlohmann::json::array();
   for (const auto& f : files) from.push_back(printableLine(f));
-  meta.extra["imported"] = {{"tool", kNcclTestsOrigin}, {"files", from}};
+  bool rccl = false;
+  for (const auto& p : parts) rccl = rccl || p.library == "rccl";
+  meta.extra["imported"] = {{"tool", rccl ? kRcclTestsOrigin : kNcclTestsOrigin}, {"files", from}};
   return meta;
 }
 
@@ -67,7 +72,19 @@ int runImport(const ImportOptions& o, std::ostream& out) {
   for (const auto& f : o.files)
     if (f == o.out) TPB_THROW(UsageError, "--out " << printableLine(o.out) << " is also an input file");
   std::vector<NcclTestsImport> parts;
-  for (const auto& f : o.files) parts.push_back(importNcclTests(f, o.op));
+  if (o.ranks < 0 || o.ranks > kMaxRanks) TPB_THROW(UsageError, "--ranks: a rank count from 1 to " << kMaxRanks);
+  if (!o.library.empty() && o.library != "nccl" && o.library != "rccl")
+    TPB_THROW(UsageError, "--library: '" << printableLine(o.library) << "' is not nccl or rccl");
+  if (o.nicsPerNode < 0 || o.nicsPerNode > 64) TPB_THROW(UsageError, "--nics: a NIC count per node from 1 to 64");
+  if (!o.nic.empty()) {
+    const auto kinds = referenceNicKinds();
+    if (std::find(kinds.begin(), kinds.end(), o.nic) == kinds.end()) {
+      std::string names;
+      for (const auto& k : kinds) names += (names.empty() ? "" : ", ") + k;
+      TPB_THROW(UsageError, "--nic: '" << printableLine(o.nic) << "' is not a NIC kind (choose from " << names << ")");
+    }
+  }
+  for (const auto& f : o.files) parts.push_back(importNcclTests(f, o.op, o.ranks, o.library));
   const OwnedOutput owned("--out", o.out, kResultsOutput, OutputFlags{false, o.overwrite, false});
 
   ResultsFile results = ResultsFile::create(o.out, mergedMeta(parts, o.files));
@@ -79,27 +96,43 @@ int runImport(const ImportOptions& o, std::ostream& out) {
     if (m.worldSize) out << ", " << *m.worldSize << " ranks on " << (m.hosts ? m.hosts->size() : 0) << " host(s)";
     if (m.gpus && !m.gpus->empty() && !m.gpus->front().empty()) out << " (" << m.gpus->front() << ")";
     if (m.nccl) out << ", NCCL " << *m.nccl;
+    if (m.extra.contains("rccl") && m.extra["rccl"].is_string()) out << ", RCCL " << m.extra["rccl"].get<std::string>();
     out << "\n";
-    for (const auto& why : part.leftOut) out << "  left out: " << why << "\n";
-    // The best large-message allreduce against what its platform should reach.
-    const CollectiveRecord* bestPoint = nullptr;
-    std::vector<const ReferenceBusbw*> refs;
-    const std::string gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
-    for (const auto& p : part.points) {
-      auto r = referencesFor(p.op, p.device, p.nGpus, m.nodes.value_or(1), p.bytes, gpu);
-      if (!r.empty() && (!bestPoint || p.busbwGbps > bestPoint->busbwGbps)) {
-        bestPoint = &p;
-        refs = std::move(r);
-      }
+    for (const auto& t : part.tests) {
+      out << "  " << t.op << ": " << t.points << " points, the test from " << t.opFrom;
+      if (!t.ranksFrom.empty() && t.ranksFrom != "the Rank lines" && t.ranksFrom != "the devices")
+        out << ", " << t.ranks << " ranks from " << t.ranksFrom;
+      out << "\n";
     }
-    if (bestPoint)
-      out << "  best busbw at " << formatBytes(bestPoint->bytes) << ": " << busbwText(bestPoint->busbwGbps) << " GB/s = "
-          << referenceText(bestPoint->busbwGbps, refs) << "\n";
+    for (const auto& why : part.leftOut) out << "  left out: " << why << "\n";
+    // Each allreduce curve (one rank count, type and reduction) against what its platform
+    // should reach: its plateau busbw and the published figure (record/reference_busbw.h).
+    const std::string gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
+    std::map<std::tuple<std::string, int, std::string, std::string, std::string>, std::vector<BusbwPoint>> curves;
+    for (const auto& p : part.points) {
+      if (p.op != "allreduce") continue;
+      const std::string algo = p.extra.contains("nccl_algo") && p.extra["nccl_algo"].is_string()
+                                   ? p.extra["nccl_algo"].get<std::string>() : "";
+      curves[{p.device, p.nGpus, p.elementType(), p.reduction(), algo}].push_back({p.bytes, p.busbwGbps});
+    }
+    for (const auto& [key, points] : curves) {
+      CurveFacts facts;
+      std::tie(facts.device, facts.ranks, facts.dtype, facts.redop, facts.algorithm) = key;
+      facts.gpu = gpu;
+      facts.nodes = m.nodes.value_or(1);
+      facts.nicsPerNode = o.nicsPerNode;
+      facts.nic = o.nic;
+      const Plateau plateau = plateauOf(points);
+      const Verdict v = verdictFor(facts, points);
+      out << "  allreduce at " << facts.ranks << " ranks" << (facts.dtype != "float32" ? " (" + facts.dtype + ")" : "") << ": ";
+      if (plateau.has) out << "plateau " << plateauText(plateau) << "; ";
+      out << (v.has ? v.text : "no verdict: " + v.whyNone) << "\n";
+    }
     for (const auto& p : part.points) results.addCollective(p);
     total += part.points.size();
   }
   results.save();
-  out << "wrote " << total << " nccl-tests points to " << printableLine(o.out) << "\n";
+  out << "wrote " << total << " imported points to " << printableLine(o.out) << "\n";
   return 0;
 }
 

@@ -13,6 +13,10 @@ struct ImportOptions {
   std::vector<std::string> files;
   std::string out;
   std::string op;  // "" : each file says which test it is
+  int ranks = 0;        // 0: each file says its rank count (Rank lines, command line, busbw / algbw)
+  std::string library;  // "nccl", "rccl"; "": each file says it
+  int nicsPerNode = 0;  // across nodes, for the verdict: NICs per node and their kind (0, "": unknown)
+  std::string nic;
   bool overwrite = false;
 };
 

@@ -105,7 +105,7 @@ std::string runLabel(const RunConfig& c) {
 bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
   return a.op == b.op && a.algo == b.algo && a.transport == b.transport && a.device == b.device &&
          a.nGpus == b.nGpus && a.bytes == b.bytes && a.isInPlace() == b.isInPlace() && a.root == b.root &&
-         a.timingMethod() == b.timingMethod();
+         a.timingMethod() == b.timingMethod() && a.elementType() == b.elementType() && a.reduction() == b.reduction();
 }
 
 // Points are matched by value (a linear search: files hold hundreds of points, not millions).
@@ -150,7 +150,8 @@ Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) 
   Point p;
   p.coll = rec;
   p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
-            "over " + rec.carriedOver() + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "");
+            "over " + rec.carriedOver() + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "") +
+            (rec.dtype ? " " + *rec.dtype : "") + (rec.redop ? " " + *rec.redop : "");
   points.push_back(std::move(p));
   return points.back();
 }
@@ -506,6 +507,8 @@ std::vector<std::string> collectiveDifferences(const CollectiveRecord& a, const 
   check("in_place", a.isInPlace(), b.isInPlace());
   check("root", root(a), root(b));
   check("timing", a.timingMethod(), b.timingMethod());
+  check("dtype", a.elementType(), b.elementType());
+  check("redop", a.reduction(), b.reduction());
   return out;
 }
 

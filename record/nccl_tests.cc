@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/bus_factor.h"
@@ -27,7 +28,6 @@ constexpr const char* kColor = "#bcbd22";
 // The timer of every imported point: nccl-tests launches `iters` calls back to back and divides.
 constexpr const char* kMeanTimer = "nccl-tests (mean of back-to-back launches)";
 constexpr const char* kPerIterTimer = "nccl-tests (CUDA events per iteration)";
-constexpr std::size_t kMaxPoints = 1u << 20;
 
 std::string baseName(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -44,13 +44,24 @@ std::string ncclVersionText(long long code) {
 
 // A finite number >= 0, the whole token ("1.2e+05" as nccl-tests prints its widest values).
 bool numberToken(const std::string& t, double& out) {
-  if (t.empty()) return false;
+  if (t.empty() || t.size() > 32) return false;
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(t.c_str(), &end);
   if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v) || v < 0) return false;
   out = v;
   return true;
+}
+
+// Half a unit of the last digit printed: the most a printed figure is off from what was measured
+// ("12.34": 0.005; "24410": 0.5; "1.2e+05": 5000).
+double printedHalfUnit(const std::string& t) {
+  const auto e = t.find_first_of("eE");
+  const std::string mantissa = t.substr(0, e);
+  const auto dot = mantissa.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  const int exponent = e == std::string::npos ? 0 : std::atoi(t.c_str() + e + 1);
+  return 0.5 * std::pow(10.0, exponent - decimals);
 }
 
 bool integerToken(const std::string& t, long long lo, long long hi, long long& out) {
@@ -66,38 +77,56 @@ bool integerToken(const std::string& t, long long lo, long long hi, long long& o
   return true;
 }
 
+bool isInteger(const std::string& t) {
+  long long v = 0;
+  return integerToken(t, -(1LL << 53), 1LL << 53, v);
+}
+
 std::vector<std::string> tokens(const std::string& line) {
   std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string t; in >> t;) out.push_back(t);
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
   return out;
 }
 
-// One test of a file as it is read: what its header said, and the rows counted out.
-struct Test {
-  std::string op;
-  std::string unsupported;  // why its rows are left out ("" : they are read)
-  long long iters = 0, warmup = 0;
-  int ranks = 0;
-  bool validation = true;
-  std::vector<std::pair<std::string, std::string>> devices;  // host, GPU of each rank
-};
+// nccl-tests' (and rccl-tests') element type names, in tpbench's; "" for another word.
+std::string elementTypeOf(const std::string& t) {
+  static const std::map<std::string, std::string> names = {
+      {"int8", "int8"},       {"char", "int8"},       {"uint8", "uint8"},         {"int32", "int32"},
+      {"int", "int32"},       {"uint32", "uint32"},   {"int64", "int64"},         {"uint64", "uint64"},
+      {"half", "float16"},    {"float16", "float16"}, {"float", "float32"},       {"float32", "float32"},
+      {"double", "float64"},  {"float64", "float64"}, {"bfloat16", "bfloat16"},   {"bf16", "bfloat16"},
+      {"f8e4m3", "float8_e4m3"}, {"fp8_e4m3", "float8_e4m3"}, {"f8e5m2", "float8_e5m2"}, {"fp8_e5m2", "float8_e5m2"}};
+  const auto it = names.find(t);
+  return it == names.end() ? "" : it->second;
+}
 
-// One placement's figures as the file gives them.
-struct Measured {
-  double timeUs = NAN, algbw = NAN, busbw = NAN;
-  std::optional<long long> wrong;  // nullopt: validation off ("N/A" / null)
-  // Per-iteration figures where the file has them (-I): text gives min, max, p99 and cv; JSON
-  // the times themselves.
-  double minUs = NAN, maxUs = NAN, p99Us = NAN, cvPct = NAN;
-  std::vector<double> timesUs;
-  long long skipped = 0;
-};
+// nccl-tests' reduction names in tpbench's ("none" for the ops that reduce nothing); "" for another.
+std::string reductionOf(const std::string& t) {
+  if (t == "none") return "none";
+  if (t == "mulsum" || t == "premulsum") return "premulsum";
+  return isReduction(t) ? t : "";
+}
+
+bool reducingOp(const std::string& op) { return op == "allreduce" || op == "reduce" || op == "reduce_scatter"; }
+bool rootedOp(const std::string& op) { return op == "broadcast" || op == "reduce"; }
+
+// The ops a table may be of, for a guess from its figures, in ncclTestsOps()' order.
+const std::vector<std::string>& candidateOps() {
+  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast",
+                                               "reduce",    "alltoall",  kShiftOp};
+  return ops;
+}
 
 // Rows left out, by reason, counted for the one line each the command prints.
 class LeftOut {
  public:
-  void add(const std::string& why) { ++counts_[why]; }
+  void add(const std::string& why, long long n = 1) { counts_[why] += n; }
   std::vector<std::string> lines() const {
     std::vector<std::string> out;
     for (const auto& [why, n] : counts_) out.push_back(std::to_string(n) + (n == 1 ? " row " : " rows ") + why);
@@ -108,55 +137,140 @@ class LeftOut {
   std::map<std::string, long long> counts_;
 };
 
-// Why a row is not imported ("" to import it): the checks that do not depend on its figures.
-std::string leftOutWhy(const Test& t, const std::string& type, const std::string& redop, long long bytes) {
-  if (type != "float") return "of type " + printableLine(type) + " (records hold float32 elements; run with -d float)";
-  const bool sums = t.op == "allreduce" || t.op == "reduce" || t.op == "reduce_scatter";
-  if (sums && redop != "sum") return "reducing with " + printableLine(redop) + " (tpbench's ops sum; run with -o sum)";
-  if (bytes == 0) return "of size 0";
+// What a test's header says, and where each thing was learnt.
+struct Test {
+  std::string op, opFrom;
+  std::string program;      // the program named, for a left-out line ("gather_perf")
+  std::string unsupported;  // why its rows are left out ("" : they are read)
+  long long iters = 0, warmup = 0;
+  bool haveIters = false;
+  int ranks = 0;
+  std::string ranksFrom;
+  bool validation = true;
+  std::string algorithm;  // NCCL_ALGO where the log set it
+  int commandRanks = 0;   // what its command line runs (ranksOfCommand)
+  std::vector<std::pair<std::string, std::string>> devices;  // host, GPU of each rank
+};
+
+// One placement's figures as the file gives them, with each printed figure's token (for its
+// precision) where it came from text.
+struct Measured {
+  double timeUs = NAN, algbw = NAN, busbw = NAN;
+  double timeTol = 0, algbwTol = 0, busbwTol = 0;  // half a printed unit; 0 from JSON
+  std::optional<long long> wrong;  // nullopt: validation off ("N/A" / null), or an "error" column
+  std::optional<double> maxError;  // older tables' "error" column: the largest error, not a count
+  // Per-iteration figures where the file has them (-I): text gives min, max, p99 and cv; JSON
+  // the times themselves.
+  double minUs = NAN, maxUs = NAN, p99Us = NAN, cvPct = NAN;
+  std::vector<double> timesUs;
+  long long skipped = 0;
+};
+
+// One row as read: its preamble and one or two placements.
+struct Row {
+  std::string where;  // "file:line"
+  long long bytes = 0, count = 0;
+  std::string dtype = "float32", redop;  // redop "" : the table has no redop column
+  std::optional<long long> root;         // absent: no root column
+  std::optional<Measured> outOfPlace;
+  Measured inPlace;
+};
+
+bool near(double printed, double tol, double expected, double expectedTol) {
+  // What was printed is within its own rounding, and that of the figures it is computed from, of
+  // what they give; a little more for float arithmetic and for printf's rounding of ties.
+  return std::fabs(printed - expected) <= tol + expectedTol + 1e-6 * std::max(printed, expected) + 1e-9;
+}
+
+// nccl-tests before 2.? printed allgather's and reduce_scatter's algbw as what crosses the links,
+// size x (N-1)/N / time, equal to their busbw (which is today's busbw): such a row's figures.
+bool oldBlockFigures(const std::string& op, int ranks, long long bytes, const Measured& m) {
+  if ((op != "allgather" && op != "reduce_scatter") || ranks < 2 || !(m.timeUs > 0)) return false;
+  const double bus = static_cast<double>(bytes) * (ranks - 1) / ranks / (m.timeUs * 1e3);
+  const double busTol = m.timeTol > 0 && m.timeTol < m.timeUs ? bus * m.timeTol / (m.timeUs - m.timeTol) : 0.01 * bus;
+  const double plain = static_cast<double>(bytes) / (m.timeUs * 1e3);
+  (void)plain;
+  return near(m.algbw, m.algbwTol, bus, busTol) && near(m.busbw, m.busbwTol, bus, busTol);
+}
+
+std::string todaysFiguresMisfit(const std::string& op, int ranks, long long bytes, const Measured& m);
+
+// Why a row's figures do not fit `op` at `ranks` ("" when they do): algbw = size / time, busbw =
+// algbw x the factor, each at the precision printed.
+std::string figuresMisfit(const std::string& op, int ranks, long long bytes, const Measured& m) {
+  if (!(m.timeUs > 0)) return "time must be a number > 0";
+  const std::string why = todaysFiguresMisfit(op, ranks, bytes, m);
+  return why.empty() || oldBlockFigures(op, ranks, bytes, m) ? "" : why;
+}
+
+std::string todaysFiguresMisfit(const std::string& op, int ranks, long long bytes, const Measured& m) {
+  const double algbw = static_cast<double>(bytes) / (m.timeUs * 1e3);
+  const double algbwTol = m.timeTol > 0 && m.timeTol < m.timeUs ? algbw * m.timeTol / (m.timeUs - m.timeTol) : 0;
+  std::ostringstream why;
+  if (!near(m.algbw, m.algbwTol, algbw, algbwTol + (m.algbwTol == 0 ? 0.01 * algbw : 0))) {
+    why << "algbw " << m.algbw << " GB/s is not size / time (" << algbw << " GB/s)";
+    return why.str();
+  }
+  const double factor = busFactorOf(op)(ranks);
+  if (!near(m.busbw, m.busbwTol, m.algbw * factor, factor * m.algbwTol + (m.busbwTol == 0 ? 0.01 * m.busbw : 0))) {
+    why << "busbw " << m.busbw << " GB/s is not algbw x " << factor << " (" << op << " at " << ranks << " ranks)";
+    return why.str();
+  }
   return "";
 }
 
-// The record of one placement of one row, checked: the figures must agree with one another as
-// nccl-tests computes them, else the row is not what it claims (another test, a damaged line).
-CollectiveRecord record(const Test& t, long long bytes, std::optional<int> root, bool inPlace, const Measured& m,
+// Why a row cannot be of `op` by its redop and root columns ("" when it can).
+std::string columnsMisfit(const std::string& op, const Row& r) {
+  if (!r.redop.empty()) {
+    // Older versions print "sum" for the tests that reduce nothing too; none never reduces.
+    if (reducingOp(op) && r.redop == "none") return "its redop is none, and " + op + " reduces";
+    if (!reducingOp(op) && r.redop != "none" && r.redop != "sum")
+      return "its redop is " + r.redop + ", and " + op + " reduces nothing";
+  }
+  if (r.root) {
+    if (rootedOp(op) && *r.root < 0) return "its root is " + std::to_string(*r.root) + ", and " + op + " has a root";
+    if (!rootedOp(op) && *r.root >= 0) return "its root is " + std::to_string(*r.root) + ", and " + op + " has none";
+  }
+  // nccl-tests checks no in-place result of alltoall and sendrecv (#wrong N/A beside an
+  // out-of-place count), and every other test's.
+  if (r.outOfPlace && r.outOfPlace->wrong) {
+    const bool unchecked = !r.inPlace.wrong && !r.inPlace.maxError;
+    const bool uncheckedOp = op == "alltoall" || op == kShiftOp;
+    if (unchecked && !uncheckedOp) return "its in-place result is unchecked (N/A), as only alltoall's and sendrecv's are";
+    if (!unchecked && uncheckedOp) return "its in-place result is checked, as " + op + "'s is not";
+  }
+  return "";
+}
+
+// The record of one placement of one row (figures checked by the caller).
+CollectiveRecord record(const Test& t, const std::string& library, const Row& row, bool inPlace, const Measured& m,
                         const std::string& where) {
   const auto refuse = [&](const std::string& why) { TPB_THROW(UsageError, where << ": " << why); };
-  if (!(m.timeUs > 0)) refuse("time must be a number > 0");
-  // nccl-tests prints 2 decimals (1 or none for wide values): allow that rounding and 1 %.
-  const double algbw = static_cast<double>(bytes) / (m.timeUs * 1e3);
-  const auto near = [](double a, double b) { return std::fabs(a - b) <= 0.01 * std::max(a, b) + 0.02; };
-  if (!near(m.algbw, algbw)) {
-    std::ostringstream why;
-    why << "algbw " << m.algbw << " GB/s is not size / time (" << algbw << " GB/s)";
-    refuse(why.str());
-  }
-  const double factor = busFactorOf(t.op)(t.ranks);
-  if (!near(m.busbw, m.algbw * factor)) {
-    std::ostringstream why;
-    why << "busbw " << m.busbw << " GB/s is not algbw x " << factor << " (" << t.op << " at " << t.ranks
-        << " ranks): is this " << t.op << "'s output? (--op names the test)";
-    refuse(why.str());
-  }
+  const bool rccl = library == "rccl";
   CollectiveRecord r;
   r.op = t.op;
-  r.algo = kNcclTestsOrigin;
-  r.transport = "nccl";
-  r.device = "cuda";
-  r.root = root;
+  r.algo = rccl ? kRcclTestsOrigin : kNcclTestsOrigin;
+  r.transport = library;
+  r.device = rccl ? "rocm" : "cuda";
+  if (rootedOp(t.op)) r.root = static_cast<int>(row.root.value_or(0));
   r.inPlace = inPlace;
+  if (row.dtype != "float32") r.dtype = row.dtype;
+  if (reducingOp(t.op) && !row.redop.empty() && row.redop != "sum") r.redop = row.redop;
   r.nGpus = t.ranks;
-  r.bytes = static_cast<std::uint64_t>(bytes);
-  r.count = r.bytes / 4;
+  r.bytes = static_cast<std::uint64_t>(row.bytes);
+  r.count = static_cast<std::uint64_t>(row.count);
   r.measured = true;
   r.timing = kBackToBackTiming;
   r.iters = static_cast<int>(t.iters);
   r.warmup = static_cast<int>(t.warmup);
   r.wrong = t.validation ? m.wrong : std::nullopt;
-  r.entry.origin = kNcclTestsOrigin;
-  r.entry.carrier = "nccl";
+  if (m.maxError) r.extra["max_error"] = *m.maxError;
+  r.entry.origin = r.algo;
+  r.entry.carrier = library;
   r.entry.order = kOrder;
   r.entry.color = kColor;
+  if (!t.algorithm.empty()) r.extra["nccl_algo"] = t.algorithm;
+  const double factor = busFactorOf(t.op)(t.ranks);
   if (!m.timesUs.empty()) {
     // Each iteration timed (-I): the distribution, as tpbench's own points keep it, and the
     // bandwidths of its median, which one slow iteration does not move.
@@ -167,7 +281,7 @@ CollectiveRecord record(const Test& t, long long bytes, std::optional<int> root,
     r.timeMedianUs = s.median;
     r.timeMinUs = s.min;
     r.timeMaxUs = s.max;
-    r.algbwGbps = static_cast<double>(bytes) / (s.median * 1e3);
+    r.algbwGbps = static_cast<double>(row.bytes) / (s.median * 1e3);
     r.busbwGbps = r.algbwGbps * factor;
     if (kept.size() >= 2) r.spread = IterationSpread::of(kept, s);
     r.timeExtra["mean_launch"] = m.timeUs;
@@ -179,40 +293,33 @@ CollectiveRecord record(const Test& t, long long bytes, std::optional<int> root,
   if (std::isfinite(m.minUs) && std::isfinite(m.maxUs)) {
     // The text table's per-iteration columns: the range around the mean, and p99 and CV kept as
     // the file gives them (no median or p90 to make tpbench's spread of).
-    if (!(m.minUs <= m.timeUs && m.timeUs <= m.maxUs)) refuse("the mean time lies outside i_min .. i_max");
+    if (!(m.minUs <= m.timeUs + m.timeTol && m.timeUs - m.timeTol <= m.maxUs))
+      refuse("the mean time lies outside i_min .. i_max");
     r.timer = kPerIterTimer;
-    r.timeMinUs = m.minUs;
-    r.timeMaxUs = m.maxUs;
+    r.timeMinUs = std::min(m.minUs, m.timeUs);
+    r.timeMaxUs = std::max(m.maxUs, m.timeUs);
     r.timeExtra["mean_launch"] = m.timeUs;
     if (std::isfinite(m.p99Us)) r.timeExtra["nccl_tests_p99"] = m.p99Us;
     if (std::isfinite(m.cvPct)) r.timeExtra["nccl_tests_cv"] = m.cvPct / 100;
   }
   r.algbwGbps = m.algbw;
   r.busbwGbps = m.busbw;
+  if (!todaysFiguresMisfit(t.op, t.ranks, row.bytes, m).empty() && oldBlockFigures(t.op, t.ranks, row.bytes, m)) {
+    // One meaning per figure: algbw is size / time here as in every other record.
+    r.extra["nccl_tests_algbw"] = m.algbw;
+    r.algbwGbps = static_cast<double>(row.bytes) / (m.timeUs * 1e3);
+  }
   return r;
-}
-
-// A row's root as a record holds it: a rank of the test for a rooted op (else `fail` says why),
-// none for the others.
-template <typename Fail>
-std::optional<int> rootOfRow(const Test& t, long long root, Fail fail) {
-  if (t.op != "broadcast" && t.op != "reduce") return std::nullopt;
-  if (root < 0 || root >= t.ranks) fail("one of the " + std::to_string(t.ranks) + " ranks");
-  return static_cast<int>(root);
-}
-
-void checkOp(const std::string& given, const std::string& found, const std::string& where) {
-  if (!given.empty() && !found.empty() && given != found)
-    TPB_THROW(UsageError, where << ": the file is " << found << "'s output, not --op " << given);
 }
 
 // The test a program runs, or why tpbench cannot hold its rows.
 void testOf(const std::string& program, Test& t) {
+  t.program = printableLine(baseName(program)).substr(0, 64);
   t.op = opOfNcclTestsProgram(program);
   if (t.op.empty())
-    t.unsupported = "of " + printableLine(baseName(program)) +
-                    " (tpbench holds all_reduce, all_gather, reduce_scatter, broadcast, reduce and alltoall; "
-                    "sendrecv_perf times one shift, tpbench's sendrecv a round trip)";
+    t.unsupported = "of " + t.program +
+                    " (tpbench has no such op: it holds all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
+                    "alltoall and sendrecv)";
 }
 
 // Where the file's ranks ran: the first test that has rows names them.
@@ -230,12 +337,7 @@ void noteDevices(Meta& meta, const Test& t) {
 
 void finish(NcclTestsImport& out, const LeftOut& left, const std::string& file) {
   out.leftOut = left.lines();
-  if (out.meta.hosts) out.meta.nodes = static_cast<long long>(out.meta.hosts->size());
-  // Where each point ran, on the point itself: a file merging several imports keeps it.
-  for (auto& p : out.points) {
-    if (out.meta.gpus && !out.meta.gpus->empty() && !out.meta.gpus->front().empty()) p.extra["gpu"] = out.meta.gpus->front();
-    if (out.meta.nodes) p.extra["nodes"] = *out.meta.nodes;
-  }
+  if (out.meta.hosts && !out.meta.hosts->empty()) out.meta.nodes = static_cast<long long>(out.meta.hosts->size());
   if (out.points.empty())
     TPB_THROW(UsageError, file << ": no nccl-tests result row tpbench can hold"
                                << (out.leftOut.empty() ? "" : " (" + out.leftOut.front() + ")"));
@@ -243,52 +345,169 @@ void finish(NcclTestsImport& out, const LeftOut& left, const std::string& file) 
 
 // ---- text ----------------------------------------------------------------------------------
 
-// The table's columns, from its header line "#  size  count  type  redop  root  time  algbw ...".
+// A line as nccl-tests printed it: what launchers and pastes put around it taken off. Open MPI's
+// --tag-output ("[1,0]<stdout>:") and a rank tag ("[0]") recur inside a line where a rank's output
+// was written in pieces, so every copy of the line's leading tag goes; srun's --label ("0: ")
+// leads only. Then indentation and markdown's quote marks.
+std::string cleaned(const std::string& raw) {
+  std::string line = raw;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos) return "";
+  // [r,s]<stdout>: or [r,s]<stderr>: (Open MPI), [r] (a rank tag), each anywhere once it leads.
+  const auto tagAt = [&](std::size_t at) -> std::size_t {
+    if (at >= line.size() || line[at] != '[') return 0;
+    std::size_t k = at + 1, digits = 0;
+    while (k < line.size() && line[k] >= '0' && line[k] <= '9' && digits < 7) ++k, ++digits;
+    if (digits == 0 || k >= line.size()) return 0;
+    if (line[k] == ']') return k + 1 - at;
+    if (line[k] != ',') return 0;
+    ++k;
+    digits = 0;
+    while (k < line.size() && line[k] >= '0' && line[k] <= '9' && digits < 7) ++k, ++digits;
+    if (digits == 0 || k >= line.size() || line[k] != ']') return 0;
+    ++k;
+    for (const char* stream : {"<stdout>:", "<stderr>:", "<stddiag>:"})
+      if (line.compare(k, std::char_traits<char>::length(stream), stream) == 0)
+        return k + std::char_traits<char>::length(stream) - at;
+    return 0;
+  };
+  // A tag after another launcher's prefix ("(head, rank=0, pid=3808) [1,0]<stdout>:"): what stands
+  // before the tag goes with it.
+  for (std::size_t at = line.find('[', i); at != std::string::npos && !tagAt(i); at = line.find('[', at + 1)) {
+    const std::size_t n = tagAt(at);
+    if (n > 0 && line[at + n - 1] == ':') {
+      i = at;
+      break;
+    }
+  }
+  if (const std::size_t n = tagAt(i)) {
+    const std::string tag = line.substr(i, n);
+    std::string out;
+    for (std::size_t k = i; k < line.size();) {
+      if (line.compare(k, tag.size(), tag) == 0) {
+        out += ' ';
+        k += tag.size();
+      } else {
+        out += line[k++];
+      }
+    }
+    line = out;
+    i = line.find_first_not_of(" \t");
+    if (i == std::string::npos) return "";
+  } else {
+    // srun --label: "12: " before the line.
+    std::size_t k = i;
+    while (k < line.size() && k - i < 7 && line[k] >= '0' && line[k] <= '9') ++k;
+    if (k > i && k + 1 < line.size() && line[k] == ':' && (line[k + 1] == ' ' || line[k + 1] == '\t'))
+      i = line.find_first_not_of(" \t", k + 1);
+    if (i == std::string::npos) return "";
+  }
+  // Markdown's quote marks ("> ") and the indentation of a list; a table pasted as a markdown
+  // table ("1024 | 512 | half | sum ...", "\#  size ...") read as the columns it was.
+  while (i < line.size() && (line[i] == '>' || line[i] == ' ' || line[i] == '\t')) ++i;
+  std::string out = line.substr(i);
+  if (out.size() >= 2 && out[0] == '\\' && out[1] == '#') out.erase(0, 1);
+  if (out.find(" | ") != std::string::npos) std::replace(out.begin(), out.end(), '|', ' ');
+  return out;
+}
+
+// The table's columns, from its header line "#  size  count  type  redop  root  time  algbw ...",
+// or told from a row where the log starts below the header.
 struct Columns {
   std::vector<std::string> preamble;  // size, count, type, redop, root (older tables: fewer)
-  std::size_t perPlacement = 0;       // time algbw busbw #wrong, + i_min i_max i_p99 i_cv% with -I
-  bool perIter = false, timestamp = false;
+  std::size_t perPlacement = 4;       // time algbw busbw #wrong, + i_min i_max i_p99 i_cv% with -I
+  bool perIter = false, timestamp = false, errorColumn = false;
+  std::size_t placements = 2;         // the header's time columns: 1 where a test has no in-place
+  bool fromRow = false;
+  double timeScale = 1;               // to µs: 1000 where the table printed ms
 };
 
 bool columnsOf(const std::vector<std::string>& t, Columns& c) {
-  if (t.size() < 2 || t[0] != "#" || t[1] != "size") return false;
-  std::size_t i = 1;
-  while (i < t.size() && t[i] != "time" && t[i] != "cputime") c.preamble.push_back(t[i++]);
+  if (t.empty() || (t[0] != "size" && t[0] != "bytes")) return false;
+  // The first generation (2017-2019): "bytes N type op time algbw busbw res", its time in ms, its
+  // op the reduction and res the largest error.
+  const bool first = t[0] == "bytes";
+  if (first) c.timeScale = 1000;
+  std::size_t i = 0;
+  while (i < t.size() && t[i] != "time" && t[i] != "cputime") {
+    const std::string& name = t[i++];
+    c.preamble.push_back(!first ? name : name == "bytes" ? "size" : name == "N" ? "count" : name == "op" ? "redop" : name);
+  }
   std::size_t groups = 0;
   for (; i < t.size(); ++i) {
     if (t[i] == "time" || t[i] == "cputime") ++groups;
     else if (t[i] == "i_min") c.perIter = true;
     else if (t[i] == "timestamp") c.timestamp = true;
+    else if (t[i] == "error" || t[i] == "res") c.errorColumn = true;
   }
   c.perPlacement = c.perIter ? 8 : 4;
-  return groups >= 1;
+  c.placements = std::min<std::size_t>(groups, 2);
+  return groups >= 1 && c.preamble.size() >= 2;
 }
 
-long long headerNumber(const std::string& line, const std::string& key, const std::string& where) {
-  const auto at = line.find(key);
-  if (at == std::string::npos) return -1;
-  long long v = 0;
-  const auto t = tokens(line.substr(at + key.size(), 24));
-  if (t.empty() || !integerToken(t[0], 0, 1LL << 31, v)) TPB_THROW(UsageError, where << ": '" << key << "' is not followed by a count");
-  return v;
+// A row's columns where no header was read: size, count and type, then a redop word and a root
+// where the count of the rest fits one or two placements of four figures (eight with -I). A time
+// may be printed as an integer ("24410"), so a root is taken only where the rest's count says so.
+std::optional<Columns> columnsFromRow(const std::vector<std::string>& t) {
+  if (t.size() < 3 + 4 || elementTypeOf(t[2]).empty()) return std::nullopt;
+  Columns c;
+  c.fromRow = true;
+  c.preamble = {"size", "count", "type"};
+  std::size_t k = 3;
+  if (!reductionOf(t[k]).empty()) c.preamble.push_back("redop"), ++k;
+  const auto fits = [&c](std::size_t left) {
+    if (left == 8) return c.perPlacement = 4, c.placements = 2, true;
+    if (left == 4) return c.perPlacement = 4, c.placements = 1, true;
+    if (left == 16) return c.perPlacement = 8, c.perIter = true, c.placements = 2, true;
+    return false;
+  };
+  if (k < t.size() && isInteger(t[k]) && fits(t.size() - k - 1)) {
+    c.preamble.push_back("root");
+    return c;
+  }
+  if (fits(t.size() - k)) return c;
+  return std::nullopt;
+}
+
+long long headerNumber(const std::vector<std::string>& t, const std::string& key, const std::string& where) {
+  // "warmup iters: 5 iters: 20 agg iters: 1 validation: 1": the count after `key`'s words.
+  const auto words = tokens(key);
+  for (std::size_t i = 0; i + words.size() < t.size(); ++i) {
+    if (!std::equal(words.begin(), words.end(), t.begin() + static_cast<long>(i))) continue;
+    // "iters:" alone must not match the end of "warmup iters:" or "agg iters:".
+    if (words.size() == 1 && i > 0 && (t[i - 1] == "warmup" || t[i - 1] == "agg")) continue;
+    long long v = 0;
+    if (!integerToken(t[i + words.size()], 0, 1LL << 31, v))
+      TPB_THROW(UsageError, where << ": '" << key << "' is not followed by a count");
+    return v;
+  }
+  return -1;
 }
 
 Measured placementOf(const std::vector<std::string>& t, std::size_t at, const Columns& c, const std::string& where) {
   Measured m;
-  const auto num = [&](std::size_t k, const char* name) {
+  const auto num = [&](std::size_t k, const char* name, double* tol = nullptr) {
     double v = 0;
     if (!numberToken(t[at + k], v))
       TPB_THROW(UsageError, where << ": " << name << " '" << printableLine(t[at + k]) << "' is not a number >= 0");
+    if (tol) *tol = printedHalfUnit(t[at + k]);
     return v;
   };
-  m.timeUs = num(0, "time");
-  m.algbw = num(1, "algbw");
-  m.busbw = num(2, "busbw");
-  if (t[at + 3] != "N/A") {  // printed with %g: "1.2e+07" for a large count
-    const double wrong = num(3, "#wrong");
-    if (wrong > static_cast<double>(kMaxCount) || wrong != std::floor(wrong))
-      TPB_THROW(UsageError, where << ": #wrong '" << printableLine(t[at + 3]) << "' is not a count of elements");
-    m.wrong = static_cast<long long>(wrong);
+  m.timeUs = num(0, "time", &m.timeTol) * c.timeScale;
+  m.timeTol *= c.timeScale;
+  m.algbw = num(1, "algbw", &m.algbwTol);
+  m.busbw = num(2, "busbw", &m.busbwTol);
+  if (t[at + 3] != "N/A") {
+    if (c.errorColumn) {
+      // Tables before #wrong printed the largest error found ("0e+00", "2e-07"), not a count.
+      m.maxError = num(3, "error");
+    } else {  // printed with %g: "1.2e+07" for a large count
+      const double wrong = num(3, "#wrong");
+      if (wrong > static_cast<double>(kMaxCount) || wrong != std::floor(wrong))
+        TPB_THROW(UsageError, where << ": #wrong '" << printableLine(t[at + 3]) << "' is not a count of elements");
+      m.wrong = static_cast<long long>(wrong);
+    }
   }
   if (c.perIter) {
     m.minUs = num(4, "i_min");
@@ -299,123 +518,555 @@ Measured placementOf(const std::vector<std::string>& t, std::size_t at, const Co
   return m;
 }
 
+// A row's tokens read by the columns; nullopt when it has fewer than they need (a cut row).
+std::optional<Row> rowOf(const std::vector<std::string>& t, const Columns& columns, const std::string& where) {
+  const std::size_t pre = columns.preamble.size(), per = columns.perPlacement;
+  if (t.size() < pre + per * columns.placements) return std::nullopt;
+  const std::size_t rest = t.size() - pre, slack = columns.timestamp ? 3 : 0;
+  const bool both = columns.placements == 2;
+  if (rest - per * columns.placements > slack)
+    TPB_THROW(UsageError, where << ": " << t.size() << " columns, more than the table's " << pre + per * columns.placements);
+  Row r;
+  r.where = where;
+  for (std::size_t k = 0; k < pre; ++k) {
+    const std::string& name = columns.preamble[k];
+    const std::string& v = t[k];
+    if (name == "size" && !integerToken(v, 0, kMaxCount, r.bytes))
+      TPB_THROW(UsageError, where << ": size '" << printableLine(v) << "' is not a byte count");
+    if (name == "count" && !integerToken(v, 0, kMaxCount, r.count))
+      TPB_THROW(UsageError, where << ": count '" << printableLine(v) << "' is not an element count");
+    if (name == "type") {
+      r.dtype = elementTypeOf(v);
+      if (r.dtype.empty()) TPB_THROW(UsageError, where << ": type '" << printableLine(v) << "' is not an NCCL element type");
+    }
+    if (name == "redop") {
+      r.redop = reductionOf(v);
+      if (r.redop.empty()) TPB_THROW(UsageError, where << ": redop '" << printableLine(v) << "' is not an NCCL reduction");
+    }
+    long long root = 0;
+    if (name == "root") {
+      if (!integerToken(v, -1, kMaxRanks - 1, root))
+        TPB_THROW(UsageError, where << ": root '" << printableLine(v) << "' is not a rank");
+      r.root = root;
+    }
+  }
+  if (both) r.outOfPlace = placementOf(t, pre, columns, where);
+  r.inPlace = placementOf(t, both ? pre + per : pre, columns, where);
+  return r;
+}
+
+// A program name in a pasted command line ("./build/all_gather_perf", "all_reduce_perf_mpi"):
+// its op, and whether the line named one.
+bool programIn(const std::vector<std::string>& t, std::string& program) {
+  for (const auto& tok : t) {
+    const std::string name = baseName(tok);
+    const auto perf = name.find("_perf");
+    if (perf == std::string::npos || perf == 0) continue;
+    const std::string tail = name.substr(perf);
+    if (tail != "_perf" && tail != "_perf_mpi") continue;
+    if (!std::all_of(name.begin(), name.begin() + static_cast<long>(perf), [](char c) {
+          return (c >= 'a' && c <= 'z') || c == '_';
+        }))
+      continue;
+    program = name;
+    return true;
+  }
+  return false;
+}
+
+// The rank count a pasted command line runs: its launcher's process count (mpirun -np N, srun
+// -n N / --ntasks=N; one process without a launcher) x nccl-tests' -g and -t. 0 where a launcher
+// is named without its count (a hostfile decides it).
+int ranksOfCommand(const std::vector<std::string>& t) {
+  long long procs = 1, gpus = 1, threads = 1;
+  bool launcher = false, counted = false;
+  const auto value = [&](std::size_t i, const std::string& flag, long long& out) {
+    long long v = 0;
+    if (t[i] == flag && i + 1 < t.size() && integerToken(t[i + 1], 1, kMaxRanks, v)) return out = v, true;
+    if (t[i].rfind(flag + "=", 0) == 0 && integerToken(t[i].substr(flag.size() + 1), 1, kMaxRanks, v)) return out = v, true;
+    return false;
+  };
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::string name = baseName(t[i]);
+    if (name == "mpirun" || name == "mpiexec" || name == "srun" || name == "orterun") launcher = true;
+    if (launcher && !counted)
+      counted = value(i, "-np", procs) || value(i, "--np", procs) || value(i, "-n", procs) || value(i, "--ntasks", procs);
+    value(i, "-g", gpus) || value(i, "--ngpus", gpus);
+    value(i, "-t", threads) || value(i, "--nthreads", threads);
+  }
+  if (launcher && !counted) return 0;
+  const long long n = procs * gpus * threads;
+  return n <= kMaxRanks ? static_cast<int>(n) : 0;
+}
+
+// What a log says about itself outside its tables.
+struct LogFacts {
+  std::string library = "nccl";
+  bool libraryGiven = false;  // --library: what the log says is not applied
+  std::string nccl;              // the library's version, from the version line or NCCL's INFO
+  int nicsPerNode = 0;           // NCCL's "NET/IB : Using [0]mlx5_0:1/IB [1]..." where it says it
+};
+
+void noteInfoLine(const std::string& line, LogFacts& f) {
+  for (const char* lib : {"NCCL version ", "RCCL version "}) {
+    const auto at = line.find(lib);
+    if (at == std::string::npos) continue;
+    if (lib[0] == 'R' && !f.libraryGiven) f.library = "rccl";
+    if (f.nccl.empty()) {
+      const auto t = tokens(line.substr(at + 13, 64));
+      if (!t.empty()) f.nccl = printableLine(t[0].substr(0, t[0].find('+'))).substr(0, 32);
+    }
+  }
+  const auto net = line.find("NET/IB : Using");
+  if (net != std::string::npos) {
+    int n = 0;
+    for (const auto& tok : tokens(line.substr(net)))
+      if (tok.size() > 2 && tok[0] == '[' && std::isdigit(static_cast<unsigned char>(tok[1]))) ++n;
+    f.nicsPerNode = std::max(f.nicsPerNode, n);
+  }
+}
+
+// The rank count from busbw / algbw where the op's factor tells it (allreduce 2(N-1)/N, the
+// block ops (N-1)/N): the one count every row fits. 0 where none does, where the factor cannot tell
+// it (1 for every N) or where the printed figures fit several counts (`ambiguous`).
+int ranksByFigures(const std::string& op, const std::vector<Row>& rows, bool& ambiguous) {
+  ambiguous = false;
+  const Measured* best = nullptr;
+  for (const auto& r : rows)
+    if (!best || r.inPlace.algbw > best->algbw) best = &r.inPlace;
+  if (!best || !(best->algbw > 0)) return 0;
+  const double ratio = best->busbw / best->algbw;
+  double n = 0;
+  if (op == "allreduce" && ratio < 2) n = 2 / (2 - ratio);
+  if ((op == "allgather" || op == "reduce_scatter" || op == "alltoall") && ratio < 1) n = 1 / (1 - ratio);
+  if (!(n >= 1.5) || n > kMaxRanks) return 0;
+  const long long guess = std::llround(n);
+  std::vector<int> fit;
+  for (long long k = std::max(2LL, guess - 3); k <= std::min<long long>(kMaxRanks, guess + 3); ++k) {
+    bool ok = true;
+    for (const auto& r : rows)
+      if (!figuresMisfit(op, static_cast<int>(k), r.bytes, r.inPlace).empty() ||
+          (r.outOfPlace && !figuresMisfit(op, static_cast<int>(k), r.bytes, *r.outOfPlace).empty())) {
+        ok = false;
+        break;
+      }
+    if (ok) fit.push_back(static_cast<int>(k));
+  }
+  if (fit.size() > 1) ambiguous = true;
+  return fit.size() == 1 ? fit.front() : 0;
+}
+
+bool everyRowFits(const std::string& op, int ranks, const std::vector<Row>& rows) {
+  for (const auto& r : rows) {
+    if (!columnsMisfit(op, r).empty()) return false;
+    if (!figuresMisfit(op, ranks, r.bytes, r.inPlace).empty()) return false;
+    if (r.outOfPlace && !figuresMisfit(op, ranks, r.bytes, *r.outOfPlace).empty()) return false;
+  }
+  return true;
+}
+
+// Reads the text log. A test's rows are gathered, then turned into records once the test ends,
+// when all it says (its name, its rank count) is known.
+class TextReader {
+ public:
+  TextReader(const std::string& file, const std::string& op, int ranks, const std::string& library)
+      : file_(file), flagOp_(op), flagRanks_(ranks) {
+    if (!library.empty()) {
+      facts_.library = library;
+      facts_.libraryGiven = true;
+      flagLibrary_ = true;
+    }
+  }
+
+  NcclTestsImport read(const std::string& text) {
+    std::size_t pos = 0;
+    long long lineNo = 0;
+    while (pos < text.size()) {
+      const auto nl = text.find('\n', pos);
+      const std::size_t end = nl == std::string::npos ? text.size() : nl;
+      ++lineNo;
+      where_ = file_ + ":" + std::to_string(lineNo);
+      if (end - pos > kMaxNcclTestsLine)
+        TPB_THROW(UsageError, where_ << ": a line of " << end - pos << " bytes, longer than nccl-tests writes (at most "
+                                     << kMaxNcclTestsLine << ")");
+      lastLine_ = nl == std::string::npos || nl + 1 == text.size();
+      line(text.substr(pos, end - pos), nl == std::string::npos);
+      pos = end + 1;
+    }
+    endTable();
+    endTest();
+    out_.library = facts_.library;
+    if (!facts_.nccl.empty() && !out_.meta.nccl) out_.meta.nccl = facts_.nccl;
+    if (facts_.library == "rccl") {
+      for (auto& p : out_.points) {
+        p.algo = kRcclTestsOrigin;
+        p.entry.origin = kRcclTestsOrigin;
+        p.transport = "rccl";
+        p.entry.carrier = "rccl";
+        p.device = "rocm";
+      }
+      if (out_.meta.nccl) out_.meta.extra["rccl"] = *out_.meta.nccl;
+      out_.meta.nccl.reset();
+    }
+    if (!command_.empty()) out_.meta.command = command_;
+    finish(out_, left_, file_);
+    for (auto& p : out_.points) {
+      if (facts_.nicsPerNode > 0) p.extra["nics_per_node"] = facts_.nicsPerNode;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void line(const std::string& raw, bool unterminated) {
+    const std::string body = cleaned(raw);
+    if (body.empty()) return;
+    const bool hash = body[0] == '#';
+    const auto text = hash ? body.find_first_not_of('#') : 0;
+    if (text == std::string::npos) return;  // "#" alone
+    const std::string content = body.substr(text);
+    const auto t = tokens(content);
+    if (t.empty()) {
+      return;
+    }
+    if (t.size() >= 2 && t[0] == "nccl-tests" && t[1] == "version") return versionLine(t);
+    if (!t[0].empty() && t[0].rfind("rccl-tests", 0) == 0) {  // "rccl-tests: Version ...", "# rccl-tests version ..."
+      if (!flagLibrary_) facts_.library = "rccl";
+      return;
+    }
+    if (t.size() >= 3 && t[0] == "Collective" && t[1] == "test" && t[2] == "starting:") return startingLine(t);
+    if (t[0] == "nThread") return threadLine(t);
+    if (t.size() >= 4 && t[0] == "Rank" && isInteger(t[1])) return rankLine(t);
+    Columns c;
+    if (columnsOf(t, c)) {
+      endTable();
+      if (!rows_.empty()) endTest();  // a second table: a new test
+      columns_ = c;
+      return;
+    }
+    if (!hash && unterminated && lastLine_ && columns_ && isInteger(t[0]) && (t.size() < 3 || elementTypeOf(t[2]).empty()))
+      return cutRow();  // the log's last line, cut before its type
+    if ((!hash || columns_) && t.size() >= 3 && isInteger(t[0]) && isInteger(t[1]) && !elementTypeOf(t[2]).empty())
+      return rowLine(t, unterminated);
+    if (t.size() >= 4 && t[0] == "Collective" && t[1] == "test" && t[2] == "concluded:") return concludedLine(t);
+    endTable();
+    if (t[0] == "Out" || t[0] == "Avg") return;  // the footer: "Out of bounds values", "Avg bus bandwidth"
+    noteInfoLine(content, facts_);
+    if (content.find("NCCL_ALGO=") != std::string::npos) {
+      const auto at = content.find("NCCL_ALGO=");
+      const auto v = tokens(content.substr(at + 10, 32));
+      if (!v.empty()) pendingAlgo_ = printableLine(v[0].substr(0, v[0].find_first_of("\"'"))).substr(0, 32);
+    }
+    std::string program;
+    if (!hash && programIn(t, program) && content.find(" INFO ") == std::string::npos) {
+      pendingProgram_ = program;
+      pendingRanks_ = ranksOfCommand(t);
+      if (command_.empty()) command_ = printableLine(content).substr(0, 4096);
+    }
+  }
+
+  void versionLine(const std::vector<std::string>& t) {
+    for (const auto& tok : t)
+      if (tok.rfind("nccl-library=", 0) == 0) {
+        long long code = 0;
+        if (integerToken(tok.substr(13), 0, 1000000, code)) facts_.nccl = ncclVersionText(code);
+      }
+  }
+
+  // A new test, for "Collective test starting" or a second header.
+  void beginTest() {
+    endTable();
+    endTest();
+    test_ = Test{};
+    inTest_ = true;
+    if (!pendingProgram_.empty()) {
+      testOf(pendingProgram_, test_);
+      test_.opFrom = "the command line";
+      test_.commandRanks = pendingRanks_;
+    }
+    test_.algorithm = pendingAlgo_;
+  }
+
+  void startingLine(const std::vector<std::string>& t) {
+    beginTest();
+    test_ = Test{};
+    test_.algorithm = pendingAlgo_;
+    testOf(t.size() > 3 ? t[3] : "", test_);
+    test_.opFrom = "the '# Collective test starting' line";
+    pendingProgram_.clear();
+    startedByLine_ = true;
+  }
+
+  // "# Collective test concluded: all_reduce_perf" after the table: the test's name where
+  // nothing before named it (a log that starts below its header).
+  void concludedLine(const std::vector<std::string>& t) {
+    endTable();
+    if (!inTest_) return;
+    Test named;
+    testOf(t[3], named);
+    if (test_.op.empty() && test_.unsupported.empty()) {
+      test_.op = named.op;
+      test_.unsupported = named.unsupported;
+      test_.program = named.program;
+      test_.opFrom = "the '# Collective test concluded' line";
+    }
+    endTest();
+  }
+
+  void threadLine(const std::vector<std::string>& t) {
+    // A "# nThread" line opens a test, unless a "Collective test starting" line just did.
+    if (!startedByLine_ || test_.haveIters || !rows_.empty()) beginTest();
+    startedByLine_ = false;
+    pendingProgram_.clear();
+    test_.warmup = headerNumber(t, "warmup iters:", where_);
+    test_.iters = headerNumber(t, "iters:", where_);
+    const auto agg = headerNumber(t, "agg iters:", where_);
+    if (agg > 1) test_.iters *= agg;  // each timed launch runs `agg iters` collectives
+    if (test_.iters < 1) TPB_THROW(UsageError, where_ << ": no iteration count ('iters: N')");
+    if (test_.warmup < 0) test_.warmup = 0;
+    test_.haveIters = true;
+    test_.validation = headerNumber(t, "validation:", where_) != 0;
+  }
+
+  void rankLine(const std::vector<std::string>& t) {
+    // "Rank  0 Group  0 Pid  123 on host device  0 [0000:04:00] NVIDIA H100 80GB HBM3", the
+    // Group column absent before 2.13 or so.
+    if (!rows_.empty()) beginTest();
+    if (!inTest_) beginTest();
+    const auto on = std::find(t.begin(), t.end(), "on");
+    if (on == t.end() || on + 1 == t.end()) TPB_THROW(UsageError, where_ << ": a Rank line without its host ('on HOST')");
+    const auto bracket = std::find_if(on, t.end(), [](const std::string& s) { return !s.empty() && s[0] == '['; });
+    std::string gpu;
+    for (auto k = bracket == t.end() ? t.end() : bracket + 1; k != t.end(); ++k) gpu += (gpu.empty() ? "" : " ") + *k;
+    if (gpu.size() > kMaxNcclTestsName || (on + 1)->size() > kMaxNcclTestsName)
+      TPB_THROW(UsageError, where_ << ": a host or GPU name longer than " << kMaxNcclTestsName << " characters");
+    if (static_cast<long long>(test_.devices.size()) >= kMaxRanks)
+      TPB_THROW(UsageError, where_ << ": more than " << kMaxRanks << " ranks");
+    if (!flagLibrary_ && (gpu.find("AMD") != std::string::npos || gpu.find("Instinct") != std::string::npos))
+      facts_.library = "rccl";
+    test_.devices.emplace_back(printableLine(*(on + 1)), printableLine(gpu));
+    test_.ranks = static_cast<int>(test_.devices.size());
+    test_.ranksFrom = "the Rank lines";
+  }
+
+  void rowLine(const std::vector<std::string>& t, bool unterminated) {
+    if (!columns_) {
+      columns_ = columnsFromRow(t);
+      if (!columns_) {
+        // A row of a known shape with too few columns may be the cut end of a pasted table.
+        return cutRow();
+      }
+    }
+    if (!inTest_) beginTest();
+    if (!test_.unsupported.empty()) {
+      left_.add(test_.unsupported);
+      return;
+    }
+    if (pendingCut_) TPB_THROW(UsageError, pendingCutWhere_ << " (a row cut short inside the table)");
+    if (!rows_.empty() && t.size() > 0) {
+      long long bytes = 0;
+      if (integerToken(t[0], 0, kMaxCount, bytes) && bytes < rows_.back().bytes) nextSweep();
+    }
+    std::optional<Row> r;
+    try {
+      r = rowOf(t, *columns_, where_);
+    } catch (const UsageError&) {
+      if (!(unterminated && lastLine_)) throw;
+      return cutRow();  // the log's last line, cut inside a figure
+    }
+    if (!r) {
+      pendingCut_ = true;  // cut if the table ends here, damaged if another row follows
+      pendingCutWhere_ = where_ + ": " + std::to_string(t.size()) + " columns, fewer than the table's " +
+                         std::to_string(columns_->preamble.size() + columns_->perPlacement * columns_->placements);
+      return;
+    }
+    if (unterminated && lastLine_) lastRowUnterminated_ = true;
+    rows_.push_back(std::move(*r));
+    if (rows_.size() + out_.points.size() > kMaxCollectiveRecords / 2)
+      TPB_THROW(UsageError, where_ << ": more than " << kMaxCollectiveRecords << " points (what a results file holds)");
+  }
+
+  // The rows after a size that went down: another sweep of the same header (runs pasted one after
+  // another, or -o all's reductions in one table), read as a test of its own.
+  void nextSweep() {
+    const Test header = test_;
+    const auto columns = columns_;
+    endTest();
+    test_ = header;
+    inTest_ = true;
+    columns_ = columns;
+  }
+
+  void cutRow() {
+    if (!inTest_) beginTest();
+    pendingCut_ = true;
+    pendingCutWhere_ = where_;
+  }
+
+  void endTable() {
+    if (pendingCut_) {
+      ++cut_;
+      pendingCut_ = false;
+    }
+    // A table's columns stay until a new header: nccl-tests prints one per test.
+  }
+
+  void endTest() {
+    if (!inTest_) return;
+    inTest_ = false;
+    Test t = test_;
+    std::vector<Row> rows = std::move(rows_);
+    rows_.clear();
+    columns_.reset();
+    const long long cut = cut_;
+    cut_ = 0;
+    if (cut > 0) left_.add("cut short (the log ends inside the row)", cut);
+    if (rows.empty()) return;
+    // A log's last row with no newline after it may have been cut inside its last figure.
+    const bool lastMayBeCut = lastRowUnterminated_;
+    lastRowUnterminated_ = false;
+    const std::string where = rows.front().where;
+    // The op: the test's own line, the command line, --op, then the figures.
+    if (!flagOp_.empty()) {
+      const std::string flag = opOfNcclTestsProgram(flagOp_);
+      if (!t.op.empty() && t.op != flag)
+        TPB_THROW(UsageError, where << ": the log is " << t.op << "'s output (by " << t.opFrom << "), not --op " << flagOp_);
+      if (t.op.empty()) {
+        t.op = flag;
+        t.opFrom = "--op";
+      }
+    }
+    if (flagRanks_ > 0) {
+      t.ranks = flagRanks_;
+      t.ranksFrom = "--ranks";
+    }
+    if (t.ranks < 1 && t.commandRanks > 0) {
+      t.ranks = t.commandRanks;
+      t.ranksFrom = "the command line";
+    }
+    // Logs that print only some of their Rank lines ("..." for the rest): where the figures do not
+    // fit the count printed, the count they do fit.
+    const auto byFigures = [&](const std::string& op) {
+      bool ambiguous = false;
+      const int n = ranksByFigures(op, rows, ambiguous);
+      if (n < 1 && t.ranks < 1)
+        TPB_THROW(UsageError, where << ": no Rank lines before the table, and " << op << "'s busbw / algbw "
+                                    << (ambiguous ? "fits several rank counts" : "cannot tell the rank count")
+                                    << ": give --ranks");
+      if (n > t.ranks) {
+        t.ranksFrom = t.ranks < 1 ? "busbw / algbw"
+                                  : "busbw / algbw (the log prints " + std::to_string(t.ranks) + " Rank lines)";
+        t.ranks = n;
+      }
+    };
+    if (!t.op.empty() && t.ranksFrom != "--ranks" && (t.ranks < 1 || !everyRowFits(t.op, t.ranks, rows)))
+      byFigures(t.op);
+    if (t.op.empty()) {
+      // The one op (and, without Rank lines, the one rank count) that every row fits.
+      std::vector<std::pair<std::string, int>> fit;
+      for (const auto& op : candidateOps()) {
+        int n = t.ranks;
+        if (t.ranksFrom != "--ranks" && (n < 1 || !everyRowFits(op, n, rows))) {
+          bool ambiguous = false;
+          const int m = ranksByFigures(op, rows, ambiguous);
+          if (m > n) n = m;
+        }
+        if (n >= 1 && everyRowFits(op, n, rows)) fit.emplace_back(op, n);
+      }
+      std::string names;
+      for (const auto& [op, n] : fit) names += (names.empty() ? "" : ", ") + op + " at " + std::to_string(n) + " ranks";
+      if (fit.size() != 1)
+        TPB_THROW(UsageError, where << ": the log does not say which test it is (no 'Collective test starting' or command "
+                                       "line), and its figures fit "
+                                    << (fit.empty() ? "no op" + (t.ranks > 0 ? " at " + std::to_string(t.ranks) + " ranks" : std::string())
+                                                    : names + " alike")
+                                    << ": give --op" << (t.ranks < 1 ? " and --ranks" : ""));
+      t.op = fit.front().first;
+      t.opFrom = "busbw / algbw";
+      if (fit.front().second != t.ranks) {
+        t.ranksFrom = t.ranks < 1 ? "busbw / algbw"
+                                  : "busbw / algbw (the log prints " + std::to_string(t.ranks) + " Rank lines)";
+        t.ranks = fit.front().second;
+      }
+    }
+    if (!t.haveIters) t.iters = 0;
+    NcclTestsTest summary{t.op, t.opFrom, t.ranksFrom, t.ranks, 0};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      if (const std::string why = columnsMisfit(t.op, r); !why.empty())
+        TPB_THROW(UsageError, r.where << ": " << why << ": is this " << t.op << "'s output? (--op names the test)");
+      if (r.bytes == 0) {
+        left_.add("of size 0");
+        continue;
+      }
+      if (rootedOp(t.op) && r.root && *r.root >= t.ranks)
+        TPB_THROW(UsageError, r.where << ": root " << *r.root << " is not one of the " << t.ranks << " ranks");
+      std::string misfit = figuresMisfit(t.op, t.ranks, r.bytes, r.inPlace);
+      if (misfit.empty() && r.outOfPlace) misfit = figuresMisfit(t.op, t.ranks, r.bytes, *r.outOfPlace);
+      if (!misfit.empty()) {
+        if (lastMayBeCut && i + 1 == rows.size()) {
+          left_.add("cut short (the log ends inside the row)");
+          continue;
+        }
+        TPB_THROW(UsageError, r.where << ": " << misfit << ": is this " << t.op << "'s output? (--op names the test)");
+      }
+      noteDevices(out_.meta, t);
+      if (r.outOfPlace) out_.points.push_back(record(t, facts_.library, r, false, *r.outOfPlace, r.where));
+      out_.points.push_back(record(t, facts_.library, r, true, r.inPlace, r.where));
+      summary.points += r.outOfPlace ? 2 : 1;
+      auto& added = out_.points;
+      const std::string gpu = t.devices.empty() ? "" : t.devices.front().second;
+      std::vector<std::string> hosts;
+      for (const auto& d : t.devices)
+        if (std::find(hosts.begin(), hosts.end(), d.first) == hosts.end()) hosts.push_back(d.first);
+      for (std::size_t k = added.size() - (r.outOfPlace ? 2 : 1); k < added.size(); ++k) {
+        if (!gpu.empty()) added[k].extra["gpu"] = gpu;
+        if (!hosts.empty()) added[k].extra["nodes"] = hosts.size();
+        if (t.ranksFrom != "the Rank lines") added[k].extra["ranks_from"] = t.ranksFrom;
+      }
+    }
+    if (summary.points > 0) out_.tests.push_back(summary);
+  }
+
+  std::string file_, flagOp_, where_;
+  int flagRanks_ = 0;
+  bool flagLibrary_ = false;
+  NcclTestsImport out_;
+  LeftOut left_;
+  LogFacts facts_;
+  Test test_;
+  bool inTest_ = false, startedByLine_ = false;
+  std::optional<Columns> columns_;
+  std::vector<Row> rows_;
+  std::string pendingProgram_, pendingAlgo_, command_;
+  int pendingRanks_ = 0;
+  bool pendingCut_ = false, lastLine_ = false, lastRowUnterminated_ = false;
+  std::string pendingCutWhere_;
+  long long cut_ = 0;
+};
+
 }  // namespace
 
 std::string opOfNcclTestsProgram(const std::string& program) {
   std::string name = baseName(program);
-  if (name.size() > 5 && name.compare(name.size() - 5, 5, "_perf") == 0) name.resize(name.size() - 5);
   if (name.size() > 4 && name.compare(name.size() - 4, 4, "_mpi") == 0) name.resize(name.size() - 4);  // *_perf_mpi
   if (name.size() > 5 && name.compare(name.size() - 5, 5, "_perf") == 0) name.resize(name.size() - 5);
   // nccl-tests' names with an underscore; the others are the op's own name.
   if (name == "all_reduce") name = "allreduce";
   if (name == "all_gather") name = "allgather";
+  if (name == "sendrecv" || name == kShiftOp) return kShiftOp;
   const auto& ops = ncclTestsOps();
   return std::find(ops.begin(), ops.end(), name) == ops.end() ? "" : name;
 }
 
 const std::vector<std::string>& ncclTestsOps() {
-  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"};
+  static const std::vector<std::string> ops = {"allreduce", "allgather", "reduce_scatter", "broadcast",
+                                               "reduce",    "alltoall",  "sendrecv"};
   return ops;
 }
 
-NcclTestsImport parseNcclTestsText(const std::string& text, const std::string& file, const std::string& op) {
-  NcclTestsImport out;
-  LeftOut left;
-  Test test;
-  Columns columns;
-  bool haveColumns = false, inTest = false;
-  std::istringstream in(text);
-  std::string line;
-  for (long long lineNo = 1; std::getline(in, line); ++lineNo) {
-    const std::string where = file + ":" + std::to_string(lineNo);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto t = tokens(line);
-    if (t.empty()) continue;
-    if (line[0] == '#') {
-      if (line.rfind("# nccl-tests version", 0) == 0) {
-        for (const auto& tok : t)
-          if (tok.rfind("nccl-library=", 0) == 0) {
-            long long code = 0;
-            if (integerToken(tok.substr(13), 0, 1000000, code)) out.meta.nccl = ncclVersionText(code);
-          }
-      } else if (line.rfind("# Collective test starting:", 0) == 0) {
-        test = Test{};
-        testOf(t.size() > 4 ? t[4] : "", test);
-        checkOp(op, test.op, where);
-        haveColumns = false;
-        inTest = true;
-      } else if (line.rfind("# nThread", 0) == 0) {
-        if (!inTest) {  // an older log: no "Collective test starting" line before
-          test = Test{};
-          test.op = op;
-          haveColumns = false;
-        }
-        inTest = false;  // the next "Collective test starting" begins a new test
-        // "warmup iters: 5 iters: 20 agg iters: 1": the iters after warm-up's.
-        const auto warm = line.find("warmup iters:");
-        test.warmup = headerNumber(line, "warmup iters:", where);
-        test.iters = headerNumber(line.substr(warm == std::string::npos ? 0 : warm + 13), " iters:", where);
-        const auto agg = headerNumber(line, "agg iters:", where);
-        if (agg > 1) test.iters *= agg;  // each timed launch runs `agg iters` collectives
-        if (test.iters < 1 || test.warmup < 0) TPB_THROW(UsageError, where << ": no iteration count ('iters: N')");
-        test.validation = headerNumber(line, "validation:", where) != 0;
-      } else if (line.rfind("#  Rank", 0) == 0 && t.size() >= 8 && t[1] == "Rank") {
-        // "#  Rank  0 Group  0 Pid  123 on host device  0 [0000:04:00] NVIDIA H100 80GB HBM3"
-        const auto on = std::find(t.begin(), t.end(), "on");
-        if (on == t.end() || on + 1 == t.end()) TPB_THROW(UsageError, where << ": a rank line without its host");
-        const auto bracket = std::find_if(on, t.end(), [](const std::string& s) { return !s.empty() && s[0] == '['; });
-        std::string gpu;
-        for (auto k = bracket == t.end() ? t.end() : bracket + 1; k != t.end(); ++k) gpu += (gpu.empty() ? "" : " ") + *k;
-        if (test.ranks >= kMaxRanks) TPB_THROW(UsageError, where << ": more than " << kMaxRanks << " ranks");
-        test.devices.emplace_back(printableLine(*(on + 1)), printableLine(gpu));
-        test.ranks = static_cast<int>(test.devices.size());
-      } else {
-        Columns c;
-        if (columnsOf(t, c)) {
-          columns = c;
-          haveColumns = true;
-        }
-      }
-      continue;
-    }
-    long long bytes = 0;
-    if (!integerToken(t[0], 0, kMaxCount, bytes)) continue;  // not a row: NCCL INFO lines, launcher noise
-    if (!haveColumns) TPB_THROW(UsageError, where << ": a result row before the table's column header");
-    if (!test.unsupported.empty()) {
-      left.add(test.unsupported);
-      continue;
-    }
-    if (test.op.empty())
-      TPB_THROW(UsageError, where << ": the file does not say which test it is (no '# Collective test starting' line): give --op");
-    if (test.ranks < 1) TPB_THROW(UsageError, where << ": no '#  Rank' lines before the table: cannot tell the rank count");
-    if (test.iters < 1) TPB_THROW(UsageError, where << ": no '# nThread ... iters: N' line before the table");
-    const std::size_t pre = columns.preamble.size(), per = columns.perPlacement;
-    if (t.size() < pre + per) TPB_THROW(UsageError, where << ": " << t.size() << " columns, fewer than the header's");
-    const std::size_t rest = t.size() - pre, slack = columns.timestamp ? 3 : 0;
-    const bool both = rest >= 2 * per && rest - 2 * per <= slack;
-    if (!both && rest - per > slack) TPB_THROW(UsageError, where << ": " << t.size() << " columns, more than the header's");
-    std::string type = "float", redop = "sum";
-    long long root = -1;
-    for (std::size_t k = 1; k < pre; ++k) {
-      if (columns.preamble[k] == "type") type = t[k];
-      if (columns.preamble[k] == "redop") redop = t[k];
-      if (columns.preamble[k] == "root" && !integerToken(t[k], -1, kMaxRanks - 1, root))
-        TPB_THROW(UsageError, where << ": root '" << printableLine(t[k]) << "' is not a rank");
-    }
-    if (const std::string why = leftOutWhy(test, type, redop, bytes); !why.empty()) {
-      left.add(why);
-      continue;
-    }
-    const std::optional<int> rootOf = rootOfRow(test, root, [&](const std::string& expected) {
-      TPB_THROW(UsageError, where << ": root " << root << " is not " << expected);
-    });
-    if (out.points.size() + 2 > kMaxPoints) TPB_THROW(UsageError, where << ": more than " << kMaxPoints << " points");
-    noteDevices(out.meta, test);
-    if (both) out.points.push_back(record(test, bytes, rootOf, false, placementOf(t, pre, columns, where), where));
-    out.points.push_back(record(test, bytes, rootOf, true, placementOf(t, both ? pre + per : pre, columns, where), where));
-  }
-  finish(out, left, file);
-  return out;
+NcclTestsImport parseNcclTestsText(const std::string& text, const std::string& file, const std::string& op, int ranks,
+                                   const std::string& library) {
+  return TextReader(file, op, ranks, library).read(text);
 }
 
 NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, const std::string& op) {
@@ -427,12 +1078,14 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
   const JsonIn args = top.at("args");
   if (args.size() == 0) args.fail("the command line, program first");
   testOf(args[0].str(), test);
-  checkOp(op, test.op, file);
+  if (!op.empty() && !test.op.empty() && opOfNcclTestsProgram(op) != test.op)
+    TPB_THROW(UsageError, file << ": the file is " << test.op << "'s output, not --op " << op);
+  test.opFrom = "the command line";
   std::string command = "nccl-tests";
-  for (std::size_t i = 0; i < args.size() && i < 256; ++i) command += " " + printableLine(args[i].str());
+  for (std::size_t i = 0; i < args.size() && i < 256; ++i) command += " " + printableLine(args[i].str()).substr(0, 4096);
   out.meta.command = command;
   if (const auto v = optInteger(top, "nccl_version", 0, 1000000)) out.meta.nccl = ncclVersionText(*v);
-  if (const auto s = optStr(top, "start_time")) out.meta.timestampUtc = printableLine(*s);
+  if (const auto s = optStr(top, "start_time")) out.meta.timestampUtc = printableLine(*s).substr(0, 64);
   const JsonIn config = top.at("config");
   test.iters = config.at("iterations").integer(1, 1LL << 31);
   test.warmup = config.at("warmup_iters").integer(0, 1LL << 31);
@@ -443,12 +1096,16 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const JsonIn d = devices[i];
     d.object();
-    test.devices.emplace_back(printableLine(d.at("hostname").str()), printableLine(optStr(d, "device_info").value_or("")));
+    const std::string host = d.at("hostname").str(), gpu = optStr(d, "device_info").value_or("");
+    if (host.size() > kMaxNcclTestsName || gpu.size() > kMaxNcclTestsName)
+      d.fail("a host and GPU name of at most " + std::to_string(kMaxNcclTestsName) + " characters");
+    test.devices.emplace_back(printableLine(host), printableLine(gpu));
   }
   test.ranks = static_cast<int>(devices.size());
+  test.ranksFrom = "the devices";
   noteDevices(out.meta, test);
   const JsonIn results = top.at("results");
-  if (results.size() > kMaxPoints / 2) results.fail("at most " + std::to_string(kMaxPoints / 2) + " rows");
+  if (results.size() > kMaxCollectiveRecords / 2) results.fail("at most " + std::to_string(kMaxCollectiveRecords / 2) + " rows");
   const auto placement = [&](const JsonIn& row, const char* key, Measured& m) {
     const auto p = row.find(key);
     if (!p) return false;
@@ -472,6 +1129,7 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
     }
     return true;
   };
+  NcclTestsTest summary{test.op, test.opFrom, test.ranksFrom, test.ranks, 0};
   for (std::size_t i = 0; i < results.size(); ++i) {
     const JsonIn row = results[i];
     row.object();
@@ -480,29 +1138,53 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
       left.add(test.unsupported);
       continue;
     }
-    const long long bytes = static_cast<long long>(row.at("size").unsignedInteger(kMaxCount));
-    const std::string type = row.find("type") ? row.at("type").str() : "float";
-    const std::string redop = row.find("redop") ? row.at("redop").str() : "sum";
-    long long root = -1;
-    if (const auto r = row.find("root")) {
-      const auto t = tokens(r->value().is_string() ? r->str() : r->value().dump());
-      if (t.size() != 1 || !integerToken(t[0], -1, kMaxRanks - 1, root)) r->fail("a rank or -1");
+    Row r;
+    r.where = where;
+    r.bytes = static_cast<long long>(row.at("size").unsignedInteger(kMaxCount));
+    r.count = row.find("count") ? static_cast<long long>(row.at("count").unsignedInteger(kMaxCount))
+                                : r.bytes / 4;
+    if (const auto ty = row.find("type")) {
+      r.dtype = elementTypeOf(ty->str());
+      if (r.dtype.empty()) ty->fail("an NCCL element type");
     }
-    if (const std::string why = leftOutWhy(test, type, redop, bytes); !why.empty()) {
-      left.add(why);
+    if (const auto ro = row.find("redop")) {
+      r.redop = reductionOf(ro->str());
+      if (r.redop.empty()) ro->fail("an NCCL reduction");
+    }
+    if (const auto rt = row.find("root")) {
+      const auto t = tokens(rt->value().is_string() ? rt->str() : rt->value().dump());
+      long long root = -1;
+      if (t.size() != 1 || !integerToken(t[0], -1, kMaxRanks - 1, root)) rt->fail("a rank or -1");
+      r.root = root;
+    }
+    if (const std::string why = columnsMisfit(test.op, r); !why.empty()) row.fail("a row of " + test.op + " (" + why + ")");
+    if (r.root && rootedOp(test.op) && *r.root >= test.ranks) row.at("root").fail("one of the " + std::to_string(test.ranks) + " ranks");
+    if (r.bytes == 0) {
+      left.add("of size 0");
       continue;
     }
-    const std::optional<int> rootOf = rootOfRow(test, root, [&](const std::string& expected) { row.at("root").fail(expected); });
     Measured m;
-    if (placement(row, "out_of_place", m)) out.points.push_back(record(test, bytes, rootOf, false, m, where + ".out_of_place"));
+    const bool oop = placement(row, "out_of_place", m);
     Measured inPlace;
-    if (placement(row, "in_place", inPlace)) out.points.push_back(record(test, bytes, rootOf, true, inPlace, where + ".in_place"));
+    const bool ip = placement(row, "in_place", inPlace);
+    for (const auto& [has, pm, inP, key] : {std::tuple{oop, &m, false, ".out_of_place"}, std::tuple{ip, &inPlace, true, ".in_place"}}) {
+      if (!has) continue;
+      if (pm->timesUs.empty())
+        if (const std::string why = figuresMisfit(test.op, test.ranks, r.bytes, *pm); !why.empty())
+          TPB_THROW(UsageError, where << key << ": " << why);
+      out.points.push_back(record(test, "nccl", r, inP, *pm, where + key));
+      if (!test.devices.front().second.empty()) out.points.back().extra["gpu"] = test.devices.front().second;
+      ++summary.points;
+    }
   }
+  if (summary.points > 0) out.tests.push_back(summary);
   finish(out, left, file);
+  for (auto& p : out.points)
+    if (out.meta.nodes) p.extra["nodes"] = *out.meta.nodes;
   return out;
 }
 
-NcclTestsImport importNcclTests(const std::string& path, const std::string& op) {
+NcclTestsImport importNcclTests(const std::string& path, const std::string& op, int ranks, const std::string& library) {
   const RegularFile f("nccl-tests file", path);
   const auto bytes = f.readAll(kMaxNcclTestsBytes, "an nccl-tests log is a few MB at most");
   std::string text(bytes.begin(), bytes.end());
@@ -511,7 +1193,7 @@ NcclTestsImport importNcclTests(const std::string& path, const std::string& op) 
     return parseNcclTestsJson(readJsonBounded(path, "nccl-tests file", kMaxNcclTestsBytes), path, op);
   }
   if (text.find('\0') != std::string::npos) TPB_THROW(UsageError, "nccl-tests file " << path << ": binary data, not nccl-tests' text output");
-  return parseNcclTestsText(text, path, op);
+  return parseNcclTestsText(text, path, op, ranks, library);
 }
 
 }  // namespace tpb

@@ -546,6 +546,42 @@ EntryRecord EntryRecord::readFrom(const JsonIn& record) {
 
 // ---- allreduce[] ---------------------------------------------------------------------------
 
+namespace {
+struct ElementType {
+  const char* name;
+  std::size_t bytes;
+};
+constexpr ElementType kElementTypes[] = {{"int8", 1},    {"uint8", 1},   {"int32", 4},    {"uint32", 4},
+                                         {"int64", 8},   {"uint64", 8},  {"float16", 2},  {"float32", 4},
+                                         {"float64", 8}, {"bfloat16", 2}, {"float8_e4m3", 1}, {"float8_e5m2", 1}};
+constexpr const char* kReductions[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+}  // namespace
+
+std::size_t elementBytes(const std::string& dtype) {
+  for (const auto& t : kElementTypes)
+    if (dtype == t.name) return t.bytes;
+  return 0;
+}
+
+std::string elementTypeNames() {
+  std::string out;
+  for (const auto& t : kElementTypes) out += (out.empty() ? "" : ", ") + std::string(t.name);
+  return out;
+}
+
+bool isReduction(const std::string& redop) {
+  for (const char* r : kReductions)
+    if (redop == r) return true;
+  return false;
+}
+
+std::string reductionNames() {
+  std::string out;
+  for (const char* r : kReductions) out += (out.empty() ? "" : ", ") + std::string(r);
+  return out;
+}
+
+
 IterationSpread IterationSpread::of(const std::vector<double>& timesUs, const Summary& s) {
   IterationSpread spread;
   spread.p90Us = s.p90;
@@ -565,6 +601,8 @@ json CollectiveRecord::toJson() const {
   j["n_gpus"] = nGpus;
   putIfSet(j, "root", root);
   putIfSet(j, "in_place", inPlace);
+  putIfSet(j, "dtype", dtype);
+  putIfSet(j, "redop", redop);
   j["bytes"] = bytes;
   j["count"] = count;
   if (measured) {
@@ -662,6 +700,10 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   c.nGpus = intIn(in, "n_gpus", 1, kMaxRanks);
   if (const auto r = optInteger(in, "root", 0, kMaxRanks - 1)) c.root = static_cast<int>(*r);
   if (const auto p = in.find("in_place")) c.inPlace = p->boolean();
+  c.dtype = optStr(in, "dtype");
+  if (c.dtype && !isElementType(*c.dtype)) in.at("dtype").fail("an element type (" + elementTypeNames() + ")");
+  c.redop = optStr(in, "redop");
+  if (c.redop && !isReduction(*c.redop)) in.at("redop").fail("a reduction (" + reductionNames() + ")");
   c.bytes = in.at("bytes").unsignedInteger(kMaxCount);
   c.count = in.at("count").unsignedInteger(kMaxCount);
   if (const auto t = in.find("time_us")) {
@@ -704,7 +746,7 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (const auto r = in.find("ranks")) c.ranks = ranksIn(*r, c);
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
   c.entry = EntryRecord::readFrom(in);
-  c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "bytes", "count", "time_us",
+  c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "dtype", "redop", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "mpi_thread", "status", "error",
                             "iters", "warmup", "traffic", "origin", "order", "color", "data_ranks",
                             "reference_of", "carrier", "ranks"});

@@ -222,6 +222,14 @@ inline constexpr const char* kPerCallTiming = "per_call";
 inline constexpr const char* kBackToBackTiming = "back_to_back";
 inline bool isTimingMethod(const std::string& s) { return s == kPerCallTiming || s == kBackToBackTiming; }
 
+// The element types and reductions a collective point may record (CollectiveRecord::dtype,
+// redop): NCCL's, in tpbench's names. elementBytes is 0 for a name not in the list.
+std::size_t elementBytes(const std::string& dtype);
+inline bool isElementType(const std::string& dtype) { return elementBytes(dtype) != 0; }
+std::string elementTypeNames();  // "int8, uint8, ..., float8_e5m2"
+bool isReduction(const std::string& redop);
+std::string reductionNames();  // "sum, prod, max, min, avg, premulsum"
+
 // How a point's timed iterations spread (each iteration the slowest rank's time), where each was
 // timed on its own: time_us' p90, p99 (nearest rank), cv (sample stddev / mean), first (the first
 // timed iteration, after the warm-up) and spikes (iterations over kSpikeFactor x the median).
@@ -251,6 +259,10 @@ struct CollectiveRecord {
   // nccl-tests' in place (true) or out of place (false); absent in files older than the field,
   // which hold in-place allreduce points only (isInPlace() says true), and kept absent on rewrite.
   std::optional<bool> inPlace;
+  // The element type and the reduction, in tpbench's names ("bfloat16", "max"): absent for
+  // float32 and sum, which tpbench's own points always are (and every file older than the fields).
+  // Points of another type or reduction are another measurement: compare and report keep them apart.
+  std::optional<std::string> dtype, redop;
   int nGpus = 1;
   std::uint64_t bytes = 0, count = 0;
   // Measured fields: absent when the point did not run to the end (measured == false).
@@ -279,6 +291,8 @@ struct CollectiveRecord {
 
   bool ok() const { return status == "ok"; }
   bool isInPlace() const { return inPlace.value_or(true); }
+  std::string elementType() const { return dtype.value_or("float32"); }
+  std::string reduction() const { return redop.value_or("sum"); }
   std::string timingMethod() const { return timing.value_or(kPerCallTiming); }
   // What carried its data: the recorded carrier, else (files older than the field) the transport.
   std::string carriedOver() const { return entry.carrier.value_or(transport); }

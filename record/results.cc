@@ -140,6 +140,7 @@ ResultsFile ResultsFile::load(const std::string& path) {
       for (std::size_t i = 0; i < runs->size(); ++i) f.runs_.push_back(RunRecord::fromJson((*runs)[i]));
     }
     if (const auto ar = top.find("allreduce")) {
+      if (ar->size() > kMaxCollectiveRecords) ar->fail("at most " + std::to_string(kMaxCollectiveRecords) + " points");
       for (std::size_t i = 0; i < ar->size(); ++i)
         f.collectives_.push_back(CollectiveRecord::fromJson((*ar)[i]));
     }
@@ -171,8 +172,16 @@ json ResultsFile::doc() const {
 }
 
 void ResultsFile::save() const {
+  // Never a file load() would refuse: the same limits, checked before anything is written.
+  if (collectives_.size() > kMaxCollectiveRecords)
+    TPB_THROW(UsageError, path_ << ": " << collectives_.size() << " points, more than a results file holds ("
+                                << kMaxCollectiveRecords << ")");
   // Error messages recorded in runs may carry bytes that are not UTF-8: replace, don't throw.
-  writeFileAtomic(path_, doc().dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  const std::string text = doc().dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  if (text.size() > kMaxResultsBytes)
+    TPB_THROW(UsageError, path_ << ": " << text.size() << " bytes, more than a results file may hold ("
+                                << kMaxResultsBytes << ")");
+  writeFileAtomic(path_, text);
 }
 
 namespace {

@@ -22,6 +22,10 @@ namespace tpb {
 // the records it builds are recursive.
 constexpr std::size_t kMaxResultsBytes = std::size_t{512} << 20;
 constexpr int kMaxResultsDepth = 64;
+// The most collective points a results file holds: load() refuses more, save() writes no more, and
+// `import` stops there, so that no command writes a file the others refuse. (A sweep is limited
+// to far fewer, harness/input_checks.h; at about 1 KB each, this many stay under kMaxResultsBytes.)
+constexpr std::size_t kMaxCollectiveRecords = 200000;
 
 class ResultsFile {
  public:
