@@ -313,3 +313,29 @@ TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
 
 }  // namespace
 }  // namespace tpb
+
+namespace tpb {
+namespace {
+
+// What a hostile log can do is bounded by its size: a line longer than nccl-tests writes and a
+// GPU name longer than any GPU's (each point carries it) are refused by line; a results file
+// never holds more points than every reader takes.
+TEST(NcclTestsImport, LongLinesAndNamesAreRefusedAndNoFileHoldsMorePointsThanReadersTake) {
+  const std::string text = readText(fixture("all_reduce_8gpu.txt"));
+  const std::string longLine = "# " + std::string(kMaxNcclTestsLine, 'x') + "\n";
+  expectUsageError([&] { parseNcclTestsText(longLine + text, "l.txt", ""); }, {"l.txt:1:", "longer than nccl-tests writes"});
+  std::string longName = text;
+  const std::string gpu = "NVIDIA H100 80GB HBM3";
+  longName.replace(longName.find(gpu), gpu.size(), std::string(kMaxNcclTestsName + 1, 'G'));
+  expectUsageError([&] { parseNcclTestsText(longName, "n.txt", ""); }, {"n.txt:", "GPU name longer than"});
+  const std::string out = test::tempPath("too_many.json");
+  std::filesystem::remove(out);
+  ResultsFile f = ResultsFile::create(out, Meta{});
+  const CollectiveRecord one = parseNcclTestsText(text, "ar.txt", "").points.front();
+  for (std::size_t i = 0; i <= kMaxCollectiveRecords; ++i) f.addCollective(one);
+  expectUsageError([&] { f.save(); }, {out, "more than a results file holds"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace tpb
