@@ -822,6 +822,7 @@ class TextReader {
     const auto agg = headerNumber(t, "agg iters:", where_);
     if (agg > 1) test_.iters *= agg;  // each timed launch runs `agg iters` collectives
     if (test_.iters < 1) TPB_THROW(UsageError, where_ << ": no iteration count ('iters: N')");
+    if (test_.iters > kMaxInt) TPB_THROW(UsageError, where_ << ": iters x agg iters over " << kMaxInt);
     if (test_.warmup < 0) test_.warmup = 0;
     test_.haveIters = true;
     test_.validation = headerNumber(t, "validation:", where_) != 0;
@@ -977,9 +978,10 @@ class TextReader {
       if (fit.size() != 1)
         TPB_THROW(UsageError, where << ": the log does not say which test it is (no 'Collective test starting' or command "
                                        "line), and its figures fit "
-                                    << (fit.empty() ? "no op" + (t.ranks > 0 ? " at " + std::to_string(t.ranks) + " ranks" : std::string())
+                                    << (fit.empty() ? (t.ranks > 0 ? "no op at its " + std::to_string(t.ranks) + " Rank lines' count"
+                                                                   : std::string("no op at a rank count they tell"))
                                                     : names + " alike")
-                                    << ": give --op" << (t.ranks < 1 ? " and --ranks" : ""));
+                                    << ": give --op" << (fit.empty() ? " and --ranks" : ""));
       t.op = fit.front().first;
       t.opFrom = "busbw / algbw";
       if (fit.front().second != t.ranks) {
@@ -1007,7 +1009,9 @@ class TextReader {
           left_.add("cut short (the log ends inside the row)");
           continue;
         }
-        TPB_THROW(UsageError, r.where << ": " << misfit << ": is this " << t.op << "'s output? (--op names the test)");
+        TPB_THROW(UsageError, r.where << ": " << misfit << ": is this " << t.op << "'s output? (--op names the test"
+                                      << (t.ranksFrom == "the Rank lines" ? "; --ranks the rank count, where the log leaves out Rank lines" : "")
+                                      << ")");
       }
       noteDevices(out_.meta, t);
       if (r.outOfPlace) out_.points.push_back(record(t, facts_.library, r, false, *r.outOfPlace, r.where));
