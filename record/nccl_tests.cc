@@ -613,8 +613,10 @@ void noteInfoLine(const std::string& line, LogFacts& f) {
     if (at == std::string::npos) continue;
     if (lib[0] == 'R' && !f.libraryGiven) f.library = "rccl";
     if (f.nccl.empty()) {
-      const auto t = tokens(line.substr(at + 13, 64));
-      if (!t.empty()) f.nccl = printableLine(t[0].substr(0, t[0].find('+'))).substr(0, 32);
+      auto t = tokens(line.substr(at + 13, 64));
+      if (!t.empty() && t[0] == ":") t.erase(t.begin());  // rccl-tests' "RCCL version : 2.18.3+hip6.1 ..."
+      if (!t.empty() && std::isdigit(static_cast<unsigned char>(t[0][0])))
+        f.nccl = printableLine(t[0].substr(0, t[0].find('+'))).substr(0, 32);
     }
   }
   const auto net = line.find("NET/IB : Using");
