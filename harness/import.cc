@@ -2,14 +2,12 @@
 #include "harness/import.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "common/error.h"
 #include "common/text_escape.h"
-#include "common/format_bytes.h"
 #include "record/nccl_tests.h"
 #include "record/reference_busbw.h"
 #include "record/results.h"
@@ -52,12 +50,6 @@ std::string placementsOf(const std::vector<CollectiveRecord>& points) {
   std::string text;
   for (const auto& op : ops) text += (text.empty() ? "" : ", ") + op;
   return text;
-}
-
-std::string busbwText(double gbps) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", gbps);
-  return buf;
 }
 
 }  // namespace

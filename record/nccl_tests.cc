@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <unordered_set>
 
 #include "common/bus_factor.h"
 #include "common/error.h"
@@ -188,8 +189,6 @@ bool oldBlockFigures(const std::string& op, int ranks, long long bytes, const Me
   if ((op != "allgather" && op != "reduce_scatter") || ranks < 2 || !(m.timeUs > 0)) return false;
   const double bus = static_cast<double>(bytes) * (ranks - 1) / ranks / (m.timeUs * 1e3);
   const double busTol = m.timeTol > 0 && m.timeTol < m.timeUs ? bus * m.timeTol / (m.timeUs - m.timeTol) : 0.01 * bus;
-  const double plain = static_cast<double>(bytes) / (m.timeUs * 1e3);
-  (void)plain;
   return near(m.algbw, m.algbwTol, bus, busTol) && near(m.busbw, m.busbwTol, bus, busTol);
 }
 
@@ -242,16 +241,23 @@ std::string columnsMisfit(const std::string& op, const Row& r) {
   return "";
 }
 
+// Where a point ran, by the library that ran it: nccl-tests on CUDA, rccl-tests on ROCm.
+void setLibrary(CollectiveRecord& r, const std::string& library) {
+  const bool rccl = library == "rccl";
+  r.algo = rccl ? kRcclTestsOrigin : kNcclTestsOrigin;
+  r.entry.origin = r.algo;
+  r.transport = library;
+  r.entry.carrier = library;
+  r.device = rccl ? "rocm" : "cuda";
+}
+
 // The record of one placement of one row (figures checked by the caller).
 CollectiveRecord record(const Test& t, const std::string& library, const Row& row, bool inPlace, const Measured& m,
                         const std::string& where) {
   const auto refuse = [&](const std::string& why) { TPB_THROW(UsageError, where << ": " << why); };
-  const bool rccl = library == "rccl";
   CollectiveRecord r;
   r.op = t.op;
-  r.algo = rccl ? kRcclTestsOrigin : kNcclTestsOrigin;
-  r.transport = library;
-  r.device = rccl ? "rocm" : "cuda";
+  setLibrary(r, library);
   if (rootedOp(t.op)) r.root = static_cast<int>(row.root.value_or(0));
   r.inPlace = inPlace;
   if (row.dtype != "float32") r.dtype = row.dtype;
@@ -265,8 +271,6 @@ CollectiveRecord record(const Test& t, const std::string& library, const Row& ro
   r.warmup = static_cast<int>(t.warmup);
   r.wrong = t.validation ? m.wrong : std::nullopt;
   if (m.maxError) r.extra["max_error"] = *m.maxError;
-  r.entry.origin = r.algo;
-  r.entry.carrier = library;
   r.entry.order = kOrder;
   r.entry.color = kColor;
   if (!t.algorithm.empty()) r.extra["nccl_algo"] = t.algorithm;
@@ -323,15 +327,21 @@ void testOf(const std::string& program, Test& t) {
 }
 
 // Where the file's ranks ran: the first test that has rows names them.
+// The test's hosts, each once, in rank order (a set: 65536 Rank lines stay linear).
+std::vector<std::string> distinctHosts(const Test& t) {
+  std::vector<std::string> hosts;
+  std::unordered_set<std::string> seen;
+  for (const auto& d : t.devices)
+    if (seen.insert(d.first).second) hosts.push_back(d.first);
+  return hosts;
+}
+
 void noteDevices(Meta& meta, const Test& t) {
   if (meta.worldSize) return;
   meta.worldSize = t.ranks;
-  meta.hosts.emplace();
+  meta.hosts = distinctHosts(t);
   meta.gpus.emplace();
-  for (const auto& [host, gpu] : t.devices) {
-    if (std::find(meta.hosts->begin(), meta.hosts->end(), host) == meta.hosts->end()) meta.hosts->push_back(host);
-    meta.gpus->push_back(gpu);
-  }
+  for (const auto& d : t.devices) meta.gpus->push_back(d.second);
   if (!meta.hosts->empty()) meta.host = meta.hosts->front();
 }
 
@@ -419,7 +429,6 @@ struct Columns {
   std::size_t perPlacement = 4;       // time algbw busbw #wrong, + i_min i_max i_p99 i_cv% with -I
   bool perIter = false, timestamp = false, errorColumn = false;
   std::size_t placements = 2;         // the header's time columns: 1 where a test has no in-place
-  bool fromRow = false;
   double timeScale = 1;               // to µs: 1000 where the table printed ms
 };
 
@@ -452,7 +461,6 @@ bool columnsOf(const std::vector<std::string>& t, Columns& c) {
 std::optional<Columns> columnsFromRow(const std::vector<std::string>& t) {
   if (t.size() < 3 + 4 || elementTypeOf(t[2]).empty()) return std::nullopt;
   Columns c;
-  c.fromRow = true;
   c.preamble = {"size", "count", "type"};
   std::size_t k = 3;
   if (!reductionOf(t[k]).empty()) c.preamble.push_back("redop"), ++k;
@@ -700,13 +708,8 @@ class TextReader {
     out_.library = facts_.library;
     if (!facts_.nccl.empty() && !out_.meta.nccl) out_.meta.nccl = facts_.nccl;
     if (facts_.library == "rccl") {
-      for (auto& p : out_.points) {
-        p.algo = kRcclTestsOrigin;
-        p.entry.origin = kRcclTestsOrigin;
-        p.transport = "rccl";
-        p.entry.carrier = "rccl";
-        p.device = "rocm";
-      }
+      // Known only once the whole log is read (its RCCL lines may follow the tables).
+      for (auto& p : out_.points) setLibrary(p, "rccl");
       if (out_.meta.nccl) out_.meta.extra["rccl"] = *out_.meta.nccl;
       out_.meta.nccl.reset();
     }
@@ -789,12 +792,10 @@ class TextReader {
   }
 
   void startingLine(const std::vector<std::string>& t) {
+    pendingProgram_.clear();  // the line names the test: a command line before it does not
     beginTest();
-    test_ = Test{};
-    test_.algorithm = pendingAlgo_;
     testOf(t.size() > 3 ? t[3] : "", test_);
     test_.opFrom = "the '# Collective test starting' line";
-    pendingProgram_.clear();
     startedByLine_ = true;
   }
 
@@ -994,6 +995,9 @@ class TextReader {
     }
     if (!t.haveIters) t.iters = 0;
     NcclTestsTest summary{t.op, t.opFrom, t.ranksFrom, t.ranks, 0};
+    // Where the test ran, on each of its points: a file merging several imports keeps it.
+    const std::string gpu = t.devices.empty() ? "" : t.devices.front().second;
+    const std::size_t nodes = distinctHosts(t).size();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       if (const std::string why = columnsMisfit(t.op, r); !why.empty())
@@ -1020,13 +1024,9 @@ class TextReader {
       out_.points.push_back(record(t, facts_.library, r, true, r.inPlace, r.where));
       summary.points += r.outOfPlace ? 2 : 1;
       auto& added = out_.points;
-      const std::string gpu = t.devices.empty() ? "" : t.devices.front().second;
-      std::vector<std::string> hosts;
-      for (const auto& d : t.devices)
-        if (std::find(hosts.begin(), hosts.end(), d.first) == hosts.end()) hosts.push_back(d.first);
       for (std::size_t k = added.size() - (r.outOfPlace ? 2 : 1); k < added.size(); ++k) {
         if (!gpu.empty()) added[k].extra["gpu"] = gpu;
-        if (!hosts.empty()) added[k].extra["nodes"] = hosts.size();
+        if (nodes > 0) added[k].extra["nodes"] = nodes;
         if (t.ranksFrom != "the Rank lines") added[k].extra["ranks_from"] = t.ranksFrom;
       }
     }

@@ -206,8 +206,12 @@ TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
   }
   EXPECT_EQ(got.library, e.key("library"));
   // The library's version where the expectation names it as the log prints it.
-  if (!e.key("rccl_version").empty()) EXPECT_EQ(got.meta.extra.value("rccl", std::string()), e.key("rccl_version"));
-  if (!e.key("nccl_version").empty()) EXPECT_EQ(got.meta.nccl.value_or(""), e.key("nccl_version"));
+  if (!e.key("rccl_version").empty()) {
+    EXPECT_EQ(got.meta.extra.value("rccl", std::string()), e.key("rccl_version"));
+  }
+  if (!e.key("nccl_version").empty()) {
+    EXPECT_EQ(got.meta.nccl.value_or(""), e.key("nccl_version"));
+  }
   long long cut = 0;
   for (const auto& l : got.leftOut)
     if (l.find("cut short") != std::string::npos) cut += std::atoll(l.c_str());

@@ -119,7 +119,9 @@ TEST(NcclTestsImport, AJobLogKeepsEveryTestTypeAndReductionWithItsTypeRecorded) 
       EXPECT_EQ(p.root.value_or(-1), 0);
       EXPECT_EQ(p.busbwGbps, p.algbwGbps) << "broadcast's factor is 1";
     }
-    if (p.op == kShiftOp) EXPECT_FALSE(p.wrong.has_value() && p.isInPlace()) << "sendrecv's in-place is unchecked";
+    if (p.op == kShiftOp) {
+      EXPECT_FALSE(p.wrong.has_value() && p.isInPlace()) << "sendrecv's in-place is unchecked";
+    }
   }
   // 5 sizes of each type and reduction, two placements; sendrecv's 3 sizes; broadcast's 4.
   EXPECT_EQ(n["allreduce float32 sum"], 10u);
@@ -131,8 +133,12 @@ TEST(NcclTestsImport, AJobLogKeepsEveryTestTypeAndReductionWithItsTypeRecorded) 
   EXPECT_TRUE(got.leftOut.empty()) << got.leftOut.front();
   // A bf16 point is another measurement than a float one: its record says so.
   for (const auto& p : got.points) {
-    if (p.elementType() == "float16") EXPECT_EQ(p.toJson().value("dtype", ""), "float16");
-    if (p.elementType() == "float32") EXPECT_FALSE(p.toJson().contains("dtype"));
+    if (p.elementType() == "float16") {
+      EXPECT_EQ(p.toJson().value("dtype", ""), "float16");
+    }
+    if (p.elementType() == "float32") {
+      EXPECT_FALSE(p.toJson().contains("dtype"));
+    }
   }
 }
 
