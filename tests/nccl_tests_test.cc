@@ -310,6 +310,9 @@ TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
                              "--nic");
   test::expectRefusedUpFront(
       test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out + "2", "--library", "mpi"}), "--library");
+  for (const char* flag : {"--ranks", "--nics"})
+    for (const char* v : {"0", "-1"})
+      test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out + "2", flag, v}), flag);
   test::expectRefusedUpFront(test::runCli({"import", out, "--out", out, "--overwrite"}), "--out");
   test::expectRefusedUpFront(test::runCli({"import", "/dev/zero", "--out", out + "3"}), "/dev/zero");
   EXPECT_FALSE(std::filesystem::exists(out + "2"));

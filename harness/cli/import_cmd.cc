@@ -1,6 +1,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/error.h"
+#include "common/train_settings.h"
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/import.h"
@@ -44,6 +46,9 @@ void addImport(CLI::App& app, Action& action) {
       checkGivenNotEmpty(cmd, "--op", o->op);
       checkGivenNotEmpty(cmd, "--library", o->library);
       checkGivenNotEmpty(cmd, "--nic", o->nic);
+      // 0 means "not given" inside; given, it is refused as the range the message names.
+      if (cmd->count("--ranks") && o->ranks < 1) TPB_THROW(UsageError, "--ranks: a rank count from 1 to " << kMaxRanks);
+      if (cmd->count("--nics") && o->nicsPerNode < 1) TPB_THROW(UsageError, "--nics: a NIC count per node from 1 to 64");
       return runImport(*o, std::cout);
     };
   });
