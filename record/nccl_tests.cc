@@ -1097,19 +1097,36 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
   test.warmup = config.at("warmup_iters").integer(0, 1LL << 31);
   if (const auto agg = optInteger(config, "aggregated_iterations", 1, 1LL << 20); agg && *agg > 1) test.iters *= *agg;
   if (const auto v = optInteger(config, "validation", 0, 1LL << 31)) test.validation = *v != 0;
-  const JsonIn devices = top.at("devices");
-  if (devices.size() == 0 || devices.size() > static_cast<std::size_t>(kMaxRanks)) devices.fail("1 to 65536 ranks");
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const JsonIn d = devices[i];
-    d.object();
-    const std::string host = d.at("hostname").str(), gpu = optStr(d, "device_info").value_or("");
-    if (host.size() > kMaxNcclTestsName || gpu.size() > kMaxNcclTestsName)
-      d.fail("a host and GPU name of at most " + std::to_string(kMaxNcclTestsName) + " characters");
-    test.devices.emplace_back(printableLine(host), printableLine(gpu));
+  // The writer puts `devices` in `config`, once the device report is printed (a run that failed
+  // before it has none, and no results either). A build without MPI lists only rank 0's device
+  // however many GPUs it drove (-g, -t): the rank count is then the config's GPUs x threads.
+  const auto devices = config.find("devices");
+  if (devices) {
+    if (devices->size() > static_cast<std::size_t>(kMaxRanks)) devices->fail("at most 65536 ranks");
+    for (std::size_t i = 0; i < devices->size(); ++i) {
+      const JsonIn d = (*devices)[i];
+      d.object();
+      const std::string host = d.at("hostname").str(), gpu = optStr(d, "device_info").value_or("");
+      if (host.size() > kMaxNcclTestsName || gpu.size() > kMaxNcclTestsName)
+        d.fail("a host and GPU name of at most " + std::to_string(kMaxNcclTestsName) + " characters");
+      test.devices.emplace_back(printableLine(host), printableLine(gpu));
+    }
   }
-  test.ranks = static_cast<int>(devices.size());
-  test.ranksFrom = "the devices";
-  noteDevices(out.meta, test);
+  const long long perProcess = optInteger(config, "ngpus", 1, kMaxRanks).value_or(1) *
+                               optInteger(config, "nthreads", 1, kMaxRanks).value_or(1);
+  if (test.devices.size() >= static_cast<std::size_t>(perProcess)) {
+    test.ranks = static_cast<int>(test.devices.size());
+    test.ranksFrom = "the devices";
+  } else if (perProcess <= kMaxRanks) {
+    test.ranks = static_cast<int>(perProcess);
+    test.ranksFrom = "the config's ngpus x nthreads (one process)";
+  } else {
+    config.fail("at most 65536 ranks (ngpus x nthreads)");
+  }
+  if (!test.devices.empty()) noteDevices(out.meta, test);
+  // A run that stopped before its first size leaves a file without results (its log says why).
+  if (!top.find("results"))
+    TPB_THROW(UsageError, file << ": no results: nccl-tests stopped before its first size (its log says why)");
   const JsonIn results = top.at("results");
   if (results.size() > kMaxCollectiveRecords / 2) results.fail("at most " + std::to_string(kMaxCollectiveRecords / 2) + " rows");
   const auto placement = [&](const JsonIn& row, const char* key, Measured& m) {
@@ -1175,11 +1192,13 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
     const bool ip = placement(row, "in_place", inPlace);
     for (const auto& [has, pm, inP, key] : {std::tuple{oop, &m, false, ".out_of_place"}, std::tuple{ip, &inPlace, true, ".in_place"}}) {
       if (!has) continue;
-      if (pm->timesUs.empty())
-        if (const std::string why = figuresMisfit(test.op, test.ranks, r.bytes, *pm); !why.empty())
-          TPB_THROW(UsageError, where << key << ": " << why);
+      // The file's own time, algbw and busbw agree with each other and with the rank count
+      // (with -I too: `time` is then the mean the per-iteration times average to).
+      if (const std::string why = figuresMisfit(test.op, test.ranks, r.bytes, *pm); !why.empty())
+        TPB_THROW(UsageError, where << key << ": " << why);
       out.points.push_back(record(test, "nccl", r, inP, *pm, where + key));
-      if (!test.devices.front().second.empty()) out.points.back().extra["gpu"] = test.devices.front().second;
+      if (!test.devices.empty() && !test.devices.front().second.empty())
+        out.points.back().extra["gpu"] = test.devices.front().second;
       ++summary.points;
     }
   }

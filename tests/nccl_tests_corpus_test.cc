@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "record/nccl_tests.h"
 #include "tests/file_util.h"
 
@@ -91,6 +93,19 @@ std::string typeName(const std::string& t) {
   return it == names.end() ? t : it->second;
 }
 
+// The log as published: a text log (.log) or nccl-tests' -J file (.json).
+std::string dataPath(const std::string& name) {
+  const std::string log = corpusDir() + "/" + name + ".log";
+  return fs::exists(log) ? log : corpusDir() + "/" + name + ".json";
+}
+
+NcclTestsImport parseAny(const std::string& text, const std::string& name, const std::string& op, int ranks,
+                         const std::string& library) {
+  if (fs::path(dataPath(name)).extension() == ".json")
+    return parseNcclTestsJson(nlohmann::json::parse(text), name, op);
+  return parseNcclTestsText(text, name, op, ranks, library);
+}
+
 std::vector<std::string> corpus() {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(corpusDir()))
@@ -104,7 +119,7 @@ TEST(NcclTestsCorpus, HoldsThirtyRealLogsEachWithItsSource) {
   EXPECT_GE(names.size(), 30u);
   for (const auto& n : names) {
     const Expected e = readExpect(corpusDir() + "/" + n + ".expect");
-    EXPECT_TRUE(fs::exists(corpusDir() + "/" + n + ".log")) << n;
+    EXPECT_TRUE(fs::exists(dataPath(n))) << n;
     EXPECT_NE(e.key("source").find("https://"), std::string::npos) << n << ": every log says where it was published";
     EXPECT_FALSE(e.key("shape").empty()) << n;
   }
@@ -115,7 +130,7 @@ class NcclTestsCorpusLog : public ::testing::TestWithParam<std::string> {};
 TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
   const std::string name = GetParam();
   const Expected e = readExpect(corpusDir() + "/" + name + ".expect");
-  const std::string text = test::readText(corpusDir() + "/" + name + ".log");
+  const std::string text = test::readText(dataPath(name));
   // Where nothing in the log names its test, its rank count or its library, the user gives them
   // (--op, --ranks, --library: flag_ranks and flag_library, from what the source says beside it).
   const std::string flag = e.key("op_from") == "none" ? e.key("op") : "";
@@ -124,7 +139,7 @@ TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
   if (!e.key("refused").empty()) {
     // A log that cannot be read without what it does not say: one line naming what to give.
     try {
-      parseNcclTestsText(text, name, flag, flagRanks, flagLibrary);
+      parseAny(text, name, flag, flagRanks, flagLibrary);
       ADD_FAILURE() << "imported; expected a refusal naming " << e.key("refused");
     } catch (const UsageError& ex) {
       EXPECT_NE(std::string(ex.what()).find(e.key("refused")), std::string::npos) << ex.what();
@@ -136,12 +151,12 @@ TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
   for (const auto& r : e.rows)
     if (r.bytes > 0) want.push_back(&r);  // size 0 is left out, and counted
   if (want.empty()) {
-    EXPECT_THROW(parseNcclTestsText(text, name, flag, flagRanks, flagLibrary), UsageError) << "no row to import";
+    EXPECT_THROW(parseAny(text, name, flag, flagRanks, flagLibrary), UsageError) << "no row to import";
     return;
   }
   NcclTestsImport got;
   try {
-    got = parseNcclTestsText(text, name, flag, flagRanks, flagLibrary);
+    got = parseAny(text, name, flag, flagRanks, flagLibrary);
   } catch (const std::exception& ex) {
     FAIL() << ex.what();
   }
@@ -165,9 +180,21 @@ TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
       EXPECT_FALSE(p.root.has_value());
     }
     EXPECT_EQ(p.isInPlace(), w.place == "ip");
-    // The first generation printed ms; records hold µs.
-    EXPECT_DOUBLE_EQ(p.timeMedianUs, std::stod(w.time) * (e.key("time_unit") == "ms" ? 1000 : 1));
-    if (p.extra.contains("nccl_tests_algbw")) {
+    if (p.timeExtra.contains("mean_launch") && fs::path(dataPath(name)).extension() == ".json") {
+      // A -J file's per-iteration times: the record's time is their median and its bandwidths
+      // the median's; the file's mean is kept as mean_launch, and its figures follow from it.
+      EXPECT_DOUBLE_EQ(p.timeExtra["mean_launch"].get<double>(), std::stod(w.time));
+      EXPECT_NEAR(p.algbwGbps * p.timeMedianUs, std::stod(w.algbw) * std::stod(w.time), 1e-5 * w.bytes / 1e3);
+      EXPECT_NEAR(p.busbwGbps / p.algbwGbps, std::stod(w.busbw) / std::stod(w.algbw), 1e-6);
+      EXPECT_LE(p.timeMinUs, p.timeMedianUs);
+      EXPECT_GE(p.timeMaxUs, p.timeMedianUs);
+    } else {
+      // The first generation printed ms; records hold µs.
+      EXPECT_DOUBLE_EQ(p.timeMedianUs, std::stod(w.time) * (e.key("time_unit") == "ms" ? 1000 : 1));
+    }
+    if (p.timeExtra.contains("mean_launch") && fs::path(dataPath(name)).extension() == ".json") {
+      // checked above
+    } else if (p.extra.contains("nccl_tests_algbw")) {
       // An older allgather's or reduce_scatter's algbw (what crossed the links): kept as printed,
       // the record's algbw is size / time as everywhere.
       EXPECT_DOUBLE_EQ(p.extra["nccl_tests_algbw"].get<double>(), std::stod(w.algbw));
@@ -175,7 +202,9 @@ TEST_P(NcclTestsCorpusLog, EveryCompleteRowReadsAsPrinted) {
     } else {
       EXPECT_DOUBLE_EQ(p.algbwGbps, std::stod(w.algbw));
     }
-    EXPECT_DOUBLE_EQ(p.busbwGbps, std::stod(w.busbw));
+    if (!(p.timeExtra.contains("mean_launch") && fs::path(dataPath(name)).extension() == ".json")) {
+      EXPECT_DOUBLE_EQ(p.busbwGbps, std::stod(w.busbw));
+    }
     if (w.wrong == "N/A") {
       EXPECT_FALSE(p.wrong.has_value());
     } else if (p.extra.contains("max_error")) {
