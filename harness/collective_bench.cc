@@ -334,14 +334,23 @@ void CollectiveSweep::show(const BenchPoint& p, const std::vector<CollectiveReco
       console_.row(rec);
       if (auto t = timingOf(rec)) timings_.push_back(std::move(*t));
     }
-    // A GPU allreduce at the sizes published figures are for: how far from them it is.
+    // A GPU allreduce curve reaching the sizes published figures are for: how far from them it is.
+    const Meta& m = session_.meta();
+    std::vector<CurvePoint> curve;
     for (const auto& rec : recs) {
-      if (!rec.ok() || rec.device != "cuda") continue;
-      const Meta& m = session_.meta();
-      const std::string gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
-      const auto refs = referencesFor(rec.op, rec.device, rec.nGpus, m.nodes.value_or(1), rec.bytes, gpu);
-      if (!refs.empty()) console_.againstReference(rec.bytes, referenceText(rec.busbwGbps, refs));
+      if (!rec.ok() || rec.device != "cuda" || rec.op != "allreduce") continue;
+      CurvePoint c;
+      c.facts.device = rec.device;
+      c.facts.gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
+      c.facts.ranks = rec.nGpus;
+      c.facts.nodes = m.nodes.value_or(1);
+      c.facts.algorithm = rec.algo == "ring" ? "ring" : "";  // the library's own choice otherwise
+      c.bytes = rec.bytes;
+      c.busbwGbps = rec.busbwGbps;
+      curve.push_back(std::move(c));
     }
+    for (const auto& v : curveVerdicts(curve))
+      if (v.plateau.has) console_.againstReference(curveVerdictText(v));
   }
   console_.endPoint();
   if (!lr.ok) {

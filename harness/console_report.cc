@@ -221,8 +221,8 @@ void CollectiveConsole::pointFailed(const std::string& op, const std::string& al
   std::fprintf(stderr, "%s %s N=%d failed: %s\n", op.c_str(), algo.c_str(), n, printable(error).c_str());
 }
 
-void CollectiveConsole::againstReference(std::size_t bytes, const std::string& text) const {
-  std::cout << "# " << formatBytes(bytes) << " against published figures: " << text << "\n";
+void CollectiveConsole::againstReference(const std::string& text) const {
+  std::cout << "# against published figures: " << printable(text) << "\n";
 }
 
 void CollectiveConsole::referenceHeader() const {

@@ -95,8 +95,8 @@ class CollectiveConsole {
   // size, every algorithm's time as a multiple of its (record/collective_summary.h).
   void summary(const std::vector<SummaryTable>& tables) const;
   void pointFailed(const std::string& op, const std::string& algo, int n, const std::string& error) const;
-  // A point's busbw against published figures (record/reference_busbw.h), as referenceText says it.
-  void againstReference(std::size_t bytes, const std::string& text) const;
+  // A GPU allreduce curve's plateau against published figures (record/reference_busbw.h, curveVerdictText).
+  void againstReference(const std::string& text) const;
   void referenceHeader() const;
   void reference(std::size_t bytes, double gbps) const;
   void interrupted(std::size_t done, std::size_t total) const;

@@ -6,6 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <tuple>
+#include <utility>
 
 namespace tpb {
 
@@ -489,45 +492,37 @@ Verdict verdictFor(CurveFacts facts, const std::vector<BusbwPoint>& points) {
   return verdictFor(facts);  // without a plateau, facts.plateauBytes says why, as p.whyNone does
 }
 
-std::vector<const ReferenceBusbw*> referencesFor(const std::string& op, const std::string& device, int ranks,
-                                                 long long nodes, std::uint64_t bytes, const std::string& gpuName) {
-  std::vector<const ReferenceBusbw*> out;
-  if (op != "allreduce" || device != "cuda" || bytes < kReferenceMinBytes || gpuName.empty()) return out;
-  for (const auto& r : table())
-    if (r.scope != S::kPerNic && inRanks(r, ranks) && gpuMatches(r, gpuName) && (r.scope == S::kRack || nodes <= 1))
-      out.push_back(&r);
+std::vector<CurveVerdict> curveVerdicts(const std::vector<CurvePoint>& points) {
+  using Key = std::tuple<std::string, std::string, std::string, long long, int, std::string, std::string, std::string,
+                         int, std::string>;
+  std::map<Key, std::pair<CurveFacts, std::vector<BusbwPoint>>> curves;
+  for (const auto& p : points) {
+    const CurveFacts& f = p.facts;
+    if (f.op != "allreduce") continue;
+    auto& c = curves[Key{p.series, f.device, f.gpu, f.nodes, f.ranks, f.dtype, f.redop, f.algorithm, f.nicsPerNode,
+                         f.nic}];
+    if (c.second.empty()) c.first = f;
+    c.second.push_back({p.bytes, p.busbwGbps});
+  }
+  std::vector<CurveVerdict> out;
+  out.reserve(curves.size());
+  for (auto& [key, curve] : curves) {
+    CurveVerdict v;
+    v.series = std::get<0>(key);
+    v.plateau = plateauOf(curve.second);
+    v.facts = curve.first;
+    v.facts.plateauBusbw = v.plateau.busbwGbps;
+    v.facts.plateauBytes = v.plateau.largestBytes;
+    v.verdict = verdictFor(v.facts);
+    out.push_back(std::move(v));
+  }
   return out;
 }
 
-namespace {
-const ReferenceBusbw* best(const std::vector<const ReferenceBusbw*>& refs) {
-  const ReferenceBusbw* b = nullptr;
-  for (const auto* r : refs)
-    if (r->measured && (!b || r->busbwGbps > b->busbwGbps)) b = r;
-  return b;
-}
-}  // namespace
-
-bool farBelowReference(double busbw, const std::vector<const ReferenceBusbw*>& refs) {
-  const ReferenceBusbw* b = best(refs);
-  return b && std::isfinite(busbw) && busbw < kFarBelowReference * b->busbwGbps;
-}
-
-std::string referenceText(double busbw, const std::vector<const ReferenceBusbw*>& refs) {
-  if (refs.empty() || !std::isfinite(busbw)) return "";
+std::string curveVerdictText(const CurveVerdict& v) {
   std::string text;
-  char buf[160];
-  for (const auto* r : refs) {
-    std::snprintf(buf, sizeof buf, "%.0f %% of %s %s", 100 * busbw / r->busbwGbps, r->variant,
-                  gbps(r->busbwGbps).c_str());
-    text += (text.empty() ? "" : ", ") + std::string(buf);
-  }
-  text += std::string(" GB/s (") + refs.front()->platform + ")";
-  if (farBelowReference(busbw, refs)) {
-    std::snprintf(buf, sizeof buf, "; FAR BELOW: under %.0f %% of the best published figure", 100 * kFarBelowReference);
-    text += buf;
-  }
-  return text;
+  if (v.plateau.has) text = "plateau " + plateauText(v.plateau) + "; ";
+  return text + (v.verdict.has ? v.verdict.text : "no verdict: " + v.verdict.whyNone);
 }
 
 }  // namespace tpb

@@ -131,14 +131,30 @@ Verdict verdictFor(const CurveFacts& facts);
 // The same, with facts' plateau taken from `points` (plateauOf) first.
 Verdict verdictFor(CurveFacts facts, const std::vector<BusbwPoint>& points);
 
-// Before the verdicts (kept for their callers): the one-node rows (and GB200's rack rows, at any
-// node count) that apply to an allreduce point of `ranks` GPUs named `gpuName`, of `bytes` per
-// rank: empty for another op or device, a smaller message, another GPU, or more nodes.
-std::vector<const ReferenceBusbw*> referencesFor(const std::string& op, const std::string& device, int ranks,
-                                                 long long nodes, std::uint64_t bytes, const std::string& gpuName);
-// "77 % of ring 367, 59 % of NVLS 480, 82 % of line rate 450 GB/s (H100 SXM)" and, under
-// kFarBelowReference of the best measured figure of `refs`, a flag; "" when refs is empty.
-std::string referenceText(double busbw, const std::vector<const ReferenceBusbw*>& refs);
-bool farBelowReference(double busbw, const std::vector<const ReferenceBusbw*>& refs);
+// One point of an allreduce curve, as import, report and the collective benchmark hold it: which
+// curve it belongs to (`series`: who measured it, such as an algorithm or an imported file, and
+// `facts` less the plateau) and its figures. Points of other ops are left out by curveVerdicts.
+struct CurvePoint {
+  std::string series;
+  CurveFacts facts;  // plateauBusbw and plateauBytes are ignored: the curve's points give them
+  std::uint64_t bytes = 0;
+  double busbwGbps = NAN;
+};
+
+struct CurveVerdict {
+  std::string series;
+  CurveFacts facts;  // with the plateau filled in
+  Plateau plateau;
+  Verdict verdict;
+};
+
+// The allreduce curves among `points` (a curve: one series, device, GPU, node count, rank count,
+// element type, reduction, NCCL algorithm and NIC setting; in-place and out-of-place points
+// together), each with its plateau and verdict, in the order of their keys. The one grouping
+// that `import`, `report` and `allreduce`/`collective` on CUDA all print.
+std::vector<CurveVerdict> curveVerdicts(const std::vector<CurvePoint>& points);
+// "plateau 371 GB/s, the median of 2 points at 512M; 101 % of the published ring figure for 8x
+// H100 SXM (...)", or "no verdict: largest size 64 MiB is below the 256 MiB plateau".
+std::string curveVerdictText(const CurveVerdict& v);
 
 }  // namespace tpb

@@ -411,6 +411,111 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
   return true;
 }
 
+bool CurveKey::operator<(const CurveKey& o) const {
+  return std::tie(file, op, algo, transport, device, gpu, nodes, n, dtype, redop) <
+         std::tie(o.file, o.op, o.algo, o.transport, o.device, o.gpu, o.nodes, o.n, o.dtype, o.redop);
+}
+
+namespace {
+
+std::string baseName(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// " bfloat16", " max": what a curve of another type or reduction than tpbench's own adds.
+std::string typeText(const CurveKey& k) {
+  return (k.dtype == "float32" ? "" : " " + k.dtype) + (k.redop == "sum" ? "" : " " + k.redop);
+}
+
+}  // namespace
+
+CurveNames::CurveNames(const std::vector<const CollectivePoint*>& drawn, const Inputs& in, bool showOp, bool alwaysN)
+    : in_(in), showOp_(showOp), alwaysN_(alwaysN) {
+  std::set<std::string> importedGpus;
+  for (const CollectivePoint* p : drawn) {
+    devices_.insert(p->device);
+    if (p->imported) {
+      importedGpus.insert(p->gpu);
+      importedWhere_[static_cast<int>(p->file)].insert(p->whereText());
+      importedTool_[static_cast<int>(p->file)] = p->algo;
+      continue;
+    }
+    hasOwn_ = true;
+    ownNs_.insert(p->n);
+    // A library's transport is its own business; the other algorithms name theirs.
+    if (in.styles.origin(SeriesKind::Algorithm, p->algo) != kOriginLibrary) ownTransports_.insert(p->transport);
+  }
+  nameTransport_ = ownTransports_.size() > 1;
+  nameDevice_ = devices_.size() > 1;
+  nameGpu_ = importedGpus.size() > 1;
+  // Two imported files whose curves would read alike are told apart by their file's name.
+  std::map<std::string, std::set<int>> filesOf;
+  for (const CollectivePoint* p : drawn)
+    if (p->imported) filesOf[baseTitle(keyOf(*p), true)].insert(static_cast<int>(p->file));
+  for (const auto& [title, files] : filesOf)
+    if (files.size() > 1) ambiguous_.insert(title);
+}
+
+CurveKey CurveNames::keyOf(const CollectivePoint& p) const {
+  CurveKey k;
+  k.op = p.op;
+  k.algo = p.algo;
+  k.device = p.device;
+  k.nodes = p.nodes;
+  k.n = p.n;
+  k.dtype = p.dtype;
+  k.redop = p.redop;
+  if (p.imported) {
+    k.file = static_cast<int>(p.file);
+    k.gpu = p.gpu;
+  } else if (nameTransport_ && in_.styles.origin(SeriesKind::Algorithm, p.algo) != kOriginLibrary) {
+    k.transport = p.transport;
+  }
+  return k;
+}
+
+std::string CurveNames::baseTitle(const CurveKey& k, bool withN) const {
+  std::string t = showOp_ ? k.op + " " + k.algo : k.algo;
+  if (k.file >= 0) {
+    t += " " + std::to_string(k.n) + (k.n == 1 ? " rank" : " ranks");
+    if (k.nodes > 1) t += ", " + std::to_string(k.nodes) + " nodes";
+    if (nameGpu_ && !k.gpu.empty()) t += ", " + k.gpu;
+  } else {
+    if (!k.transport.empty()) t += " over " + k.transport;
+    if (withN && (alwaysN_ || ownNs_.size() > 1)) t += " N=" + std::to_string(k.n);
+    if (k.nodes > 1) t += " on " + std::to_string(k.nodes) + " nodes";
+  }
+  if (nameDevice_) t += " (" + k.device + ")";
+  return t + typeText(k);
+}
+
+std::string CurveNames::title(const CurveKey& k) const {
+  std::string t = baseTitle(k, true);
+  if (k.file >= 0 && ambiguous_.count(t) && static_cast<std::size_t>(k.file) < in_.files.size())
+    t += " (" + baseName(in_.files[static_cast<std::size_t>(k.file)].path) + ")";
+  return t;
+}
+
+std::string CurveNames::algoTitle(const CurveKey& k) const { return baseTitle(k, false); }
+
+std::string CurveNames::subtitle() const {
+  std::vector<std::string> parts;
+  if (hasOwn_) {
+    std::string own = "tpbench's points: median time over timed iterations (error bars: slowest to fastest iteration)";
+    if (ownTransports_.size() == 1) own += ", algorithms other than the libraries over " + *ownTransports_.begin();
+    parts.push_back(own);
+  }
+  parts.push_back((devices_.size() > 1 ? "devices " : "device ") + joinList({devices_.begin(), devices_.end()}, ", "));
+  std::vector<std::string> files;
+  for (const auto& [file, wheres] : importedWhere_) {
+    const std::string path = static_cast<std::size_t>(file) < in_.files.size() ? baseName(in_.files[file].path) : "?";
+    files.push_back(importedTool_.at(file) + " in " + path + " (" + joinList({wheres.begin(), wheres.end()}, "; ") + ")");
+  }
+  if (!files.empty()) parts.push_back("imported, at the log's mean time per iteration: " + joinList(files, ", "));
+  return joinList(parts, "; ");
+}
+
 std::vector<Point> busbwPoints(const std::map<double, std::vector<const CollectivePoint*>>& byBytes) {
   std::vector<Point> pts;
   for (const auto& [bytes, ps] : byBytes) {
@@ -424,6 +529,17 @@ std::vector<Point> busbwPoints(const std::map<double, std::vector<const Collecti
   return pts;
 }
 
+std::set<double> sizeTics(const std::set<double>& sizes) {
+  if (sizes.size() <= kMaxSizeTics) return sizes;
+  // Evenly spaced on the log axis: a size is labelled once it is far enough from the last.
+  const double step = std::log2(*sizes.rbegin() / *sizes.begin()) / double(kMaxSizeTics - 1);
+  std::set<double> tics;
+  double last = 0;
+  for (double x : sizes)
+    if (tics.empty() || std::log2(x / last) >= step * 0.999) tics.insert(x), last = x;
+  return tics;
+}
+
 void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,
                      const std::set<double>& bws, const std::string& xlabel) {
   Axes a;
@@ -434,7 +550,7 @@ void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set
   a.logx = true;
   a.logxBase = 2;
   a.logy = spansDecade(bws);
-  a.xtics = ticsAt(sizes, [](double b) { return fmtBytes(static_cast<long long>(b)); });
+  a.xtics = ticsAt(sizeTics(sizes), [](double b) { return fmtBytes(static_cast<long long>(b)); });
   std::string extra = "set offsets graph 0.02, graph 0.02, 0, 0\n";
   if (a.logy) extra += "set format y '%g'\n";
   buildLineChart(c, series, a, extra);

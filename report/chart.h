@@ -149,6 +149,52 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
 // lowest to the highest bus bandwidth any of their timed iterations reached (CollectivePoint::busbwLo, Hi).
 std::vector<Point> busbwPoints(const std::map<double, std::vector<const CollectivePoint*>>& byBytes);
 
+// One line of a collective chart: the points of one op, algorithm, transport (where the
+// from-scratch algorithms ran over several), device, node count, N, element type and reduction;
+// an imported file's points (CollectivePoint::imported) a line of their own per file.
+struct CurveKey {
+  std::string op, algo, transport, device, gpu, dtype, redop;  // gpu: imported curves only
+  long long nodes = 1;
+  int n = 0;
+  int file = -1;  // the input an imported curve came from; -1 for tpbench's own points
+  bool operator<(const CurveKey& o) const;
+};
+
+// How the lines of a collective chart are keyed and named, from the points it draws: a legend
+// says what tells a line from the others on the same chart ("ring over shm N=4 (cpu)", "nccl-tests
+// 16 ranks, 2 nodes"), and the subtitle what they all are.
+class CurveNames {
+ public:
+  // `showOp`: the chart draws several ops, so each title starts with its op. `alwaysN`: own
+  // titles say N even where the chart has one.
+  CurveNames(const std::vector<const CollectivePoint*>& drawn, const Inputs& in, bool showOp = false,
+             bool alwaysN = true);
+  CurveKey keyOf(const CollectivePoint& p) const;
+  std::string title(const CurveKey& k) const;
+  // The title without N (own curves), for a reading that names an algorithm's peak over its Ns.
+  std::string algoTitle(const CurveKey& k) const;
+  // "tpbench's points: median time over timed iterations ...; device cpu; imported from nccl-tests:
+  // x.json (16 ranks, 2 nodes, NVIDIA H100 80GB HBM3): its mean time per iteration".
+  std::string subtitle() const;
+  bool hasOwn() const { return hasOwn_; }
+
+ private:
+  std::string baseTitle(const CurveKey& k, bool withN) const;
+  const Inputs& in_;
+  bool showOp_, alwaysN_, hasOwn_ = false, nameTransport_ = false, nameDevice_ = false, nameGpu_ = false;
+  std::set<std::string> devices_, ownTransports_;
+  std::set<int> ownNs_;
+  std::map<int, std::set<std::string>> importedWhere_;  // file -> "16 ranks, 2 nodes, GPU" of its curves
+  std::map<int, std::string> importedTool_;            // file -> "nccl-tests" or "rccl-tests"
+  std::set<std::string> ambiguous_;           // imported titles that two files share
+};
+
+// The sizes a log-scale size axis labels: all of them up to kMaxSizeTics, else at most that many,
+// evenly spread on the log scale (nccl-tests' 8 B..16 GB in steps of 2 is 32 sizes, whose labels
+// would run into each other).
+inline constexpr std::size_t kMaxSizeTics = 12;
+std::set<double> sizeTics(const std::set<double>& sizes);
+
 // A bus-bandwidth line chart against message size (log2 x, log y when the values span a decade),
 // as the collective charts draw it.
 void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,

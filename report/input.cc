@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "record/nccl_tests.h"
 #include "record/results.h"
 #include "record/stragglers.h"
 #include "report/format.h"
@@ -78,12 +79,35 @@ CollectivePoint pointOf(const CollectiveRecord& c) {
   a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
   if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
-  a.minUs = finiteOr(c.timeMinUs);
-  a.maxUs = finiteOr(c.timeMaxUs);
+  a.dtype = c.elementType();
+  a.redop = c.reduction();
+  a.imported = c.algo == kNcclTestsOrigin || c.algo == kRcclTestsOrigin;
+  if (a.imported) {
+    // What the verdict may read of an imported point; a value out of its range is left out.
+    const auto str = [&](const char* key) {
+      const auto v = c.extra.find(key);
+      return v != c.extra.end() && v->is_string() && v->get_ref<const std::string&>().size() <= 64
+                 ? v->get<std::string>() : std::string();
+    };
+    a.ncclAlgo = str("nccl_algo");
+    a.nic = str("nic");
+    if (const auto v = c.extra.find("nics_per_node"); v != c.extra.end() && v->is_number_integer()) {
+      const auto n = v->get<long long>();
+      if (n >= 1 && n <= 64) a.nicsPerNode = static_cast<int>(n);
+    }
+  }
   return a;
 }
 
 }  // namespace
+
+std::string CollectivePoint::whereText() const {
+  if (!imported) return "";
+  std::string text = std::to_string(n) + (n == 1 ? " rank" : " ranks");
+  if (nodes > 1) text += ", " + std::to_string(nodes) + " nodes";
+  if (!gpu.empty()) text += ", " + gpu;
+  return text;
+}
 
 double median(std::vector<double> xs) {
   xs.erase(std::remove_if(xs.begin(), xs.end(), [](double x) { return !std::isfinite(x); }),
@@ -152,6 +176,7 @@ Inputs loadInputs(const std::vector<std::string>& paths, const StyleLookup& regi
       p.nodes = m.nodes.value_or(m.hosts ? static_cast<long long>(m.hosts->size()) : 1);
       if (const auto g = c.extra.find("gpu"); g != c.extra.end() && g->is_string()) p.gpu = g->get<std::string>();
       if (const auto n = c.extra.find("nodes"); n != c.extra.end() && n->is_number_integer()) p.nodes = n->get<long long>();
+      p.file = all.files.size();
       all.styles.add(SeriesKind::Algorithm, c.algo, c.entry);
     }
     all.predictions.insert(all.predictions.end(), f.predictions().begin(), f.predictions().end());

@@ -62,7 +62,18 @@ struct CollectivePoint {
   std::string gpu;
   long long nodes = 1;
   std::string straggler;  // record/stragglers.h's text; "" when no rank held the point back
+  std::string dtype = "float32", redop = "sum";  // the record's element type and reduction
+  // Imported from nccl-tests or rccl-tests (`tpbench import`): not measured by this tpbench, so
+  // a curve of its own per file, and no part of a same-machine comparison.
+  bool imported = false;
+  std::size_t file = 0;       // the index of the input file it came from (Inputs::files)
+  std::string ncclAlgo;       // NCCL_ALGO where an imported log set it
+  int nicsPerNode = 0;        // where an imported point records it (1-64), else 0
+  std::string nic;            // the NIC kind an imported point records, else ""
   bool ok() const { return status == "ok"; }
+  // Where it ran, as a legend or a table says it: "8 ranks, 2 nodes, NVIDIA H100 80GB HBM3" for
+  // an imported point (nodes and GPU where known), "" for tpbench's own.
+  std::string whereText() const;
   // The bus bandwidth of the slowest and of the fastest iteration (busbw scales with 1/time);
   // NaN where the times are missing.
   double busbwLo() const { return maxUs > 0 ? busbw * medianUs / maxUs : kNaN; }

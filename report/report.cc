@@ -236,13 +236,18 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
   page.heading(2, {text("Allreduce")});
   page.paragraph({text("Median over repeated points (also in "),
                   link("allreduce.csv", "allreduce.csv"),
-                  text("); min–max µs: the fastest and the slowest timed iteration of any of them.")});
+                  text("); min–max µs: the fastest and the slowest timed iteration of any of them. Points "
+                       "imported from nccl-tests or rccl-tests keep the log's own time, a mean per iteration, and "
+                       "say where they ran in the device column.")});
   page.table(ar);
   if (!reference.rows.empty()) {
     page.heading(2, {text("Against published figures")});
-    page.paragraph({text("GPU allreduce points of a platform with published nccl-tests figures, at 256 MiB and up "
-                         "(the bandwidth plateau those figures are for): busbw as a percent of each; under 70 % of "
-                         "the best measured figure is flagged FAR BELOW. Line rates bound ring and tree algorithms (NVLS reduces inside the switch and passes them). "
+    page.paragraph({text("Each GPU allreduce curve (tpbench's own per algorithm, an imported file's per GPU; each per "
+                         "N, nodes and element type): its plateau, the median busbw at its three largest sizes from "
+                         "256 MiB up, against the published nccl-tests figure for its platform and algorithm; under "
+                         "70 % of a measured figure is flagged FAR BELOW. Line rates bound ring and tree algorithms "
+                         "(NVLS reduces inside the switch and passes them). Across nodes the figure is the NICs per "
+                         "node times the per-NIC one, where the file says both (tpbench import --nics, --nic). "
                          "Figures and sources: docs/reports.md, \"What a platform should reach\".")});
     page.table(reference);
   }
@@ -349,7 +354,7 @@ ReportSummary writeReport(const ReportOptions& opt) {
     std::error_code ec;
     fs::remove(dir / "predictions.csv", ec);  // an earlier report's would contradict this one
   }
-  const Page page = indexPage(in.files, outcomes, runTable, arTable, referenceTable(in.points, in.styles),
+  const Page page = indexPage(in.files, outcomes, runTable, arTable, verdictTable(in),
                               stragglerTable(in.runs, in.points), overlap.get(), glanceTables(in.points, in.styles),
                               predictions);
   writeText(dir / "index.md", page.markdown());

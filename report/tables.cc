@@ -101,16 +101,20 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles) {
 
 Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& styles) {
   // Other collectives than the in-place allreduce name their op and placement in the algo
-  // column ("broadcast tree", "ring (out of place)"): one table holds every collective record.
+  // column ("broadcast tree", "ring (out of place)"), and another element type or reduction than
+  // float32 sum its own ("allreduce nccl-tests bfloat16"): one table holds every collective record.
   auto label = [](const CollectivePoint& p) {
-    return (p.op == "allreduce" ? p.algo : p.op + " " + p.algo) + (p.inPlace ? "" : " (out of place)");
+    return (p.op == "allreduce" ? p.algo : p.op + " " + p.algo) + (p.dtype == "float32" ? "" : " " + p.dtype) +
+           (p.redop == "sum" ? "" : " " + p.redop) + (p.inPlace ? "" : " (out of place)");
   };
-  std::map<std::tuple<std::string, int, std::string, std::string, std::string, int, long long, std::string>,
+  // An imported file's points stay apart from everyone else's (its where names its cluster).
+  std::map<std::tuple<std::string, int, std::string, std::string, std::string, std::string, long long, int, long long,
+                      std::string>,
            std::vector<const CollectivePoint*>>
       groups;
   for (const auto& p : points)
     groups[{p.op == "allreduce" ? "" : p.op, styles.order(SeriesKind::Algorithm, p.algo), label(p), p.carrier,
-            p.device, p.n, p.bytes, p.status}]
+            p.device, p.imported ? std::to_string(p.file) + "|" + p.gpu : "", p.nodes, p.n, p.bytes, p.status}]
         .push_back(&p);
   Table t;
   t.header = {"algo", "carried over", "device", "N", "bytes", "median µs", "min–max µs", "busbw GB/s", "status"};
@@ -121,7 +125,10 @@ Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& 
       lo.push_back(p->minUs), hi.push_back(p->maxUs);
     }
     const CollectivePoint& p = *ps.front();
-    t.rows.push_back({label(p), p.carrier, p.device, std::to_string(p.n),
+    std::string device = p.device;
+    if (p.imported && !p.gpu.empty()) device += ", " + p.gpu;
+    if (p.nodes > 1) device += ", " + std::to_string(p.nodes) + " nodes";
+    t.rows.push_back({label(p), p.carrier, device, std::to_string(p.n),
                       fmtBytes(p.bytes) + " (" + std::to_string(p.bytes) + ")", fmtNum(median(us)),
                       spreadText(lo, hi), fmtNum(median(bw)),
                       statusText(p.status, p.error, static_cast<int>(ps.size()))});
@@ -145,15 +152,36 @@ Table stragglerTable(const std::vector<Run>& runs, const std::vector<CollectiveP
   return t;
 }
 
-Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles) {
+Table verdictTable(const Inputs& in) {
+  std::vector<CurvePoint> curve;
+  for (const auto& p : in.points) {
+    if (!p.ok() || p.op != "allreduce" || p.device != "cuda") continue;
+    CurvePoint c;
+    // A curve per algorithm of tpbench's own, per imported file and GPU.
+    c.series = in.styles.label(SeriesKind::Algorithm, p.algo);
+    if (p.imported && p.file < in.files.size()) {
+      const std::string& path = in.files[p.file].path;
+      c.series += " (" + path.substr(path.find_last_of('/') + 1) + ")";
+    }
+    c.facts.device = p.device;
+    c.facts.gpu = p.gpu;
+    c.facts.ranks = p.n;
+    c.facts.nodes = p.nodes;
+    c.facts.nicsPerNode = p.nicsPerNode;
+    c.facts.nic = p.nic;
+    // tpbench's own ring is a ring; its library point is NCCL's own choice.
+    c.facts.algorithm = p.imported ? p.ncclAlgo : (p.algo == "ring" ? "ring" : "");
+    c.facts.dtype = p.dtype;
+    c.facts.redop = p.redop;
+    c.bytes = static_cast<std::uint64_t>(p.bytes);
+    c.busbwGbps = p.busbw;
+    curve.push_back(std::move(c));
+  }
   Table t;
-  t.header = {"algo", "N", "GPU", "bytes", "busbw GB/s", "of the published figures"};
-  for (const auto& p : points) {
-    if (!p.ok()) continue;
-    const auto refs = referencesFor(p.op, p.device, p.n, p.nodes, static_cast<std::uint64_t>(p.bytes), p.gpu);
-    if (refs.empty()) continue;
-    t.rows.push_back({styles.label(SeriesKind::Algorithm, p.algo) + (p.inPlace ? "" : " (out of place)"),
-                      std::to_string(p.n), p.gpu, fmtBytes(p.bytes), fmtNum(p.busbw), referenceText(p.busbw, refs)});
+  t.header = {"curve", "N", "nodes", "GPU", "plateau and verdict"};
+  for (const auto& v : curveVerdicts(curve)) {
+    t.rows.push_back({v.series + (v.facts.dtype == "float32" ? "" : " " + v.facts.dtype),
+                      std::to_string(v.facts.ranks), std::to_string(v.facts.nodes), v.facts.gpu, curveVerdictText(v)});
   }
   return t;
 }
@@ -178,8 +206,9 @@ Table glanceTable(const SummaryTable& s) {
 
 std::vector<GlanceTable> glanceTables(const std::vector<CollectivePoint>& points, const Styles& styles) {
   std::vector<const CollectivePoint*> sorted;
+  // Measured side by side on one machine: imported points ran elsewhere, at another time.
   for (const auto& p : points)
-    if (p.ok()) sorted.push_back(&p);
+    if (p.ok() && !p.imported) sorted.push_back(&p);
   std::stable_sort(sorted.begin(), sorted.end(), [&](const CollectivePoint* a, const CollectivePoint* b) {
     return styles.less(SeriesKind::Algorithm, a->algo, b->algo);
   });

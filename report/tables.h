@@ -20,17 +20,18 @@ Table runsTable(const std::vector<Run>& runs, const Styles& styles);
 // beside it, the fastest and the slowest timed iteration of the records merged.
 Table collectiveTable(const std::vector<CollectivePoint>& points, const Styles& styles);
 
-// GPU allreduce points of a platform with published figures (record/reference_busbw.h), at the
-// sizes those figures are for: busbw as a percent of each, flagged far below the best. No rows
-// (an empty table) when no point has a reference.
-Table referenceTable(const std::vector<CollectivePoint>& points, const Styles& styles);
+// One row per GPU allreduce curve (record/reference_busbw.h, curveVerdicts: tpbench's own per
+// algorithm, an imported file's per GPU, each per N, nodes, type and reduction): its plateau busbw
+// and verdict against the published figure for its platform, or why there is none. No rows (an
+// empty table) when no GPU allreduce point is in the inputs.
+Table verdictTable(const Inputs& in);
 
 // Training runs and collective points that a rank held back (record/stragglers.h), one row
 // each, in input order; no rows when none was.
 Table stragglerTable(const std::vector<Run>& runs, const std::vector<CollectivePoint>& points);
 
 // The collectives at a glance (record/collective_summary.h): per op, device and placement
-// measured with two or more algorithms, the fastest per N and size and every algorithm's median
+// measured with two or more algorithms of this tpbench (imported points ran elsewhere), the fastest per N and size and every algorithm's median
 // time over its, algorithms in display order.
 struct GlanceTable {
   std::string title;  // "allreduce (cpu, in place)"

@@ -244,8 +244,13 @@ TEST(NcclTestsImport, JsonOfTheWrongShapeIsRefusedByField) {
   bad["results"][3]["in_place"]["bus_bw"] = 1.0;
   expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "results[3].in_place", "busbw"});
   bad = doc;
-  bad["devices"] = nlohmann::json::array();
-  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "devices"});
+  bad["config"]["devices"][3] = 5;
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "config.devices[3]"});
+  // Without its devices the rank count is the config's GPUs x threads of one process (1 here),
+  // which the figures of 16 ranks refuse.
+  bad = doc;
+  bad["config"].erase("devices");
+  expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "busbw", "1 ranks"});
   bad = doc;
   bad["results"][0]["size"] = -8;
   expectUsageError([&] { parseNcclTestsJson(bad, "b.json", ""); }, {"b.json", "results[0].size"});
@@ -276,6 +281,7 @@ TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
   std::filesystem::remove(out);
   auto r = test::runCli({"import", fixture("all_reduce_8gpu.txt"), fixture("all_reduce_2node.json"), "--out", out});
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string imported = r.out;
   EXPECT_NE(r.out.find("28 points of allreduce, 8 ranks on 1 host(s)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("wrote 46 imported points"), std::string::npos) << r.out;
   // The 8-GPU H100 curve's plateau against the published ring figure; none for two nodes
@@ -289,18 +295,29 @@ TEST(ImportCli, WritesAResultsFileThatCompareAndReportRead) {
   r = test::runCli({"compare", out, out});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("46 points matched, 0 regressed"), std::string::npos) << r.out;
-  // The report sets the 8-GPU H100 points of 256 MiB and up against the published figures.
+  // The report gives each GPU allreduce curve the verdict import printed, word for word, and
+  // says why the two-node curve has none.
+  const auto line = imported.find("allreduce at 8 ranks: ");
+  ASSERT_NE(line, std::string::npos) << imported;
+  const std::string verdict = imported.substr(line + 22, imported.find('\n', line) - line - 22);
   const std::string dir = test::tempPath("imported_report");
   r = test::runCli({"report", out, "-o", dir, "--gnuplot", ""});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const std::string index = readText(dir + "/index.md");
   const auto section = index.find("## Against published figures");
   ASSERT_NE(section, std::string::npos) << index;
-  EXPECT_NE(index.find("| nccl-tests | 8 | NVIDIA H100 80GB HBM3 | 512M | 375 | 102 % of ring 367, 78 % of NVLS 480, 83 % of "
-                       "line rate 450 GB/s (H100 SXM) |", section), std::string::npos)
-      << index.substr(section, 1500);
-  EXPECT_EQ(index.find("128M", section), std::string::npos) << "below 256 MiB nothing is compared";
-  EXPECT_EQ(index.find("| 16 |", section), std::string::npos) << "two nodes: no single-node figure applies";
+  const std::string name = std::filesystem::path(out).filename().string();
+  EXPECT_NE(index.find("| nccl-tests (" + name + ") | 8 | 1 | NVIDIA H100 80GB HBM3 | " + verdict + " |", section),
+            std::string::npos)
+      << verdict << "\n" << index.substr(section, 1500);
+  EXPECT_NE(verdict.find("plateau 371 GB/s, the median of 2 points at 512M; 101 % of the published ring figure for 8x H100"),
+            std::string::npos) << verdict;
+  EXPECT_NE(index.find("| 16 | 2 | NVIDIA H200 | no verdict: largest size 64 MiB is below the 256 MiB plateau |", section),
+            std::string::npos) << index.substr(section, 1500);
+  // The imported points are drawn (the chart's data names them by where they ran), not left out.
+  EXPECT_NE(readText(dir + "/allreduce_busbw.dat").find("] nccl-tests 8 ranks, NVIDIA H100 80GB HBM3"), std::string::npos)
+      << readText(dir + "/allreduce_busbw.dat").substr(0, 600);
+  EXPECT_NE(readText(dir + "/allreduce_busbw.dat").find("] nccl-tests 16 ranks, 2 nodes, NVIDIA H200"), std::string::npos);
   std::filesystem::remove_all(dir);
   // Without --overwrite the file is not replaced; a bad --op and the output as an input are refused.
   test::expectRefusedUpFront(test::runCli({"import", fixture("all_reduce_8gpu.txt"), "--out", out}), "--out");

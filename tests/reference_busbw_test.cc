@@ -364,18 +364,59 @@ TEST(ReferenceBusbw, EveryRowSaysWhereItsFigureComesFrom) {
   }
 }
 
-TEST(ReferenceBusbw, TheOlderFunctionsStillAnswer) {
+// import, report and the collective benchmark group points into curves by one function: a curve
+// per series, GPU, nodes, rank count, type, reduction, algorithm and NIC setting, other ops left out.
+TEST(ReferenceBusbw, CurveVerdictsGroupPointsIntoCurves) {
   const std::string h100 = "NVIDIA H100 80GB HBM3";
-  const auto refs = referencesFor("allreduce", "cuda", 8, 1, kGiB, h100);
-  ASSERT_EQ(refs.size(), 3u);  // ring, NVLS, line rate
-  EXPECT_TRUE(referencesFor("allreduce", "cuda", 8, 1, kReferenceMinBytes - 4, h100).empty());
-  EXPECT_TRUE(referencesFor("allreduce", "cuda", 16, 2, kGiB, h100).empty());
-  EXPECT_TRUE(referencesFor("allgather", "cuda", 8, 1, kGiB, h100).empty());
-  EXPECT_TRUE(referencesFor("allreduce", "cpu", 8, 1, kGiB, h100).empty());
-  EXPECT_FALSE(referencesFor("allreduce", "cuda", 72, 18, kGiB, "NVIDIA GB200").empty());
-  EXPECT_TRUE(has(referenceText(240, refs), "50 % of NVLS 480")) << referenceText(240, refs);
-  EXPECT_TRUE(farBelowReference(330, refs));  // the best measured figure, NVLS 480
-  EXPECT_FALSE(farBelowReference(340, refs));
+  auto point = [&](const std::string& series, int ranks, std::uint64_t bytes, double bw) {
+    CurvePoint p;
+    p.series = series;
+    p.facts.gpu = h100;
+    p.facts.ranks = ranks;
+    p.bytes = bytes;
+    p.busbwGbps = bw;
+    return p;
+  };
+  std::vector<CurvePoint> pts;
+  for (std::uint64_t b : {kGiB, 2 * kGiB, 4 * kGiB}) {
+    pts.push_back(point("a.json", 8, b, 360));  // in place and out of place: one curve
+    pts.push_back(point("a.json", 8, b, 362));
+    pts.push_back(point("b.json", 8, b, 180));  // another file: its own curve
+    pts.push_back(point("a.json", 4, b, 300));  // another rank count
+  }
+  CurvePoint bf16 = point("a.json", 8, kGiB, 350);
+  bf16.facts.dtype = "bfloat16";
+  pts.push_back(bf16);
+  CurvePoint gather = point("a.json", 8, kGiB, 350);
+  gather.facts.op = "allgather";
+  pts.push_back(gather);
+  const auto curves = curveVerdicts(pts);
+  ASSERT_EQ(curves.size(), 4u);  // a.json 8 float32, a.json 8 bfloat16, a.json 4, b.json 8
+  int checked = 0;
+  for (const auto& c : curves) {
+    if (c.series == "a.json" && c.facts.ranks == 8 && c.facts.dtype == "float32") {
+      EXPECT_EQ(c.plateau.points, 6);
+      EXPECT_DOUBLE_EQ(c.plateau.busbwGbps, 361);
+      ASSERT_TRUE(c.verdict.has) << c.verdict.whyNone;
+      EXPECT_TRUE(has(curveVerdictText(c), "plateau 361 GB/s, the median of 6 points at 1G-4G; 98 % of the published ring"))
+          << curveVerdictText(c);
+      ++checked;
+    }
+    if (c.series == "b.json") {
+      EXPECT_TRUE(c.verdict.farBelow) << curveVerdictText(c);
+      ++checked;
+    }
+    if (c.facts.dtype == "bfloat16") {
+      EXPECT_EQ(c.plateau.points, 1);
+      EXPECT_TRUE(has(curveVerdictText(c), "the one point at 1G")) << curveVerdictText(c);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);
+  // Without a plateau the text says why.
+  const auto small = curveVerdicts({point("c", 8, 64ull << 20, 200)});
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(curveVerdictText(small[0]), "no verdict: largest size 64 MiB is below the 256 MiB plateau");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <sstream>
 #include <string>
@@ -363,6 +364,109 @@ TEST(ReportReadings, BusbwSpreadComesFromTheIterations) {
   EXPECT_DOUBLE_EQ(pts[0].y, 11);
   EXPECT_DOUBLE_EQ(pts[0].lo, 5);   // 10 × 100 / 200
   EXPECT_DOUBLE_EQ(pts[0].hi, 15);  // 12 × 100 / 80
+}
+
+// tpbench's own points on the CPU and an nccl-tests log of 16 ranks on 2 nodes, imported: one
+// chart draws both, each line named by what it is, and the subtitle says where each came from.
+CollectivePoint busbwPoint(const std::string& op, const std::string& algo, int n, long long bytes, double busbw) {
+  CollectivePoint p;
+  p.op = op;
+  p.algo = algo;
+  p.transport = p.carrier = "shm";
+  p.device = "cpu";
+  p.status = "ok";
+  p.n = n;
+  p.bytes = bytes;
+  p.busbw = busbw;
+  p.medianUs = 100;
+  return p;
+}
+
+Inputs ownAndImported() {
+  Inputs in;
+  in.files.resize(2);
+  in.files[0].path = "results/own.json";
+  in.files[1].path = "results/h100-2node.json";
+  in.styles.add(SeriesKind::Algorithm, "ring", entryOf(1, "#2ca02c", "from scratch"));
+  in.styles.add(SeriesKind::Algorithm, "nccl-tests", entryOf(90, "#7f7f7f", "nccl-tests"));
+  for (long long b = 4096; b <= (16 << 20); b *= 4) {
+    in.points.push_back(busbwPoint("allreduce", "ring", 2, b, 1 + b / 1e6));
+    in.points.push_back(busbwPoint("allgather", "ring", 2, b, 1 + b / 2e6));
+  }
+  // nccl-tests' sweep from 8 B to 8 GiB in steps of 2: 31 sizes, in place and out of place.
+  for (long long b = 8; b <= (8ll << 30); b *= 2)
+    for (const char* op : {"allreduce", "allgather"})
+      for (bool inPlace : {true, false}) {
+        CollectivePoint p = busbwPoint(op, "nccl-tests", 16, b, 0.01 + b / 1e8);
+        p.transport = p.carrier = "nccl";
+        p.device = "cuda";
+        p.inPlace = inPlace;
+        p.imported = true;
+        p.file = 1;
+        p.nodes = 2;
+        p.gpu = "NVIDIA H100 80GB HBM3";
+        in.points.push_back(p);
+      }
+  return in;
+}
+
+TEST(ReportReadings, ImportedPointsAreDrawnBesideOwnOnAnyDevice) {
+  const Inputs in = ownAndImported();
+  for (const char* id : {"allreduce_busbw", "collective_busbw"}) {
+    const Chart c = chartOf(id, in);
+    ASSERT_TRUE(c.hasData()) << id << ": " << c.reason;
+    EXPECT_EQ(c.subtitle.find("not shown"), std::string::npos) << id << ": " << c.subtitle;
+    EXPECT_EQ(c.subtitle.find("from-scratch algorithms over nccl"), std::string::npos) << c.subtitle;
+    EXPECT_NE(c.subtitle.find("devices cpu, cuda"), std::string::npos) << id << ": " << c.subtitle;
+    EXPECT_NE(c.subtitle.find("imported, at the log's mean time per iteration: nccl-tests in h100-2node.json (16 ranks, "
+                              "2 nodes, NVIDIA H100 80GB HBM3)"),
+              std::string::npos)
+        << id << ": " << c.subtitle;
+    EXPECT_EQ(c.subtitle.find("N=16"), std::string::npos) << id << ": 16 ranks on 2 nodes are not N=16: " << c.subtitle;
+    const std::string own = std::string(id) == "allreduce_busbw" ? "# [0] ring N=2 (cpu)\n" : "allgather ring (cpu)\n";
+    EXPECT_NE(c.dat.find(own), std::string::npos) << id << ": " << c.dat.substr(0, 400);
+    const std::string imported = std::string(id) == "allreduce_busbw" ? "] nccl-tests 16 ranks, 2 nodes (cuda)\n"
+                                                                        : "] allgather nccl-tests 16 ranks, 2 nodes (cuda)\n";
+    EXPECT_NE(c.dat.find(imported), std::string::npos) << id << ": " << c.dat.substr(0, 400);
+    EXPECT_NE(c.reading.find("nccl-tests 16 ranks, 2 nodes (cuda)"), std::string::npos) << c.reading;
+    // 8 B .. 8 GiB: at most kMaxSizeTics labels on the size axis, from the smallest to the largest.
+    const auto tics = c.gp.find("set xtics (");
+    ASSERT_NE(tics, std::string::npos) << c.gp;
+    const std::string line = c.gp.substr(tics, c.gp.find('\n', tics) - tics);
+    EXPECT_LE(std::count(line.begin(), line.end(), ','), static_cast<long>(kMaxSizeTics) - 1) << line;
+    EXPECT_NE(line.find("\"8\" 8"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"8G\""), std::string::npos) << line;
+  }
+}
+
+TEST(ReportReadings, SizeTicsThinOnlyWhereTheyWouldCrowd) {
+  std::set<double> few = {4096, 65536, 1 << 20};
+  EXPECT_EQ(sizeTics(few), few);
+  std::set<double> many;
+  for (double b = 8; b <= 8.0 * (1 << 30); b *= 2) many.insert(b);
+  const auto tics = sizeTics(many);
+  EXPECT_LE(tics.size(), kMaxSizeTics);
+  EXPECT_GE(tics.size(), kMaxSizeTics - 2);
+  EXPECT_EQ(*tics.begin(), 8);
+}
+
+// Two imported files of the same shape read alike but for their file's name.
+TEST(ReportReadings, TwoImportsOfOneShapeAreToldApartByTheirFile) {
+  Inputs in = ownAndImported();
+  in.files.push_back({});
+  in.files[2].path = "other/cluster-b.json";
+  const std::size_t n = in.points.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (in.points[i].imported) {
+      CollectivePoint p = in.points[i];
+      p.file = 2;
+      p.busbw /= 2;
+      in.points.push_back(p);
+    }
+  const Chart c = chartOf("allreduce_busbw", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_NE(c.dat.find("nccl-tests 16 ranks, 2 nodes (cuda) (h100-2node.json)\n"), std::string::npos) << c.dat.substr(0, 600);
+  EXPECT_NE(c.dat.find("nccl-tests 16 ranks, 2 nodes (cuda) (cluster-b.json)\n"), std::string::npos) << c.dat.substr(0, 600);
 }
 
 }  // namespace
