@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "comm/store_wire.h"
 #include "common/error.h"
 
@@ -21,23 +24,27 @@ std::string op(Op o) { return std::string(1, static_cast<char>(o)); }
 std::string str(const std::vector<std::uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<std::uint8_t> bytes(const std::string& s) { return std::vector<std::uint8_t>(s.begin(), s.end()); }
 
-// Proves to the server on fd that this end holds `secret`, and checks the server's proof.
-void introduce(int fd, const std::string& secret, const std::string& where, Clock::time_point deadline) {
+// Proves to the server on fd that this end holds `secret`, and checks the server's proof. False
+// where the server closed the connection before answering (a store pushes out the oldest
+// connections still in their handshake when strangers flood it): the caller connects again.
+bool introduce(int fd, const std::string& secret, const std::string& where, Clock::time_point deadline) {
   std::string hello(wire::kHelloSize + wire::kNonceSize, '\0');
-  if (!wire::readExact(fd, hello.data(), hello.size(), deadline) ||
-      hello.compare(0, wire::kHelloSize, wire::kHello) != 0)
-    TPB_THROW(Error, "the rendezvous store at " << where << " did not greet (not a tpbench store, or it closed)");
+  if (!wire::readExact(fd, hello.data(), hello.size(), deadline)) return false;
+  if (hello.compare(0, wire::kHelloSize, wire::kHello) != 0)
+    TPB_THROW(Error, "the rendezvous store at " << where << " did not greet (not a tpbench store)");
   const std::string serverNonce = hello.substr(wire::kHelloSize);
   const std::string clientNonce = wire::randomBytes(wire::kNonceSize);
   const std::string answer = clientNonce + wire::proof(secret, "client", serverNonce, clientNonce);
   std::string reply(1 + wire::kNonceSize, '\0');
-  if (!wire::writeAll(fd, answer.data(), answer.size(), deadline) || !wire::readExact(fd, reply.data(), 1, deadline) ||
-      reply[0] != wire::kAccepted)
+  if (!wire::writeAll(fd, answer.data(), answer.size(), deadline) || !wire::readExact(fd, reply.data(), 1, deadline))
+    return false;
+  if (reply[0] != wire::kAccepted)
     TPB_THROW(Error, "the rendezvous store at " << where << " refused this process: its job secret differs "
                                                 << "(TPB_JOB_SECRET or --secret_file must be the same on every node)");
   if (!wire::readExact(fd, reply.data() + 1, wire::kNonceSize, deadline) ||
       reply.substr(1) != wire::proof(secret, "server", serverNonce, clientNonce))
     TPB_THROW(Error, "the rendezvous store at " << where << " did not prove it holds the job secret");
+  return true;
 }
 
 }  // namespace
@@ -46,12 +53,24 @@ StoreClient::StoreClient(const std::string& host, std::uint16_t port, const std:
                          std::chrono::milliseconds timeout)
     : c10d::Store(timeout), host_(host), secret_(secret), port_(port) {
   const auto deadline = Clock::now() + timeout;
-  fd_ = wire::connectTo(host, port, deadline);
-  try {
-    introduce(fd_, secret, host + ":" + std::to_string(port), deadline);
-  } catch (...) {
+  const std::string where = host + ":" + std::to_string(port);
+  for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+    fd_ = wire::connectTo(host, port, deadline);
+    bool in = false;
+    try {
+      in = introduce(fd_, secret, where, deadline);
+    } catch (...) {
+      close(fd_);
+      fd_ = -1;
+      throw;
+    }
+    if (in) return;
     close(fd_);
-    throw;
+    fd_ = -1;
+    if (Clock::now() + pause >= deadline)
+      TPB_THROW(Error, "the rendezvous store at " << where << " did not greet (not a tpbench store, or it closed "
+                                                  << "every connection until the timeout)");
+    std::this_thread::sleep_for(pause);
   }
 }
 
@@ -115,8 +134,18 @@ std::vector<std::uint8_t> StoreClient::get(const std::string& key) {
   return bytes(reply[1]);
 }
 
+namespace {
+// A number the store answered; a reply that is not one ends the call with the reason.
+std::int64_t numberOf(const std::string& reply, const char* what) {
+  long long v = 0;
+  if (!wire::parseDecimal(reply, true, v))
+    TPB_THROW(Error, "the rendezvous store answered " << what << " with something other than a number");
+  return v;
+}
+}  // namespace
+
 std::int64_t StoreClient::add(const std::string& key, std::int64_t value) {
-  return std::stoll(one({op(Op::Add), key, std::to_string(value)}));
+  return numberOf(one({op(Op::Add), key, std::to_string(value)}), "add");
 }
 
 bool StoreClient::deleteKey(const std::string& key) { return one({op(Op::Delete), key}) == "1"; }
@@ -127,7 +156,7 @@ bool StoreClient::check(const std::vector<std::string>& keys) {
   return one(std::move(request)) == "1";
 }
 
-std::int64_t StoreClient::getNumKeys() { return std::stoll(one({op(Op::NumKeys)})); }
+std::int64_t StoreClient::getNumKeys() { return numberOf(one({op(Op::NumKeys)}), "getNumKeys"); }
 
 void StoreClient::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
 

@@ -21,20 +21,6 @@ using wire::Status;
 
 std::string status(Status s) { return std::string(1, static_cast<char>(s)); }
 
-// A decimal integer that is all digits (a leading '-' allowed when `negative`), or false.
-bool parseInt(const std::string& s, bool negative, long long& out) {
-  if (s.empty() || s.size() > 19) return false;
-  std::size_t i = negative && s[0] == '-' ? 1 : 0;
-  if (i == s.size()) return false;
-  long long v = 0;
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  out = s[0] == '-' ? -v : v;
-  return true;
-}
-
 }  // namespace
 
 StoreServer::StoreServer(const std::string& host, std::uint16_t port, std::string secret, StoreLimits limits)
@@ -88,12 +74,28 @@ void StoreServer::acceptLoop() {
     const int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
     std::lock_guard<std::mutex> lock(connsM_);
-    if (conns_.size() >= limits_.maxConnections) {
-      close(fd);
-      continue;
+    // The connections still in their handshake; the oldest of them makes room for this one when
+    // they are too many (or every slot is taken), so strangers cannot crowd out the job's ranks,
+    // whose handshake takes a round trip. Past every slot with none pending, this one is closed.
+    std::size_t pending = 0;
+    Conn* oldest = nullptr;
+    for (const auto& c : conns_)
+      if (!c->done && c->state == Conn::kPending) {
+        ++pending;
+        if (!oldest || c->order < oldest->order) oldest = c.get();
+      }
+    if (pending >= limits_.maxPending || conns_.size() >= limits_.maxConnections) {
+      if (!oldest || conns_.size() >= limits_.maxConnections + limits_.maxPending) {
+        close(fd);
+        continue;
+      }
+      int expected = Conn::kPending;
+      // Its handshake fails (reap() closes it once its thread ends), unless it got in just now.
+      if (oldest->state.compare_exchange_strong(expected, Conn::kEvicted)) shutdown(oldest->fd, SHUT_RDWR);
     }
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    c->order = ++accepted_;
     Conn& ref = *c;
     c->thread = std::thread([this, &ref] {
       serve(ref);
@@ -106,7 +108,8 @@ void StoreServer::acceptLoop() {
   }
 }
 
-bool StoreServer::handshake(int fd) {
+bool StoreServer::handshake(Conn& c) {
+  const int fd = c.fd;
   const auto deadline = Clock::now() + limits_.handshakeTimeout;
   const std::string nonce = wire::randomBytes(wire::kNonceSize);
   const std::string hello = std::string(wire::kHello, wire::kHelloSize) + nonce;
@@ -122,12 +125,14 @@ bool StoreServer::handshake(int fd) {
     wire::writeAll(fd, &wire::kRejected, 1, deadline);
     return false;
   }
+  int pending = Conn::kPending;
+  if (!c.state.compare_exchange_strong(pending, Conn::kAuthed)) return false;  // pushed out meanwhile
   const std::string reply = wire::kAccepted + wire::proof(secret_, "server", nonce, clientNonce);
   return wire::writeAll(fd, reply.data(), reply.size(), deadline);
 }
 
 void StoreServer::serve(Conn& c) {
-  if (!handshake(c.fd)) return;
+  if (!handshake(c)) return;
   // One request is a key and a value at most (compareSet: two values) with the framing.
   const std::size_t maxBytes =
       std::max(limits_.maxKeyBytes + 2 * limits_.maxValueBytes, limits_.maxKeysPerRequest * limits_.maxKeyBytes) + 64;
@@ -215,7 +220,7 @@ StoreServer::Reply StoreServer::set(const std::string& key, const std::string& v
 StoreServer::Reply StoreServer::waitFor(const std::vector<std::string>& keys, const std::string& timeoutMs,
                                         bool returnValue) {
   long long ms = 0;
-  if (!parseInt(timeoutMs, false, ms)) return {status(Status::Refused), "malformed timeout"};
+  if (!wire::parseDecimal(timeoutMs, false, ms)) return {status(Status::Refused), "malformed timeout"};
   // A day at most (0 is c10d's "no timeout"): a waiting request holds this connection's thread.
   const auto deadline = Clock::now() + std::chrono::milliseconds(ms == 0 ? 86400000LL : std::min(ms, 86400000LL));
   std::unique_lock<std::mutex> lock(m_);
@@ -231,10 +236,10 @@ StoreServer::Reply StoreServer::waitFor(const std::vector<std::string>& keys, co
 
 StoreServer::Reply StoreServer::add(const std::string& key, const std::string& delta) {
   long long d = 0, now = 0;
-  if (!parseInt(delta, true, d)) return {status(Status::Refused), "malformed number"};
+  if (!wire::parseDecimal(delta, true, d)) return {status(Status::Refused), "malformed number"};
   std::lock_guard<std::mutex> lock(m_);
   const auto it = data_.find(key);
-  if (it != data_.end() && !parseInt(it->second, true, now))
+  if (it != data_.end() && !wire::parseDecimal(it->second, true, now))
     return {status(Status::Refused), "key '" + key.substr(0, 200) + "' does not hold a number"};
   const std::string value = std::to_string(now + d);
   if (const std::string why = refusal(key, value.size()); !why.empty()) return {status(Status::Refused), why};

@@ -5,7 +5,8 @@
 // every interface and serves anyone. Its client is comm/store_client.h.
 //
 // Nothing a client sends can make it hold unbounded memory: a connection that has not answered
-// the challenge is closed after handshakeTimeout and can send nothing else; connections, key and
+// the challenge is closed after handshakeTimeout, or sooner when maxPending newer ones wait,
+// and can send nothing else; connections, key and
 // value sizes, keys per request, the number of keys and their total size are all capped, and a
 // request over a cap is refused (Status::Refused, with the reason) or, when the frame itself is
 // too large, ends the connection before anything is read into memory.
@@ -32,6 +33,10 @@ struct StoreLimits {
   std::size_t maxTotalBytes = std::size_t(512) << 20;
   std::size_t maxKeysPerRequest = 1024;
   std::size_t maxConnections = 1024;
+  // Connections that have not yet proved they hold the secret: at most this many at once. A new
+  // one beyond it pushes the oldest out (its handshake fails; a client of the job retries), so a
+  // flood of strangers can hold neither the job's ranks out nor the connection slots.
+  std::size_t maxPending = 64;
   std::chrono::milliseconds handshakeTimeout{10000};
 };
 
@@ -52,13 +57,18 @@ class StoreServer {
     int fd = -1;
     std::thread thread;
     std::atomic<bool> done{false};
+    // kPending until the handshake proves the secret (kAuthed) or the connection is pushed out
+    // (kEvicted): one compare-and-swap decides, so a rank that got in is never pushed out.
+    enum State : int { kPending, kAuthed, kEvicted };
+    std::atomic<int> state{kPending};
+    std::uint64_t order = 0;  // accepted as the order-th connection: the oldest goes first
   };
   using Reply = std::vector<std::string>;
 
   void acceptLoop();
   void reap(bool all);
   void serve(Conn& c);
-  bool handshake(int fd);
+  bool handshake(Conn& c);
   Reply handle(const std::vector<std::string>& request);
   Reply set(const std::string& key, const std::string& value);
   Reply waitFor(const std::vector<std::string>& keys, const std::string& timeoutMs, bool returnValue);
@@ -82,6 +92,7 @@ class StoreServer {
 
   std::mutex connsM_;
   std::list<std::unique_ptr<Conn>> conns_;
+  std::uint64_t accepted_ = 0;
   std::thread acceptThread_;
 };
 

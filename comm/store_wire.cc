@@ -207,4 +207,16 @@ int connectTo(const std::string& host, std::uint16_t port, Clock::time_point dea
   }
 }
 
+bool parseDecimal(const std::string& s, bool negative, long long& out) {
+  std::size_t i = negative && !s.empty() && s[0] == '-' ? 1 : 0;
+  if (i == s.size() || s.size() - i > 18) return false;
+  long long v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  out = s[0] == '-' ? -v : v;
+  return true;
+}
+
 }  // namespace tpb::wire

@@ -47,4 +47,8 @@ int listenOn(const std::string& host, std::uint16_t port, std::string& boundAddr
 // throws with the last error after it.
 int connectTo(const std::string& host, std::uint16_t port, Clock::time_point deadline);
 
+// A decimal integer of at most 18 digits (so it cannot overflow), a leading '-' allowed when
+// `negative`, nothing else; false otherwise. Both ends read the store's numbers with it.
+bool parseDecimal(const std::string& s, bool negative, long long& out);
+
 }  // namespace tpb::wire

@@ -9,9 +9,16 @@
 // wrong element. Unset in normal use; checked at negligible cost.
 #pragma once
 
+#include <string>
+
 namespace tpb {
 
 void faultPoint(int rank);
+
+// Why TPB_FAULT is malformed ("" when it is unset or well formed): the launcher refuses a
+// malformed one before any rank starts (a rank ignores it), so that "abc:KILL" never reads as
+// rank 0 the way atoi read it.
+std::string checkFaultSpec();
 
 // Whether TPB_FAULT asks `rank` to corrupt its verified result ("RANK:corrupt").
 bool faultCorrupts(int rank);

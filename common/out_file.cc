@@ -212,9 +212,23 @@ OutLock::OutLock(const std::string& flag, const std::string& path, const std::st
   };
   // Retry when the file we locked was removed (or replaced) by its previous owner's release in
   // between our open and our flock: that lock guards nothing.
+  // What sits at the lock's name and is no lock tpbench made (a planted link, a directory, a
+  // FIFO) is refused by name, and never opened, written or removed.
+  const auto notALock = [&](const struct stat& st) {
+    fail("'" + lockPath_ + "' is " + (S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory" : "not a regular file") +
+         ", not a lock tpbench made: move it away");
+  };
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(lockPath_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+    struct stat there {};
+    if (::lstat(lockPath_.c_str(), &there) == 0 && !S_ISREG(there.st_mode)) notALock(there);
+    const int fd = ::open(lockPath_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ELOOP && ::lstat(lockPath_.c_str(), &there) == 0) notALock(there);
     if (fd < 0) fail("'" + lockPath_ + "': " + errnoText(errno));
+    struct stat opened {};
+    if (::fstat(fd, &opened) == 0 && !S_ISREG(opened.st_mode)) {
+      ::close(fd);
+      notALock(opened);
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       char buf[32] = {};

@@ -41,6 +41,19 @@ inline bool isFormatControl(char32_t cp) {
 
 }  // namespace detail
 
+// A message of at most `max` bytes (max >= 64): a longer one keeps its start and its end around
+// "... (N bytes left out) ...", cut at UTF-8 boundaries. An error that quotes a 120 KB flag or
+// line stays one readable line, in a terminal and in a results file.
+inline std::string shortened(const std::string& s, std::size_t max = 2000) {
+  if (s.size() <= max) return s;
+  const auto back = [&](std::size_t i) {  // to the start of the UTF-8 sequence at or before i
+    while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const std::size_t head = back(max * 3 / 4), tail = back(s.size() - max / 5);
+  return s.substr(0, head) + " ... (" + std::to_string(tail - head) + " bytes left out) ... " + s.substr(tail);
+}
+
 // For a terminal: every C0 control (newline and tab included), DEL, C1 control, bidi override and
 // byte that is not well-formed UTF-8 becomes a visible escape ("\x1b", "\n", "\u009b"), so a
 // name from a file cannot move the cursor, recolour, retitle or clear the terminal, nor end the

@@ -25,6 +25,8 @@
 #include "comm/store.h"
 #include "common/decimal.h"
 #include "common/error.h"
+#include "common/fault.h"
+#include "common/text_escape.h"
 #include "common/out_file.h"
 #include "common/slow_ranks.h"
 #include "core/registry.h"
@@ -207,6 +209,11 @@ void checkPortFree(const std::string& flag, std::uint16_t port) {
                                  << (err == EADDRINUSE ? "already in use on this host" : std::strerror(err))
                                  << "); pick another");
   }
+}
+
+void checkFaultEnv() {
+  if (const std::string why = checkFaultSpec(); !why.empty())
+    TPB_THROW(UsageError, "TPB_FAULT: '" << printableLine(std::getenv("TPB_FAULT")).substr(0, 64) << "': " << why);
 }
 
 void checkTempDir(const char* tmpdir) {
@@ -407,6 +414,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
   shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
   mpiThreadLevelFromEnv();                        // TPB_MPI_THREAD: likewise
+  checkFaultEnv();
 }
 
 void checkCollectiveRun(const CollectiveBenchOptions& o) {
@@ -441,6 +449,7 @@ void checkCollectiveRun(const CollectiveBenchOptions& o) {
   RingAllreduce::defaultChunkBytes(Device::Cpu);  // TPB_RING_CHUNK_KB: now, not in every rank
   shmSingleCopyFromEnv();                         // TPB_SHM_SINGLE_COPY: likewise
   mpiThreadLevelFromEnv();                        // TPB_MPI_THREAD: likewise
+  checkFaultEnv();
 }
 
 }  // namespace tpb

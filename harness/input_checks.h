@@ -131,6 +131,8 @@ void checkPortFree(const std::string& flag, std::uint16_t port);
 // The directory launches put their job files in: $TMPDIR (`tmpdir`, nullptr when unset), else
 // /tmp. Set but empty, missing, not a directory, or no file can be created there (tried, not
 // asked of access(2), which lets root "write" /proc): refused, naming TMPDIR.
+// TPB_FAULT (common/fault.h), where set, well formed; else UsageError naming it.
+void checkFaultEnv();
 void checkTempDir(const char* tmpdir);
 
 // A directory for checkpoints: created when missing (and removed again when the command is

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -76,6 +77,33 @@ struct Point {
   bool trafficVaries = false;
 };
 
+// A file's points, indexed by a key that equal points share (matchKey), so matching a point
+// compares it with the few points of its key only (files hold up to 200 000 points, and a
+// history or a paired gate reads many files; a linear search per record made them quadratic).
+struct PointSet {
+  std::vector<Point> list;
+  std::unordered_map<std::string, std::vector<std::size_t>> byKey;
+
+  // The point of `key` that `same` accepts, or null.
+  template <class Same>
+  Point* find(const std::string& key, const Same& same) {
+    const auto it = byKey.find(key);
+    if (it == byKey.end()) return nullptr;
+    for (std::size_t i : it->second)
+      if (same(list[i])) return &list[i];
+    return nullptr;
+  }
+  template <class Same>
+  const Point* find(const std::string& key, const Same& same) const {
+    return const_cast<PointSet*>(this)->find(key, same);
+  }
+  Point& add(const std::string& key, Point p) {
+    byKey[key].push_back(list.size());
+    list.push_back(std::move(p));
+    return list.back();
+  }
+};
+
 void addTraffic(Point& p, const std::optional<TrafficRecord>& t) {
   if (!t) return;
   if (!p.traffic) p.traffic = t;
@@ -108,16 +136,15 @@ bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
          a.timingMethod() == b.timingMethod() && a.elementType() == b.elementType() && a.reduction() == b.reduction();
 }
 
-// Points are matched by value (a linear search: files hold hundreds of points, not millions).
-Point& runPoint(std::vector<Point>& points, const RunConfig& key) {
-  for (auto& p : points)
-    if (p.isRun && p.run == key) return p;
+// Points are matched by value, among those of the same label.
+Point& runPoint(PointSet& points, const RunConfig& key) {
+  const std::string label = runLabel(key);
+  if (Point* p = points.find(label, [&](const Point& q) { return q.isRun && q.run == key; })) return *p;
   Point p;
   p.isRun = true;
   p.run = key;
-  p.label = runLabel(key);
-  points.push_back(std::move(p));
-  return points.back();
+  p.label = label;
+  return points.add(label, std::move(p));
 }
 
 // What a prediction was predicted from, in a few words (the step's source, the allreduce's).
@@ -132,28 +159,44 @@ std::string predictionSource(const PredictionRecord& r) {
   return os.str();
 }
 
-Point& predictionPoint(std::vector<Point>& points, const PredictionRecord& rec) {
+Point& predictionPoint(PointSet& points, const PredictionRecord& rec) {
   const std::string label = rec.label();
-  for (auto& p : points)
-    if (p.isPrediction && p.label == label) return p;
+  if (Point* p = points.find(label, [](const Point& q) { return q.isPrediction; })) return *p;
   Point p;
   p.isPrediction = true;
   p.label = label;
   p.source = predictionSource(rec);
-  points.push_back(std::move(p));
-  return points.back();
+  return points.add(label, std::move(p));
 }
 
-Point& collectivePoint(std::vector<Point>& points, const CollectiveRecord& rec) {
-  for (auto& p : points)
-    if (!p.isRun && !p.isPrediction && sameCollectivePoint(p.coll, rec)) return p;
-  Point p;
-  p.coll = rec;
-  p.label = rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
+std::string collectiveLabel(const CollectiveRecord& rec) {
+  return rec.op + " " + rec.algo + " N=" + std::to_string(rec.nGpus) + " " + formatBytes(rec.bytes) + " " +
             "over " + rec.carriedOver() + (rec.isInPlace() ? "" : " out-of-place") + (rec.root ? " root=" + std::to_string(*rec.root) : "") +
             (rec.dtype ? " " + *rec.dtype : "") + (rec.redop ? " " + *rec.redop : "");
-  points.push_back(std::move(p));
-  return points.back();
+}
+
+// What sameCollectivePoint compares, as one string.
+std::string collectiveKey(const CollectiveRecord& r) {
+  return "c|" + r.op + "|" + r.algo + "|" + r.transport + "|" + r.device + "|" + std::to_string(r.nGpus) + "|" +
+         std::to_string(r.bytes) + "|" + (r.isInPlace() ? "1" : "0") + "|" + (r.root ? std::to_string(*r.root) : "-") +
+         "|" + r.timingMethod() + "|" + r.elementType() + "|" + r.reduction();
+}
+
+Point& collectivePoint(PointSet& points, const CollectiveRecord& rec) {
+  const std::string key = collectiveKey(rec);
+  if (Point* p = points.find(key, [&](const Point& q) {
+        return !q.isRun && !q.isPrediction && sameCollectivePoint(q.coll, rec);
+      }))
+    return *p;
+  Point p;
+  p.coll = rec;
+  p.label = collectiveLabel(rec);
+  return points.add(key, std::move(p));
+}
+
+// The key a point of `like`'s kind is filed under.
+std::string matchKey(const Point& like) {
+  return like.isRun || like.isPrediction ? like.label : collectiveKey(like.coll);
 }
 
 void addAccuracy(Point& p, const char* metric, double v) {
@@ -171,8 +214,8 @@ void addPerEpoch(std::vector<double>& to, const RunRecord& run, double EpochReco
   if (std::isfinite(sum)) to.push_back(sum / static_cast<double>(run.epochs.size()));
 }
 
-std::vector<Point> collect(const ResultsFile& f) {
-  std::vector<Point> points;
+PointSet collect(const ResultsFile& f) {
+  PointSet points;
   for (const auto& run : f.runs()) {
     RunConfig key = run.config;
     key.repeatIndex = 0;
@@ -222,13 +265,11 @@ std::vector<Point> collect(const ResultsFile& f) {
   return points;
 }
 
-const Point* findPoint(const std::vector<Point>& points, const Point& like) {
-  for (const auto& p : points) {
-    if (p.isRun != like.isRun || p.isPrediction != like.isPrediction) continue;
-    if (p.isPrediction ? p.label == like.label : p.isRun ? p.run == like.run : sameCollectivePoint(p.coll, like.coll))
-      return &p;
-  }
-  return nullptr;
+const Point* findPoint(const PointSet& points, const Point& like) {
+  return points.find(matchKey(like), [&](const Point& p) {
+    if (p.isRun != like.isRun || p.isPrediction != like.isPrediction) return false;
+    return p.isPrediction ? p.label == like.label : p.isRun ? p.run == like.run : sameCollectivePoint(p.coll, like.coll);
+  });
 }
 
 Comparison statusRow(const std::string& label, const std::string& note) {
@@ -320,11 +361,11 @@ void widen(double& lo, double& hi, const Point& p, const std::string& metric) {
 
 // Each round's points, both sides (paired comparisons only).
 struct Rounds {
-  std::vector<std::vector<Point>> base, now;
+  std::vector<PointSet> base, now;
 };
 
 // The median of one round's values of `metric` at point `like` (NaN where it has none).
-double roundValue(const std::vector<Point>& round, const Point& like, const std::string& metric) {
+double roundValue(const PointSet& round, const Point& like, const std::string& metric) {
   const Point* p = findPoint(round, like);
   if (!p) return NAN;
   const auto it = p->timing.find(metric);
@@ -515,10 +556,15 @@ std::vector<std::string> collectiveDifferences(const CollectiveRecord& a, const 
 // Why no point matched: the first field that differs between the closest pair of points (the
 // fewest fields apart), BASE's value first.
 std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point>& n) {
+  // Among the first kNearestOf of each side: a reason, not a search of every pair (40 000 points
+  // each side would be 1.6e9 pairs).
+  constexpr std::size_t kNearestOf = 256;
   std::vector<std::string> nearest;
-  for (const Point& bp : b) {
+  for (std::size_t i = 0; i < b.size() && i < kNearestOf; ++i) {
+    const Point& bp = b[i];
     if (!bp.anyOk) continue;
-    for (const Point& np : n) {
+    for (std::size_t j = 0; j < n.size() && j < kNearestOf; ++j) {
+      const Point& np = n[j];
       if (np.isRun != bp.isRun || np.isPrediction != bp.isPrediction) continue;
       auto d = bp.isPrediction ? std::vector<std::string>{differs("point", bp.label, np.label)}
                : bp.isRun      ? runDifferences(bp.run, np.run)
@@ -549,7 +595,7 @@ std::vector<std::string> roundNames(const CompareOptions& opt) {
 // Every round of one side as one file (runs and collectives appended in round order), and each
 // round's points into `each`.
 ResultsFile mergedRounds(const std::string& dir, const std::vector<std::string>& names,
-                         std::vector<std::vector<Point>>& each) {
+                         std::vector<PointSet>& each) {
   std::optional<ResultsFile> merged;
   for (const auto& name : names) {
     ResultsFile f = ResultsFile::load((std::filesystem::path(dir) / name).string());
@@ -569,7 +615,7 @@ ResultsFile mergedRounds(const std::string& dir, const std::vector<std::string>&
 
 std::vector<PointMedians> pointMedians(const ResultsFile& f) {
   std::vector<PointMedians> out;
-  for (const Point& p : collect(f)) {
+  for (const Point& p : collect(f).list) {
     if (!p.anyOk) continue;
     PointMedians m;
     m.point = p.label;
@@ -588,7 +634,7 @@ CompareResult compareResults(const CompareOptions& opt) {
   if (opt.paired && opt.scaleBySgemm)
     TPB_THROW(UsageError, "--scale_by_sgemm: not with --paired (the rounds ran side by side on one machine)");
   Rounds rounds;
-  std::vector<Point> b, n;
+  PointSet b, n;
   CompareResult out;
   if (opt.paired) {
     const std::vector<std::string> names = roundNames(opt);
@@ -603,15 +649,26 @@ CompareResult compareResults(const CompareOptions& opt) {
                                                      << " has no meta.sgemm_gflops (files written before "
                                                         "2026-12-02 lack it: record that one again)");
       out.scale = SgemmScale{*base.meta().sgemmGflops, *now.meta().sgemmGflops};
+      // A machine kSgemmScaleMax times slower or faster than another of one kind is no machine
+      // the gate runs on, and a file claiming one (sgemm_gflops is the file's word) would excuse
+      // any slowdown: refused, not judged.
+      const double f = out.scale->factor();
+      if (!(f >= 1 / kSgemmScaleMax && f <= kSgemmScaleMax))
+        TPB_THROW(UsageError, "--scale_by_sgemm: meta.sgemm_gflops " << out.scale->newGflops << " in " << opt.newPath
+                                                                     << " against " << out.scale->baseGflops << " in "
+                                                                     << opt.basePath << " is a machine "
+                                                                     << (f > 1 ? f : 1 / f) << "x " << (f > 1 ? "slower" : "faster")
+                                                                     << "; the scaling is taken up to "
+                                                                     << kSgemmScaleMax << "x only");
     }
     b = collect(base);
     n = collect(now);
   }
-  if (std::none_of(b.begin(), b.end(), [](const Point& p) { return p.anyOk; }))
+  if (std::none_of(b.list.begin(), b.list.end(), [](const Point& p) { return p.anyOk; }))
     TPB_THROW(UsageError, "nothing to compare: no point of " << opt.basePath << " measured anything");
 
   std::size_t measuredInNew = 0;
-  for (const Point& bp : b) {
+  for (const Point& bp : b.list) {
     if (!bp.anyOk) continue;  // nothing to hold NEW to
     const Point* np = findPoint(n, bp);
     if (!np) {
@@ -624,7 +681,7 @@ CompareResult compareResults(const CompareOptions& opt) {
   }
   if (out.matched == 0)
     TPB_THROW(UsageError, "no point in common between " << opt.basePath << " and " << opt.newPath << ": "
-                                                        << nothingInCommon(b, n));
+                                                        << nothingInCommon(b.list, n.list));
   out.rounds = rounds.base.size();
   // Every matched point failed in NEW: the rows above say so; this row makes sure that a NEW
   // file which measured nothing can never pass, whatever else the rows hold.

@@ -48,6 +48,12 @@ History readHistory(const HistoryOptions& opt) {
   History h;
   h.files = jsonFilesIn(opt.dir, "history DIR");
   if (h.files.empty()) TPB_THROW(UsageError, "history DIR: no results file (*.json) in '" << printableLine(opt.dir) << "'");
+  if (h.files.size() > kMaxHistoryFiles)
+    TPB_THROW(UsageError, "history DIR: " << h.files.size() << " results files in '" << printableLine(opt.dir)
+                                          << "'; history reads at most " << kMaxHistoryFiles
+                                          << " (the change-point search holds three tables of files x files numbers): "
+                                             "give it a directory of the last "
+                                          << kMaxHistoryFiles);
   // Series in the order their point and metric first appear.
   std::map<std::pair<std::string, std::string>, std::size_t> where;
   for (std::size_t f = 0; f < h.files.size(); ++f) {

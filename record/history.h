@@ -15,6 +15,10 @@
 
 namespace tpb {
 
+// The most files history reads: the E-Divisive search keeps three tables of n x n numbers per
+// series (docs/reports.md, "History"), 96 MB at 2000 files; 20 000 files would need 9.6 GB.
+inline constexpr std::size_t kMaxHistoryFiles = 2000;
+
 struct HistoryOptions {
   std::string dir;
   // The metrics followed: timings (samples_per_s, epoch_s, busbw_gbps) and accuracy

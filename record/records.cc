@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/text_escape.h"
 
 namespace tpb {
 
@@ -487,7 +488,7 @@ json RunRecord::toJson() const {
   json j = startWith(extra);
   j["config"] = config.toJson();
   j["status"] = status;
-  j["error"] = orNull(error);
+  j["error"] = orNull(error ? std::optional<std::string>(shortened(*error)) : std::nullopt);
   json e = json::array();
   for (const auto& ep : epochs) e.push_back(ep.toJson());
   j["epochs"] = std::move(e);
@@ -632,7 +633,7 @@ json CollectiveRecord::toJson() const {
   putIfSet(j, "timing", timing);
   putIfSet(j, "mpi_thread", mpiThread);
   j["status"] = status;
-  putIfSet(j, "error", error);
+  putIfSet(j, "error", error ? std::optional<std::string>(shortened(*error)) : std::nullopt);
   j["iters"] = iters;
   j["warmup"] = warmup;
   if (traffic) j["traffic"] = traffic->toJson();

@@ -115,8 +115,9 @@ ResultsFile ResultsFile::create(const std::string& path, Meta meta) {
   return f;
 }
 
-ResultsFile ResultsFile::load(const std::string& path) {
-  const json doc = readJsonBounded(path);
+ResultsFile ResultsFile::load(const std::string& path) { return fromDocument(readJsonBounded(path), path); }
+
+ResultsFile ResultsFile::fromDocument(const json& doc, const std::string& path) {
   if (!doc.is_object()) {
     TPB_THROW(UsageError, "'" << path << "' is not a tpbench results file (top level is "
                               << doc.type_name() << ", not an object)");
@@ -181,6 +182,14 @@ void ResultsFile::save() const {
   if (text.size() > kMaxResultsBytes)
     TPB_THROW(UsageError, path_ << ": " << text.size() << " bytes, more than a results file may hold ("
                                 << kMaxResultsBytes << ")");
+  // The text read back as load() reads it: a value out of a reader's range (an infinite
+  // bandwidth, which JSON writes as null; an iteration count past int) is refused here, with the
+  // reader's words, and nothing is written. One rule for every writer of results files.
+  try {
+    (void)fromDocument(json::parse(text), path_);
+  } catch (const UsageError& e) {
+    TPB_THROW(UsageError, "not written, as tpbench would not read it back: " << e.what());
+  }
   writeFileAtomic(path_, text);
 }
 
@@ -240,6 +249,7 @@ std::vector<std::string> jsonFilesIn(const std::string& dir, const std::string& 
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    if (name[0] == '.') continue;  // hidden: an editor's or a tool's, not a round or a commit
     std::error_code ignored;
     if (!fs::is_regular_file(e.symlink_status(ignored)))
       TPB_THROW(UsageError, flag << ": '" << oneLine(e.path().string()) << "' is not a regular file (links are refused)");

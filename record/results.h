@@ -36,6 +36,8 @@ class ResultsFile {
   // larger than kMaxResultsBytes, nests deeper than kMaxResultsDepth, is not JSON, has a schema
   // other than kResultsSchema, or holds a field of the wrong type or out of its range.
   static ResultsFile load(const std::string& path);
+  // The same from a parsed document; `path` names it in errors.
+  static ResultsFile fromDocument(const nlohmann::json& doc, const std::string& path);
 
   const std::string& path() const { return path_; }
   const Meta& meta() const { return meta_; }
@@ -81,8 +83,8 @@ nlohmann::json readJsonBounded(const std::string& path, const char* what = "resu
 // The *.json names in directory `dir`, sorted (for `compare --paired` and `history`, whose
 // directories hold a series of results files). `flag` names the input in errors. Throws
 // UsageError where dir is not a directory (or is a link to one), cannot be listed, or holds a
-// *.json entry that is not a regular file (a link is refused, not followed); other names are
-// not read.
+// *.json entry that is not a regular file (a link is refused, not followed); other names, and
+// hidden ones (".x.json"), are not read.
 std::vector<std::string> jsonFilesIn(const std::string& dir, const std::string& flag);
 
 // What a command may do to an output file that is already there.

@@ -49,7 +49,10 @@ void moveInto(const fs::path& from, const fs::path& to) {
 // A directory of this process alone inside the report directory (mkdtemp: a name no one can
 // predict, mode 0700, on the same file system so that moveInto is a rename), removed with what
 // is left in it (remove_all removes links, it does not follow them).
+// Each one holds a stamp file from its first moment, so that a later report knows a scratch
+// directory left by a killed one from a user's directory of the same name.
 constexpr char kScratchPrefix[] = ".tpbench-chart-";
+constexpr char kScratchStamp[] = ".tpbench-scratch";
 class ScratchDir {
  public:
   explicit ScratchDir(const fs::path& dir) : path_((dir / (std::string(kScratchPrefix) + "XXXXXX")).string()) {
@@ -57,6 +60,7 @@ class ScratchDir {
       const int err = errno;
       TPB_THROW(Error, "report: cannot create a directory in '" << dir.string() << "': " << std::strerror(err));
     }
+    writeFileAtomic((fs::path(path_) / kScratchStamp).string(), "tpbench report scratch\n");
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -89,9 +93,24 @@ void prepareOutDir(const std::string& outDir) {
   ::unlink(probe.c_str());
 }
 
+// Whether `name` is a file a chart writes (<id>.png, .svg, .gp, .dat of a registered chart or of
+// `extraIds`).
+bool chartFileName(const std::string& name, const std::vector<std::string>& extraIds = {}) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string ext = name.substr(dot), id = name.substr(0, dot);
+  if (ext != ".png" && ext != ".svg" && ext != ".gp" && ext != ".dat") return false;
+  if (std::find(extraIds.begin(), extraIds.end(), id) != extraIds.end()) return true;
+  const auto charts = registeredCharts();
+  return std::any_of(charts.begin(), charts.end(), [&](const ChartDef& d) { return d.id == id; });
+}
+
 // Removes the scratch directories of a report killed mid-chart (the caller holds the directory's
-// lock, so none is in use): only directories named as mkdtemp names them, never through a link.
-void removeLeftoverScratch(const fs::path& dir) {
+// lock, so none is in use), and only what such a report put there: a directory named as mkdtemp
+// names them (never a link) holding the stamp, whose entries are chart files and the stamp alone,
+// each unlinked by name (a link is removed, not followed). A directory of that name holding
+// anything else is a user's, and stays as it is.
+void removeLeftoverScratch(const fs::path& dir, const std::vector<std::string>& extraIds) {
   const std::string prefix = kScratchPrefix;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -100,8 +119,73 @@ void removeLeftoverScratch(const fs::path& dir) {
     if (!std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
       continue;
     std::error_code ignored;
-    if (fs::is_directory(e.symlink_status(ignored))) fs::remove_all(e.path(), ignored);
+    if (!fs::is_directory(e.symlink_status(ignored))) continue;
+    if (!fs::is_regular_file(fs::symlink_status(e.path() / kScratchStamp, ignored))) continue;
+    std::vector<fs::path> files;
+    bool onlyOurs = true;
+    for (const auto& f : fs::directory_iterator(e.path(), ignored)) {
+      const std::string n = f.path().filename().string();
+      const bool file = !fs::is_directory(f.symlink_status(ignored));
+      if (!file || (n != kScratchStamp && !chartFileName(n, extraIds))) onlyOurs = false;
+      files.push_back(f.path());
+    }
+    if (!onlyOurs) continue;
+    for (const auto& f : files) fs::remove(f, ignored);
+    fs::remove(e.path(), ignored);  // rmdir: only once empty
   }
+}
+
+// The mark of a directory tpbench's report or history writes into: only then may a later run
+// replace the files there. Directories written before the mark (index.md or history.md as
+// tpbench writes them) count as tpbench's.
+constexpr char kReportMark[] = ".tpbench-report";
+
+bool startsWith(const fs::path& file, const std::string& text) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  std::string head(text.size(), '\0');
+  const ssize_t n = ::read(fd, head.data(), head.size());
+  ::close(fd);
+  return n == static_cast<ssize_t>(text.size()) && head == text;
+}
+
+// Claims `dir` for a report or history that writes `names` there (the caller holds its lock):
+// a directory with tpbench's mark, or with none of those names, is written (and marked); one
+// holding any of them without the mark is refused, naming the file: tpbench never replaces what
+// it did not write.
+// Whether `dir` may be written (its mark, a report of tpbench's before the mark, or none of
+// `names` there); throws the refusal otherwise. Writes nothing.
+void checkOutDir(const fs::path& dir, const std::vector<std::string>& names) {
+  const fs::path mark = dir / kReportMark;
+  struct stat st {};
+  if (::lstat(mark.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      TPB_THROW(UsageError, "-o: " << mark.string() << " is not a regular file: tpbench's mark is not there");
+    return;
+  }
+  if (startsWith(dir / "index.md", "# tpbench report") || startsWith(dir / "history.md", "### tpbench history")) return;
+  for (const auto& n : names)
+    if (::lstat((dir / n).c_str(), &st) == 0)
+      TPB_THROW(UsageError, "-o: " << (dir / n).string() << " is there and tpbench did not write it (the directory has no "
+                                   << kReportMark << "); give a new or empty directory, or move it away");
+}
+
+void claimOutDir(const fs::path& dir, const std::vector<std::string>& names) {
+  checkOutDir(dir, names);
+  const fs::path mark = dir / kReportMark;
+  struct stat st {};
+  if (::lstat(mark.c_str(), &st) == 0) return;
+  writeFileAtomic(mark.string(), "This directory holds a tpbench report or history; tpbench replaces its files.\n");
+}
+
+// Every name a report writes into its directory.
+std::vector<std::string> reportFileNames() {
+  std::vector<std::string> names = {"index.md", "index.html", "runs.csv", "allreduce.csv", "overlap.csv", "predictions.csv"};
+  for (const ChartDef& def : registeredCharts())
+    for (const char* ext : {".png", ".svg", ".gp", ".dat"}) names.push_back(def.id + ext);
+  return names;
 }
 
 struct Outcome {
@@ -289,11 +373,20 @@ std::string report::writeChart(const Chart& c, const std::string& outDir, const 
   prepareOutDir(outDir);
   const fs::path dir(outDir);
   const OutLock lock("-o", outDir, (dir / ".tpbench-report.lock").string());
-  removeLeftoverScratch(dir);
+  std::vector<std::string> names;
+  for (const auto& kv : extraFiles) names.push_back(kv.first);
+  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) names.push_back(c.id + ext);
+  claimOutDir(dir, names);
+  removeLeftoverScratch(dir, {c.id});
   for (const auto& [name, text] : extraFiles) writeText(dir / name, text);
   removeChartFiles(dir, c.id);
   if (!c.hasData()) return c.reason;
   return draw(c, dir, findGnuplot(gnuplot), gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found");
+}
+
+void report::checkChartDir(const std::string& outDir, const std::vector<std::string>& names) {
+  std::error_code ec;
+  if (!outDir.empty() && fs::is_directory(fs::symlink_status(outDir, ec))) checkOutDir(outDir, names);
 }
 
 ReportSummary writeReport(const ReportOptions& opt) {
@@ -305,7 +398,8 @@ ReportSummary writeReport(const ReportOptions& opt) {
   const fs::path dir(opt.outDir);
   // Two reports into one directory would interleave their files: the second is refused.
   const OutLock lock("-o", opt.outDir, (dir / ".tpbench-report.lock").string());
-  removeLeftoverScratch(dir);
+  claimOutDir(dir, reportFileNames());
+  removeLeftoverScratch(dir, {});
 
   const std::string gnuplot = findGnuplot(opt.gnuplot);
   const std::string noGnuplot = opt.gnuplot.empty() ? "gnuplot disabled" : "gnuplot not found";

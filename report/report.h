@@ -54,6 +54,9 @@ struct Chart;
 // drawn, else why not. extraFiles (name, content) are written beside it, each renamed into place.
 std::string writeChart(const Chart& c, const std::string& outDir, const std::string& gnuplot,
                        const std::vector<std::pair<std::string, std::string>>& extraFiles = {});
+// Before any work: refuses (UsageError naming the file) an outDir that writeChart would refuse
+// for holding one of `names` that tpbench did not write; writes nothing.
+void checkChartDir(const std::string& outDir, const std::vector<std::string>& names);
 }  // namespace report
 
 }  // namespace tpb

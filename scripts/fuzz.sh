@@ -36,7 +36,7 @@ scratch=/dev/shm
 dictionary() {
   local name=${1#fuzz_} parts=()
   case $name in
-    compare|model) parts=(results) ;;
+    compare|model|history) parts=(results) ;;
     report) parts=(results trace) ;;
     *) parts=("$name") ;;
   esac

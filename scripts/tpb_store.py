@@ -41,12 +41,23 @@ class Connection:
         self.where = f"{host}:{port}"
         self.timeout_s = timeout_s
         self.lock = threading.Lock()
-        self.sock = self._connect(host, port, timeout_s)
-        try:
-            self._introduce(secret)
-        except BaseException:
+        # A store pushes out the oldest connections still in their handshake when strangers flood
+        # it (comm/store_server.h): a connection closed before the answer is made again.
+        deadline, pause = time.monotonic() + timeout_s, 0.005
+        while True:
+            self.sock = self._connect(host, port, max(deadline - time.monotonic(), 0.01))
+            try:
+                if self._introduce(secret):
+                    return
+            except BaseException:
+                self.sock.close()
+                raise
             self.sock.close()
-            raise
+            if time.monotonic() + pause >= deadline:
+                raise StoreError(f"the rendezvous store at {self.where} did not greet (not a tpbench store, or it "
+                                 "closed every connection until the timeout)")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
     def _connect(self, host, port, timeout_s):
         # Retried until the timeout, as comm/store_wire.cc's connectTo: the server may come later.
@@ -73,16 +84,25 @@ class Connection:
         return bytes(buf)
 
     def _introduce(self, secret):
+        """True once both ends proved the secret; False where the server closed first."""
         self.sock.settimeout(self.timeout_s)
-        hello = self._read(len(HELLO) + NONCE_SIZE)
+        try:
+            hello = self._read(len(HELLO) + NONCE_SIZE)
+        except (OSError, StoreError):
+            return False
         if hello[:len(HELLO)] != HELLO:
             raise StoreError(f"the rendezvous store at {self.where} did not greet (not a tpbench store)")
         server_nonce, client_nonce = hello[len(HELLO):], secrets.token_bytes(NONCE_SIZE)
-        self.sock.sendall(client_nonce + proof(secret, "client", server_nonce, client_nonce))
-        if self._read(1) != ACCEPTED:
+        try:
+            self.sock.sendall(client_nonce + proof(secret, "client", server_nonce, client_nonce))
+            answer = self._read(1)
+        except (OSError, StoreError):
+            return False
+        if answer != ACCEPTED:
             raise StoreError(f"the rendezvous store at {self.where} refused this process: its job secret differs")
         if not hmac.compare_digest(self._read(32), proof(secret, "server", server_nonce, client_nonce)):
             raise StoreError(f"the rendezvous store at {self.where} did not prove it holds the job secret")
+        return True
 
     def call(self, parts, wait_ms=0):
         """Sends one request (a list of bytes) and returns the reply's values; a server that waits

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <thread>
@@ -79,6 +80,22 @@ TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {
 // Numbers in another spelling or beyond their flag's type (docs/cli.md, "Bad input"): each of these
 // was accepted (a clamped --seed recorded as 2^64-1, "010" read as 10, a hex --lr), and so were
 // more micro-batches than samples, a TMPDIR root "could write", and a run of nothing.
+// A refusal quoting a 120 KB value is still one readable line: its start and end, and how much
+// was left out between them.
+TEST(Cli, ARefusalQuotingAHugeValueStaysShort) {
+  const std::string huge(120 * 1024, 'x');
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--strategy", huge}, {"allreduce", "--algos", huge}, {huge}}) {
+    const auto r = runCli(args);
+    EXPECT_EQ(r.exitCode, 2);
+    EXPECT_LT(r.err.size(), 2600u) << r.err.substr(0, 300);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 300);
+    if (args.size() > 1) {
+      EXPECT_NE(r.err.find("bytes left out"), std::string::npos) << r.err.substr(0, 300);
+    }
+  }
+}
+
 TEST(Cli, NumbersAndRunsOfNothingAreRefused) {
   const std::string out = test::tempPath("never.json");
   const std::vector<BadInput> cases = {
@@ -283,6 +300,19 @@ TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
     EXPECT_EQ(p.at("count").get<double>() * 4, bytes);
   }
   std::remove(out.c_str());
+}
+
+// TPB_FAULT is read strictly, before anything is launched: atoi read "abc:KILL" as rank 0's fault.
+TEST(Cli, AMalformedFaultVariableIsRefusedBeforeLaunching) {
+  const std::string out = test::tempPath("fault-spec.json");
+  for (const std::string bad : {"abc:KILL", "1:KILLL", "1:hang:0", "1:hang:x", "1", "-1:exit"}) {
+    SCOPED_TRACE(bad);
+    std::remove(out.c_str());
+    const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2", "--bytes", "4K", "--iters", "1", "--out", out},
+                          {{"TPB_FAULT", bad}});
+    test::expectRefusedUpFront(r, "TPB_FAULT");
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
 }
 
 // A rank killed mid-run: reported with its rank and signal, the others stopped, nothing left.

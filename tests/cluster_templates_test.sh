@@ -305,6 +305,26 @@ else:
                      {"name": "PET_NNODES", "value": str(total)}]
             pods.append((index, spec, c, added))
             index += 1
+def security_problems(where, spec, c):
+    """What a security reviewer refuses in a pod: root, a service-account token, a secret in the
+    environment, an image not pinned by digest, no resource requests and limits."""
+    out = []
+    pod, box = spec.get("securityContext", {}), c.get("securityContext", {})
+    if spec.get("automountServiceAccountToken") is not False: out.append(f"{where}: automountServiceAccountToken is not false")
+    if pod.get("runAsNonRoot") is not True or not pod.get("runAsUser"): out.append(f"{where}: the pod may run as root")
+    if box.get("allowPrivilegeEscalation") is not False: out.append(f"{where}: allowPrivilegeEscalation is not false")
+    if "ALL" not in box.get("capabilities", {}).get("drop", []): out.append(f"{where}: capabilities are not all dropped")
+    if box.get("readOnlyRootFilesystem") is not True: out.append(f"{where}: the root file system is writable")
+    if "@sha256:" not in c.get("image", "") or c.get("image", "").endswith(":latest"):
+        out.append(f"{where}: the image is not pinned by digest")
+    res = c.get("resources", {})
+    if not res.get("limits") or not res.get("requests"): out.append(f"{where}: no resource requests and limits")
+    for e in c.get("env", []):
+        if "secretKeyRef" in e.get("valueFrom", {}): out.append(f"{where}: {e['name']} takes a Secret as an environment variable")
+    return out
+
+for i, spec, c, _ in pods:
+    problems += security_problems(f"pod {i}", spec, c)
 for name in overrides:
     if kind == "Job" and name == "TPB_NNODES": continue
     need(any(name in env_of(c) for _, _, c, _ in pods), f"the manifest sets no {name} (the test overrides it)")
@@ -342,6 +362,10 @@ def map_path(arg, i, spec, c):
                 elif "persistentVolumeClaim" in v: local = os.path.join(work, "volumes", v["persistentVolumeClaim"]["claimName"])
                 else: local = os.path.join(work, f"pod{i}", m["name"])
                 os.makedirs(local, exist_ok=True)
+                if "secret" in v:                                      # kubectl create secret ... --from-literal=secret=
+                    f = os.path.join(local, "secret")
+                    with open(f, "w") as out: out.write("cluster-templates-test-secret")
+                    os.chmod(f, v["secret"].get("defaultMode", 0o644))
                 return pre + local + arg[len(pre + mp):]
     if arg.startswith("--out=/"): return "--out=" + os.path.join(work, f"pod{i}", "root") + arg[len("--out="):]
     return arg
@@ -349,6 +373,7 @@ def map_path(arg, i, spec, c):
 procs = []
 for i, spec, c, added in pods:
     env = pod_env(i, c, added)
+    env = {k: map_path(v, i, spec, c) for k, v in env.items()}   # a path under a mount, as in argv
     argv = [expand(a, env) for a in c.get("command", []) + c.get("args", [])]
     argv = [map_path(a, i, spec, c) for a in argv]
     full = {"PATH": os.environ["PATH"], "HOME": work, "TMPDIR": os.environ["TMPDIR"], **env}

@@ -318,6 +318,40 @@ TEST(Compare, ScaleBySgemmNeedsTheRateInBothFilesAndIsNotForPairedRounds) {
   EXPECT_THROW(compareResults(o), UsageError);
 }
 
+// A rate no machine of the gate's has cannot excuse a regression: NEW ten times slower in
+// training, its file claiming a machine a billion times slower (sgemm 1e-9 against 30), is
+// refused, exit 2, not called "ok". The bound, kSgemmScaleMax times either way, passes at it.
+TEST(Compare, ScaleBySgemmRefusesAnImplausibleMachineRatio) {
+  const auto withRate = [](json d, double gflops) {
+    d["meta"]["sgemm_gflops"] = gflops;
+    return d;
+  };
+  json base = json::array(), slow = json::array();
+  for (int i = 0; i < 6; ++i) {
+    base.push_back(run("ddp", 2, 30000 + 100 * i, 0.9, 0.5, i));
+    slow.push_back(run("ddp", 2, (30000 + 100 * i) / 10.0, 0.9, 0.5, i));
+  }
+  const std::string b = write("sx-base.json", withRate(doc(base), 30.0));
+  for (const double claimed : {1e-9, 30.0 / 9, 30.0 * 9, 1e9}) {
+    SCOPED_TRACE(claimed);
+    const std::string n = write("sx-new.json", withRate(doc(slow), claimed));
+    const auto r = test::runCli({"compare", b, n, "--scale_by_sgemm"});
+    EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--scale_by_sgemm: meta.sgemm_gflops"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("up to 8x only"), std::string::npos) << r.err;
+  }
+  // At the bound it is judged: 10x slower on an 8x slower machine is 25 % slower as on BASE's.
+  const std::string n = write("sx-new.json", withRate(doc(slow), 30.0 / kSgemmScaleMax));
+  CompareOptions o;
+  o.basePath = b;
+  o.newPath = n;
+  o.scaleBySgemm = true;
+  o.threshold = 0.2;
+  const CompareResult r = compareResults(o);
+  EXPECT_NEAR(find(r, "samples_per_s")->slowdown, 0.25, 1e-9);
+  EXPECT_TRUE(find(r, "samples_per_s")->regression);
+}
+
 // Paired rounds: `dir`/rNN.json, one file per round with one run of ring_all_reduce at each rate.
 std::string roundsDir(const std::string& name, const std::vector<double>& rates) {
   const std::string dir = test::tempPath(name);
@@ -507,6 +541,27 @@ TEST(History, CliWritesTheChartAndTablesAndRefusesBadInput) {
   std::filesystem::remove(link);
   std::filesystem::create_directory_symlink(dir, link);
   EXPECT_EQ(test::runCli({"history", link}).exitCode, 2);
+}
+
+// A hidden file (an editor's swap, another tool's) is no commit of the series: not read. More
+// files than the change-point search can hold tables for are refused by count, before any is read.
+TEST(History, HiddenFilesAreNotReadAndTooManyFilesAreRefused) {
+  std::vector<double> rates(12, 1000);
+  const std::string dir = historyDir("hhidden", rates);
+  std::ofstream(dir + "/.00.json.swp.json") << "not json at all";
+  HistoryOptions o;
+  o.dir = dir;
+  o.metrics = {"samples_per_s"};
+  const History h = readHistory(o);
+  EXPECT_EQ(h.files.size(), 12u);
+  const std::string many = test::tempPath("hmany");
+  std::filesystem::remove_all(many);
+  std::filesystem::create_directories(many);
+  for (std::size_t i = 0; i <= kMaxHistoryFiles; ++i) std::ofstream(many + "/" + std::to_string(10000 + i) + ".json");
+  const auto r = test::runCli({"history", many});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(kMaxHistoryFiles + 1) + " results files"), std::string::npos) << r.err;
+  std::filesystem::remove_all(many);
 }
 
 TEST(Compare, AnyAccuracyOrLossChangeBeyondToleranceRegresses) {

@@ -93,9 +93,14 @@ TEST_F(OutputsHostile, ReportWritesNoFileThroughALinkInItsDirectory) {
   fs::remove(out / "index.md");
   fs::create_symlink(victims / "created-through-a-link", out / "index.md");
   writeFakeGnuplot(dir_ / "fake-gnuplot");
-
-  const auto r = runCli({"report", test::kReportFixture, "--trace", test::kTraceFixture, "-o", out.string(),
-                         "--gnuplot", (dir_ / "fake-gnuplot").string()});
+  const std::vector<std::string> args = {"report", test::kReportFixture, "--trace", test::kTraceFixture, "-o",
+                                         out.string(), "--gnuplot", (dir_ / "fake-gnuplot").string()};
+  // A directory without tpbench's mark: its files are not tpbench's, links included: refused.
+  test::expectRefusedUpFront(runCli(args), "is there and tpbench did not write it");
+  for (const auto& name : names) EXPECT_TRUE(fs::is_symlink(out / name)) << name;
+  // Marked (a report of tpbench's was written there once): the links are replaced, not followed.
+  writeText(out / ".tpbench-report", "");
+  const auto r = runCli(args);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("drawn:"), std::string::npos) << r.out;
   for (const auto& name : names) {
@@ -107,8 +112,11 @@ TEST_F(OutputsHostile, ReportWritesNoFileThroughALinkInItsDirectory) {
   }
   EXPECT_FALSE(fs::exists(victims / "created-through-a-link"));
   EXPECT_NE(readText(out / "index.md").find("tpbench report"), std::string::npos);
-  for (const auto& e : fs::directory_iterator(out))
-    EXPECT_NE(e.path().filename().string().rfind(".tpbench-", 0), 0u) << "left behind: " << e.path();
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.path().filename() != ".tpbench-report") {
+      EXPECT_NE(e.path().filename().string().rfind(".tpbench-", 0), 0u) << "left behind: " << e.path();
+    }
+  }
 }
 
 TEST_F(OutputsHostile, AnExistingResultsFileIsReplacedOnlyWithResumeOrOverwrite) {
@@ -227,6 +235,105 @@ TEST_F(OutputsHostile, TheNextReportRemovesTheScratchOfOneKilledMidChart) {
   EXPECT_TRUE(fs::is_symlink(out / ".tpbench-chart-Linked"));
   EXPECT_EQ(readText(victim / "precious"), "precious");
   EXPECT_TRUE(fs::is_directory(out / ".tpbench-chart-not-mine")) << "not a name mkdtemp gives";
+}
+
+// A directory the user keeps other files in: report -o and history -o refuse to replace a file
+// of the names they write there unless the directory carries tpbench's mark (or is a report that
+// tpbench wrote before the mark); the refused command changes nothing.
+TEST_F(OutputsHostile, ReportAndHistoryReplaceNoFileTheyDidNotWrite) {
+  writeFakeGnuplot(dir_ / "fake-gnuplot");
+  const std::string gnuplot = (dir_ / "fake-gnuplot").string();
+  // History's input: a directory of two results files.
+  fs::create_directories(dir_ / "series");
+  fs::copy_file(test::kReportFixture, dir_ / "series" / "00.json");
+  fs::copy_file(test::kReportFixture, dir_ / "series" / "01.json");
+  struct Case {
+    std::string file;  // the user's file in the output directory
+    std::vector<std::string> args;
+  };
+  const fs::path site = dir_ / "site";
+  const std::vector<Case> cases = {
+      {"index.html", {"report", test::kReportFixture, "-o", site.string(), "--gnuplot", gnuplot}},
+      {"index.md", {"report", test::kReportFixture, "-o", site.string(), "--gnuplot", gnuplot}},
+      {"ring_epoch_time.png", {"report", test::kReportFixture, "-o", site.string(), "--gnuplot", gnuplot}},
+      {"history.md", {"history", (dir_ / "series").string(), "-o", site.string(), "--gnuplot", gnuplot, "--min_size", "2"}},
+      {"history.json", {"history", (dir_ / "series").string(), "-o", site.string(), "--gnuplot", gnuplot, "--min_size", "2"}},
+      {"history.gp", {"history", (dir_ / "series").string(), "-o", site.string(), "--gnuplot", gnuplot, "--min_size", "2"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file + ": " + joined(c.args));
+    fs::remove_all(site);
+    fs::create_directories(site);
+    writeText(site / c.file, "the user's own\n");
+    writeText(site / "notes.txt", "mine\n");
+    test::expectRefusedUpFront(runCli(c.args), "-o: " + (site / c.file).string() + " is there and tpbench did not write it");
+    EXPECT_EQ(readText(site / c.file), "the user's own\n");
+    EXPECT_FALSE(fs::exists(site / ".tpbench-report"));
+    // Without a file of its names there, the directory is written and marked, and the user's
+    // other files stay; once marked, a second run replaces its own files.
+    fs::remove(site / c.file);
+    auto r = runCli(c.args);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_TRUE(fs::is_regular_file(site / ".tpbench-report"));
+    EXPECT_EQ(readText(site / "notes.txt"), "mine\n");
+    r = runCli(c.args);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+  }
+  // A mark that is a link is not tpbench's mark.
+  fs::remove_all(site);
+  fs::create_directories(site);
+  writeText(site / "index.html", "the user's own\n");
+  fs::create_symlink(dir_ / "notes-elsewhere", site / ".tpbench-report");
+  test::expectRefusedUpFront(runCli(cases[0].args), ".tpbench-report is not a regular file");
+  EXPECT_EQ(readText(site / "index.html"), "the user's own\n");
+  // A report tpbench wrote before the mark existed is still its own (the committed baseline report).
+  fs::remove_all(site);
+  fs::create_directories(site);
+  writeText(site / "index.md", "# tpbench report\n\nolder\n");
+  writeText(site / "index.html", "<html>older</html>\n");
+  const auto r = runCli(cases[0].args);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(readText(site / "index.html"), "<html>older</html>\n");
+}
+
+// A user's directory that happens to be named like a report's scratch (no stamp, files of its own)
+// is left alone, contents and all.
+TEST_F(OutputsHostile, AUsersDirectoryNamedLikeTheScratchIsLeftAlone) {
+  const fs::path out = dir_ / "report";
+  fs::create_directories(out / ".tpbench-chart-Abc123");
+  writeText(out / ".tpbench-chart-Abc123" / "thesis.tex", "chapter 1\n");
+  // Stamped, but holding a file no chart writes: also left.
+  fs::create_directories(out / ".tpbench-chart-Def456");
+  writeText(out / ".tpbench-chart-Def456" / ".tpbench-scratch", "tpbench report scratch\n");
+  writeText(out / ".tpbench-chart-Def456" / "thesis.tex", "chapter 2\n");
+  writeFakeGnuplot(dir_ / "fake-gnuplot");
+  const auto r = runCli({"report", test::kReportFixture, "-o", out.string(), "--gnuplot", (dir_ / "fake-gnuplot").string()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(readText(out / ".tpbench-chart-Abc123" / "thesis.tex"), "chapter 1\n");
+  EXPECT_EQ(readText(out / ".tpbench-chart-Def456" / "thesis.tex"), "chapter 2\n");
+}
+
+// What sits at an output's lock name and is no lock (a link planted there, a directory, a FIFO)
+// refuses the command with one line saying what it is; the thing stays, and so does its target.
+TEST_F(OutputsHostile, APlantedLockIsNamedAndLeftAlone) {
+  const std::string out = path("locked.json"), victim = path("victim.txt");
+  writeText(victim, "precious\n");
+  const std::vector<std::pair<std::function<void()>, std::string>> plants = {
+      {[&] { fs::create_symlink(victim, out + ".lock"); }, "is a symbolic link, not a lock tpbench made"},
+      {[&] { fs::create_directory(out + ".lock"); }, "is a directory, not a lock tpbench made"},
+      {[&] { ASSERT_EQ(::mkfifo((out + ".lock").c_str(), 0644), 0); }, "is not a regular file, not a lock tpbench made"},
+  };
+  for (const auto& [plant, why] : plants) {
+    SCOPED_TRACE(why);
+    fs::remove_all(out + ".lock");
+    plant();
+    const auto r = runCli(tinyBench("allreduce", {"--out", out}));
+    test::expectRefusedUpFront(r, why);
+    EXPECT_TRUE(fs::exists(fs::symlink_status(out + ".lock")));
+    EXPECT_FALSE(fs::exists(out));
+  }
+  EXPECT_EQ(readText(victim), "precious\n");
+  fs::remove_all(out + ".lock");
 }
 
 TEST_F(OutputsHostile, TwoSweepsCannotShareOneTrace) {

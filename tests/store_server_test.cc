@@ -7,11 +7,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <mutex>
 #include <vector>
 
 #include "comm/hmac_sha256.h"
@@ -147,6 +149,46 @@ TEST(StoreServer, AConnectionThatNeverAnswersTheChallengeIsClosed) {
   char byte = 0;
   EXPECT_FALSE(wire::readExact(fd, &byte, 1, wire::Clock::now() + 5s));  // closed by the server
   close(fd);
+}
+
+// A local process without the secret opens 1100 connections in a burst and holds them, more than
+// the store's connection slots, while the job's ranks connect and work: the ranks are served
+// (the oldest unproven connections make room for new ones, and a rank pushed out in its
+// handshake connects again). Before, the 1025th connection on was closed unanswered and a rank
+// failed with "did not greet".
+TEST(StoreServer, AFloodOfStrangersLeavesTheRanksServed) {
+  StoreServer server("127.0.0.1", 0, "job-secret");
+  std::vector<int> flood;
+  std::atomic<bool> stop{false};
+  std::mutex floodM;
+  const auto floodOnce = [&](int n) {
+    for (int i = 0; i < n && !stop; ++i) {
+      const int fd = wire::connectTo(server.address(), server.port(), wire::Clock::now() + 5s);
+      std::lock_guard<std::mutex> lock(floodM);
+      flood.push_back(fd);
+    }
+  };
+  floodOnce(1100);  // the slots are full of strangers before any rank arrives
+  std::thread more([&] { floodOnce(1100); });  // and strangers keep coming while the ranks work
+  std::vector<std::thread> ranks;
+  std::atomic<int> served{0};
+  std::vector<std::string> errors(2);
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        auto c = client(server, "job-secret");
+        c->set("rank" + std::to_string(r), bytes("up"));
+        c->wait({"rank0", "rank1"});
+        if (str(c->get(r == 0 ? "rank1" : "rank0")) == "up") ++served;
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  stop = true;
+  more.join();
+  EXPECT_EQ(served.load(), 2) << errors[0] << " | " << errors[1];
+  for (int fd : flood) close(fd);
 }
 
 // Runs /usr/bin/python3 ARGS with the job's secret in its environment, as torch_ddp's children get

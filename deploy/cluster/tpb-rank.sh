@@ -17,6 +17,9 @@
 # the master); without it, pod 0 of several refuses a loopback MASTER_ADDR. The other pods wait up to TPB_RESOLVE_TIMEOUT seconds (default 300) for the name
 # to resolve: a Service's DNS record appears only once pod 0 exists.
 #
+# TPB_JOB_SECRET_FILE names the job's secret as a file (the Secret mounted as a volume): its
+# content is handed to the ranks as TPB_JOB_SECRET, so the secret never sits in the pod's spec.
+#
 # With TPB_RESULTS_TO_LOG=1, pod 0 prints the --out file to its log after the run, between
 # "==> tpbench results: FILE <==" and "==> end of tpbench results <==" (for clusters without a
 # ReadWriteMany volume). SIGTERM (the pod's deletion) reaches every rank. Exit status: the first
@@ -68,6 +71,17 @@ elif [ "$node" -gt 0 ] && command -v getent >/dev/null; then
     [ "$SECONDS" -lt "$deadline" ] || refuse "MASTER_ADDR=$master did not resolve within $wait_s s (TPB_RESOLVE_TIMEOUT): is pod 0 running, and the Service named like the pods' subdomain?"
     sleep 1
   done
+fi
+
+if [ -n "${TPB_JOB_SECRET_FILE:-}" ]; then
+  # A Secret's volume holds links to its current version (..data/): -f and -r follow them.
+  [ -f "$TPB_JOB_SECRET_FILE" ] && [ -r "$TPB_JOB_SECRET_FILE" ] ||
+    refuse "TPB_JOB_SECRET_FILE=$TPB_JOB_SECRET_FILE is not a file this user can read (the Secret's volume, defaultMode 0440 with the pod's fsGroup)"
+  [ "$(stat -L -c %s "$TPB_JOB_SECRET_FILE")" -le 4096 ] || refuse "TPB_JOB_SECRET_FILE=$TPB_JOB_SECRET_FILE is over 4096 bytes"
+  TPB_JOB_SECRET=$(<"$TPB_JOB_SECRET_FILE")
+  [ -n "$TPB_JOB_SECRET" ] || refuse "TPB_JOB_SECRET_FILE=$TPB_JOB_SECRET_FILE is empty"
+  export TPB_JOB_SECRET
+  unset TPB_JOB_SECRET_FILE
 fi
 
 # The launcher's pieces tpbench must not see: PyTorchJob's RANK/WORLD_SIZE count pods, not ranks.

@@ -48,6 +48,10 @@ void addHistory(CLI::App& app, Action& action) {
       if (cmd->count("--out")) checkGivenNotEmpty(cmd, "--out", a->outDir);
       if (a->format != "text" && a->format != "markdown" && a->format != "json")
         TPB_THROW(UsageError, "--format: unknown format '" << printableLine(a->format) << "' (text, markdown or json)");
+      // A directory holding a history.md of the user's is refused before any file is read.
+      if (!a->outDir.empty())
+        report::checkChartDir(a->outDir, {"history.md", "history.json", "history.png", "history.svg", "history.gp",
+                                          "history.dat"});
       const History h = readHistory(a->o);
       std::cout << formatHistory(h, a->o, a->format);
       if (!a->outDir.empty()) {

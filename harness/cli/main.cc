@@ -69,7 +69,7 @@ int runCommand(int argc, char** argv) {
     bool known = false;
     for (const auto* sub : app.get_subcommands({})) known = known || sub->check_name(argv[1]);
     if (!known) {
-      std::cerr << "tpbench: unknown command '" << tpb::printable(argv[1]) << "' (see --help)" << std::endl;
+      std::cerr << "tpbench: unknown command '" << tpb::printable(tpb::shortened(argv[1], 200)) << "' (see --help)" << std::endl;
       return 2;
     }
   }
@@ -82,7 +82,8 @@ int runCommand(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quietRank(external.get())) std::cerr << "tpbench: " << tpb::printable(tpb::cli::parseErrorText(e)) << " (see --help)" << std::endl;
+    if (!quietRank(external.get()))
+      std::cerr << "tpbench: " << tpb::printable(tpb::shortened(tpb::cli::parseErrorText(e))) << " (see --help)" << std::endl;
     return 2;
   }
   try {
@@ -98,10 +99,10 @@ int runCommand(int argc, char** argv) {
     if (msg.rfind('[', 0) == 0 && msg.find("] ") != std::string::npos) msg.erase(0, msg.find("] ") + 2);
     tpb::removeCreatedDirectories();  // nothing a refused command created remains
     // Messages quote names from files and flags: printed, they must not drive the terminal.
-    if (!quietRank(external.get())) std::cerr << "tpbench: " << tpb::printable(msg) << std::endl;
+    if (!quietRank(external.get())) std::cerr << "tpbench: " << tpb::printable(tpb::shortened(msg)) << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tpbench: error: " << tpb::printable(e.what()) << std::endl;
+    std::cerr << "tpbench: error: " << tpb::printable(tpb::shortened(e.what())) << std::endl;
     return 1;
   }
 }
