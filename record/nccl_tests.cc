@@ -56,6 +56,10 @@ bool numberToken(const std::string& t, double& out) {
 
 // Half a unit of the last digit printed: the most a printed figure is off from what was measured
 // ("12.34": 0.005; "24410": 0.5; "1.2e+05": 5000).
+// The largest algbw (size / time) a row may imply: 1 PB/s, far past any link (NVLink 5 carries
+// 1.8 TB/s) and past a one-GPU "allreduce" that copies nothing.
+constexpr double kMaxAlgbwGbps = 1e6;
+
 double printedHalfUnit(const std::string& t) {
   const auto e = t.find_first_of("eE");
   const std::string mantissa = t.substr(0, e);
@@ -180,7 +184,9 @@ struct Row {
 bool near(double printed, double tol, double expected, double expectedTol) {
   // What was printed is within its own rounding, and that of the figures it is computed from, of
   // what they give; a little more for float arithmetic and for printf's rounding of ties.
-  return std::fabs(printed - expected) <= tol + expectedTol + 1e-6 * std::max(printed, expected) + 1e-9;
+  // (The float slack is relative to the smaller of the two: to the larger, an absurd expected
+  // value, from a time of 1e-300, would excuse any printed one.)
+  return std::fabs(printed - expected) <= tol + expectedTol + 1e-6 * std::min(printed, expected) + 1e-9;
 }
 
 // nccl-tests before 2.? printed allgather's and reduce_scatter's algbw as what crosses the links,
@@ -198,6 +204,14 @@ std::string todaysFiguresMisfit(const std::string& op, int ranks, long long byte
 // algbw x the factor, each at the precision printed.
 std::string figuresMisfit(const std::string& op, int ranks, long long bytes, const Measured& m) {
   if (!(m.timeUs > 0)) return "time must be a number > 0";
+  // No link moves a petabyte a second: a time that says so is no measurement (and its algbw
+  // would be written as infinity, which no reader takes).
+  if (static_cast<double>(bytes) / (m.timeUs * 1e3) > kMaxAlgbwGbps) {
+    std::ostringstream why;
+    why << "time " << m.timeUs << " us for " << bytes << " bytes is over " << kMaxAlgbwGbps
+        << " GB/s: not a measurement";
+    return why.str();
+  }
   const std::string why = todaysFiguresMisfit(op, ranks, bytes, m);
   return why.empty() || oldBlockFigures(op, ranks, bytes, m) ? "" : why;
 }

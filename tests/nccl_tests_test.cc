@@ -208,6 +208,10 @@ TEST(NcclTestsImport, ADamagedRowIsRefusedByItsLine) {
                    {"d.txt:30:", "columns"});
   expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   nan  211.28  369.73"), "d.txt", ""); },
                    {"d.txt:30:", "time"});
+  // A time whose size / time no link reaches: refused, not written as an infinite algbw (the
+  // check's float slack once scaled with that absurd value and let any printed algbw pass).
+  expectUsageError([&] { parseNcclTestsText(replaceOnce(text, row, "   1e-300  211.28  369.73"), "d.txt", ""); },
+                   {"d.txt:30:", "not a measurement"});
   // #wrong is a count: one beyond what a count can hold, or with a fraction, is refused.
   const std::string wrongCol = "  369.73       0";
   ASSERT_NE(text.find(wrongCol), std::string::npos);
