@@ -2,6 +2,7 @@
 #include "record/nccl_tests.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -1223,10 +1224,128 @@ NcclTestsImport parseNcclTestsJson(const json& doc, const std::string& file, con
   return out;
 }
 
+namespace {
+
+// rccl-tests' names of its tests ("AllReduce", "ReduceScatter", "SendRecv") in tpbench's; "" for
+// another (Gather, Scatter, AllToAllv: no op here).
+std::string opOfRcclName(const std::string& name) {
+  std::string k;
+  for (char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, std::string> ops = {{"allreduce", "allreduce"},   {"allgather", "allgather"},
+                                                         {"reducescatter", "reduce_scatter"}, {"broadcast", "broadcast"},
+                                                         {"reduce", "reduce"},         {"alltoall", "alltoall"},
+                                                         {"sendrecv", kShiftOp}};
+  const auto it = ops.find(k);
+  return it == ops.end() ? "" : it->second;
+}
+
+}  // namespace
+
+bool looksLikeRcclTestsJsonLines(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return false;
+  const auto eol = text.find('\n', first);
+  const std::string line = text.substr(first, eol == std::string::npos ? std::string::npos : eol - first);
+  // One object per line, with rccl-tests' camel-case figures: not nccl-tests' -J document.
+  return line.find("\"busBw\"") != std::string::npos && line.find("\"algBw\"") != std::string::npos;
+}
+
+NcclTestsImport parseRcclTestsJsonLines(const std::string& text, const std::string& file, const std::string& op) {
+  NcclTestsImport out;
+  LeftOut left;
+  std::vector<NcclTestsTest> tests;
+  std::size_t pos = 0, lineNo = 0;
+  long long nodes = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    const std::size_t end = nl == std::string::npos ? text.size() : nl;
+    ++lineNo;
+    if (end - pos > kMaxNcclTestsLine)
+      TPB_THROW(UsageError, file << ":" << lineNo << ": a line of " << end - pos << " bytes, longer than rccl-tests writes");
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = file + ":" + std::to_string(lineNo);
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      // A last line cut short (a job killed while writing) is counted, as a cut text row is.
+      if (nl == std::string::npos || pos >= text.size()) {
+        left.add("cut short");
+        continue;
+      }
+      TPB_THROW(UsageError, where << ": not a JSON object (rccl-tests' JSON lines hold one per line)");
+    }
+    const JsonIn rec(doc, where);
+    rec.object();
+    const std::string name = rec.at("name").str();
+    const std::string recOp = opOfRcclName(name);
+    if (recOp.empty()) {
+      left.add("of rccl-tests' " + printableLine(name).substr(0, 32) + " (no op here)");
+      continue;
+    }
+    if (!op.empty() && opOfNcclTestsProgram(op) != recOp)
+      TPB_THROW(UsageError, where << ": the record is " << recOp << "'s, not --op " << op);
+    Test t;
+    t.op = recOp;
+    t.opFrom = "the records' \"name\"";
+    // The MPI build writes ranks and nodes; the single-process build the GPUs it drove.
+    const auto ranks = rec.find("ranks") ? rec.find("ranks") : rec.find("gpus");
+    if (!ranks) rec.fail("\"ranks\" or \"gpus\" (the rank count)");
+    t.ranks = static_cast<int>(ranks->integer(1, kMaxRanks));
+    t.ranksFrom = "the records";
+    if (const auto n = optInteger(rec, "nodes", 1, kMaxRanks)) nodes = std::max(nodes, *n);
+    Row r;
+    r.where = where;
+    r.bytes = static_cast<long long>(rec.at("size").unsignedInteger(kMaxCount));
+    r.dtype = elementTypeOf(rec.at("type").str());
+    if (r.dtype.empty()) rec.at("type").fail("an element type");
+    r.count = r.bytes / static_cast<long long>(elementBytes(r.dtype));
+    if (const auto ro = rec.find("redop")) {
+      r.redop = reductionOf(ro->str());
+      if (r.redop.empty()) ro->fail("a reduction");
+    }
+    if (rootedOp(recOp)) r.root = optInteger(rec, "root", 0, kMaxRanks - 1).value_or(0);
+    if (r.bytes == 0) {
+      left.add("of size 0");
+      continue;
+    }
+    Measured m;
+    m.timeUs = rec.at("time").number(0, kLargestFinite);
+    m.algbw = rec.at("algBw").number(0, kLargestFinite);
+    m.busbw = rec.at("busBw").number(0, kLargestFinite);
+    if (const auto w = rec.find("#wrong") ? rec.find("#wrong") : rec.find("wrong")) {
+      long long wrong = 0;
+      const std::string count = w->value().is_string() ? w->str() : w->value().dump();
+      if (count != "N/A") {
+        if (!integerToken(count, 0, kMaxCount, wrong)) w->fail("a count of wrong elements");
+        m.wrong = wrong;
+      }
+    }
+    if (const std::string why = figuresMisfit(recOp, t.ranks, r.bytes, m); !why.empty())
+      TPB_THROW(UsageError, where << ": " << why);
+    const bool inPlace = rec.at("inPlace").integer(0, 1) == 1;
+    out.points.push_back(record(t, "rccl", r, inPlace, m, where));
+    if (tests.empty() || tests.back().op != recOp || tests.back().ranks != t.ranks)
+      tests.push_back({recOp, t.opFrom, t.ranksFrom, t.ranks, 0});
+    ++tests.back().points;
+  }
+  out.tests = tests;
+  out.library = "rccl";
+  if (nodes > 0) out.meta.nodes = nodes;
+  finish(out, left, file);
+  for (auto& p : out.points)
+    if (nodes > 0) p.extra["nodes"] = nodes;
+  return out;
+}
+
 NcclTestsImport importNcclTests(const std::string& path, const std::string& op, int ranks, const std::string& library) {
   const RegularFile f("nccl-tests file", path);
   const auto bytes = f.readAll(kMaxNcclTestsBytes, "an nccl-tests log is a few MB at most");
   std::string text(bytes.begin(), bytes.end());
+  if (looksLikeRcclTestsJsonLines(text)) return parseRcclTestsJsonLines(text, path, op);
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     return parseNcclTestsJson(readJsonBounded(path, "nccl-tests file", kMaxNcclTestsBytes), path, op);

@@ -72,6 +72,15 @@ struct NcclTestsImport {
 // reduce_scatter, broadcast, reduce, alltoall, sendrecv.
 const std::vector<std::string>& ncclTestsOps();
 
+// rccl-tests' early JSON lines (`-x FILE -Z json`, ROCm/rccl-tests#93): one object per placement
+// of a size ({"name":"AllReduce","size":1024,"type":"float","redop":"sum","inPlace":0,"time":..,
+// "algBw":..,"busBw":..,"#wrong":"0"} and "ranks"/"nodes" from an MPI build, "gpus" from a
+// single-process one), recorded as rccl-tests on ROCm with each row's figures checked as a text
+// row's are; a last line cut short is counted. Whether `text` is such a file: its first line an
+// object with algBw and busBw.
+bool looksLikeRcclTestsJsonLines(const std::string& text);
+NcclTestsImport parseRcclTestsJsonLines(const std::string& text, const std::string& file, const std::string& op);
+
 // tpbench's op for an nccl-tests program ("all_reduce_perf", "./build/all_gather_perf",
 // "reduce_scatter_perf_mpi", "broadcast"): one of ncclTestsOps(), sendrecv as kShiftOp; "" for any
 // other.

@@ -103,6 +103,7 @@ NcclTestsImport parseAny(const std::string& text, const std::string& name, const
                          const std::string& library) {
   if (fs::path(dataPath(name)).extension() == ".json")
     return parseNcclTestsJson(nlohmann::json::parse(text), name, op);
+  if (looksLikeRcclTestsJsonLines(text)) return parseRcclTestsJsonLines(text, name, op);  // rccl-tests -Z json
   return parseNcclTestsText(text, name, op, ranks, library);
 }
 

@@ -270,6 +270,32 @@ TEST(NcclTestsImport, JsonOfTheWrongShapeIsRefusedByField) {
   EXPECT_NO_THROW(parseNcclTestsJson(bad, "b.json", ""));
 }
 
+// rccl-tests' JSON lines: each line a placement, read as a text row is (figures checked), a
+// cut last line counted, a test tpbench has no op for left out and counted, a bad line refused.
+TEST(NcclTestsImport, RcclTestsJsonLinesAreReadLineByLine) {
+  const std::string a = R"({"#wrong":"0","algBw":0.5,"busBw":0.75,"gpus":4,"inPlace":0,"name":"AllReduce","redop":"sum","size":1048576,"time":2097.152,"type":"float"})";
+  const std::string b = R"({"#wrong":"0","algBw":0.5,"busBw":0.375,"gpus":4,"inPlace":1,"name":"AllGather","redop":"sum","size":1048576,"time":2097.152,"type":"half"})";
+  const std::string g = R"({"#wrong":"0","algBw":0.5,"busBw":0.5,"gpus":4,"inPlace":0,"name":"Gather","redop":"sum","size":1048576,"time":2097.152,"type":"float"})";
+  ASSERT_TRUE(looksLikeRcclTestsJsonLines(a + "\n"));
+  EXPECT_FALSE(looksLikeRcclTestsJsonLines(readText(fixture("all_reduce_2node.json"))));
+  const NcclTestsImport r = parseRcclTestsJsonLines(a + "\n" + b + "\n" + g + "\n" + a.substr(0, 40), "r.jsonl", "");
+  ASSERT_EQ(r.points.size(), 2u);
+  EXPECT_EQ(r.points[0].op, "allreduce");
+  EXPECT_EQ(r.points[1].op, "allgather");
+  EXPECT_EQ(r.points[1].elementType(), "float16");
+  EXPECT_EQ(r.points[1].count, 524288u);
+  EXPECT_EQ(r.points[0].device, "rocm");
+  EXPECT_EQ(r.points[0].algo, kRcclTestsOrigin);
+  EXPECT_EQ(r.library, "rccl");
+  ASSERT_EQ(r.leftOut.size(), 2u);  // the Gather line and the cut one, a line each
+  // busbw that does not fit 4 ranks' allreduce: refused, naming the line.
+  std::string bad = a;
+  bad.replace(bad.find("0.75"), 4, "0.95");
+  expectUsageError([&] { parseRcclTestsJsonLines(bad + "\n", "r.jsonl", ""); }, {"r.jsonl:1:", "busbw"});
+  expectUsageError([&] { parseRcclTestsJsonLines(a + "\n{oops\n" + a + "\n", "r.jsonl", ""); }, {"r.jsonl:2:", "JSON"});
+  expectUsageError([&] { parseRcclTestsJsonLines(a + "\n", "r.jsonl", "allgather"); }, {"r.jsonl:1:", "--op"});
+}
+
 TEST(NcclTestsImport, ProgramNamesMapToOps) {
   EXPECT_EQ(opOfNcclTestsProgram("all_reduce_perf"), "allreduce");
   EXPECT_EQ(opOfNcclTestsProgram("./build/all_gather_perf"), "allgather");

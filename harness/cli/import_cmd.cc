@@ -16,7 +16,7 @@ void addImport(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "import",
       "Read nccl-tests' or rccl-tests' results (its text output as printed, pasted or prefixed by a launcher, "
-      "of any version; or nccl-tests' -J JSON file) into a tpbench results file, as points of algo and origin "
+      "of any version; nccl-tests' -J JSON file; or rccl-tests' JSON lines, -Z json) into a tpbench results file, as points of algo and origin "
       "nccl-tests (rccl-tests) that report, compare and model read beside tpbench's own. Element types and "
       "reductions are kept and recorded; sendrecv is recorded as sendrecv_shift (one shift, not tpbench's "
       "round trip); tests tpbench has no op for and rows cut short are left out and counted; a row whose time, "
