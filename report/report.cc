@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -93,13 +94,17 @@ void prepareOutDir(const std::string& outDir) {
   ::unlink(probe.c_str());
 }
 
+// The files a chart writes: <id> with each of these.
+constexpr const char* kChartExtensions[] = {".png", ".svg", ".gp", ".dat"};
+
 // Whether `name` is a file a chart writes (<id>.png, .svg, .gp, .dat of a registered chart or of
 // `extraIds`).
 bool chartFileName(const std::string& name, const std::vector<std::string>& extraIds = {}) {
   const auto dot = name.rfind('.');
   if (dot == std::string::npos) return false;
   const std::string ext = name.substr(dot), id = name.substr(0, dot);
-  if (ext != ".png" && ext != ".svg" && ext != ".gp" && ext != ".dat") return false;
+  if (std::none_of(std::begin(kChartExtensions), std::end(kChartExtensions), [&](const char* e) { return ext == e; }))
+    return false;
   if (std::find(extraIds.begin(), extraIds.end(), id) != extraIds.end()) return true;
   const auto charts = registeredCharts();
   return std::any_of(charts.begin(), charts.end(), [&](const ChartDef& d) { return d.id == id; });
@@ -151,40 +156,38 @@ bool startsWith(const fs::path& file, const std::string& text) {
   return n == static_cast<ssize_t>(text.size()) && head == text;
 }
 
-// Claims `dir` for a report or history that writes `names` there (the caller holds its lock):
-// a directory with tpbench's mark, or with none of those names, is written (and marked); one
-// holding any of them without the mark is refused, naming the file: tpbench never replaces what
-// it did not write.
-// Whether `dir` may be written (its mark, a report of tpbench's before the mark, or none of
-// `names` there); throws the refusal otherwise. Writes nothing.
-void checkOutDir(const fs::path& dir, const std::vector<std::string>& names) {
+// Whether `dir` may be written: its mark, a report of tpbench's from before the mark, or none of
+// `names` there; throws the refusal, naming the file, otherwise. Writes nothing. True when the
+// mark is there already.
+bool checkOutDir(const fs::path& dir, const std::vector<std::string>& names) {
   const fs::path mark = dir / kReportMark;
   struct stat st {};
   if (::lstat(mark.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode))
       TPB_THROW(UsageError, "-o: " << mark.string() << " is not a regular file: tpbench's mark is not there");
-    return;
+    return true;
   }
-  if (startsWith(dir / "index.md", "# tpbench report") || startsWith(dir / "history.md", "### tpbench history")) return;
+  if (startsWith(dir / "index.md", "# tpbench report") || startsWith(dir / "history.md", "### tpbench history")) return false;
   for (const auto& n : names)
     if (::lstat((dir / n).c_str(), &st) == 0)
       TPB_THROW(UsageError, "-o: " << (dir / n).string() << " is there and tpbench did not write it (the directory has no "
                                    << kReportMark << "); give a new or empty directory, or move it away");
+  return false;
 }
 
+// Claims `dir` for a report or history that writes `names` there (the caller holds its lock):
+// checkOutDir, then the mark where it is missing. tpbench never replaces what it did not write.
 void claimOutDir(const fs::path& dir, const std::vector<std::string>& names) {
-  checkOutDir(dir, names);
-  const fs::path mark = dir / kReportMark;
-  struct stat st {};
-  if (::lstat(mark.c_str(), &st) == 0) return;
-  writeFileAtomic(mark.string(), "This directory holds a tpbench report or history; tpbench replaces its files.\n");
+  if (checkOutDir(dir, names)) return;
+  writeFileAtomic((dir / kReportMark).string(),
+                  "This directory holds a tpbench report or history; tpbench replaces its files.\n");
 }
 
 // Every name a report writes into its directory.
 std::vector<std::string> reportFileNames() {
   std::vector<std::string> names = {"index.md", "index.html", "runs.csv", "allreduce.csv", "overlap.csv", "predictions.csv"};
   for (const ChartDef& def : registeredCharts())
-    for (const char* ext : {".png", ".svg", ".gp", ".dat"}) names.push_back(def.id + ext);
+    for (const char* ext : kChartExtensions) names.push_back(def.id + ext);
   return names;
 }
 
@@ -198,7 +201,7 @@ struct Outcome {
 // Removes the files an earlier report or history drew for chart `id` in dir: they would
 // contradict this one (remove(2) takes away a link, it does not follow it).
 void removeChartFiles(const fs::path& dir, const std::string& id) {
-  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) {
+  for (const char* ext : kChartExtensions) {
     std::error_code ec;
     fs::remove(dir / (id + ext), ec);
   }
@@ -375,7 +378,7 @@ std::string report::writeChart(const Chart& c, const std::string& outDir, const 
   const OutLock lock("-o", outDir, (dir / ".tpbench-report.lock").string());
   std::vector<std::string> names;
   for (const auto& kv : extraFiles) names.push_back(kv.first);
-  for (const char* ext : {".png", ".svg", ".gp", ".dat"}) names.push_back(c.id + ext);
+  for (const char* ext : kChartExtensions) names.push_back(c.id + ext);
   claimOutDir(dir, names);
   removeLeftoverScratch(dir, {c.id});
   for (const auto& [name, text] : extraFiles) writeText(dir / name, text);
