@@ -339,15 +339,7 @@ void CollectiveSweep::show(const BenchPoint& p, const std::vector<CollectiveReco
     std::vector<CurvePoint> curve;
     for (const auto& rec : recs) {
       if (!rec.ok() || rec.device != "cuda" || rec.op != "allreduce") continue;
-      CurvePoint c;
-      c.facts.device = rec.device;
-      c.facts.gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
-      c.facts.ranks = rec.nGpus;
-      c.facts.nodes = m.nodes.value_or(1);
-      c.facts.algorithm = rec.algo == "ring" ? "ring" : "";  // the library's own choice otherwise
-      c.bytes = rec.bytes;
-      c.busbwGbps = rec.busbwGbps;
-      curve.push_back(std::move(c));
+      curve.push_back({"", curveFactsOf(rec, m), rec.bytes, rec.busbwGbps});
     }
     for (const auto& v : curveVerdicts(curve))
       if (v.plateau.has) console_.againstReference(curveVerdictText(v));

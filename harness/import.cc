@@ -52,27 +52,6 @@ std::string placementsOf(const std::vector<CollectiveRecord>& points) {
   return text;
 }
 
-// What the verdict needs to know of an imported point's curve. The NIC count and kind are the
-// import's flags, kept in each point (record/nccl_tests.h) so that a report of the file uses them too.
-CurveFacts curveFactsOf(const CollectiveRecord& p, const Meta& m, const ImportOptions& o) {
-  CurveFacts f;
-  f.op = p.op;
-  f.device = p.device;
-  f.gpu = m.gpus && !m.gpus->empty() ? m.gpus->front() : "";
-  if (const auto g = p.extra.find("gpu"); g != p.extra.end() && g->is_string()) f.gpu = g->get<std::string>();
-  f.ranks = p.nGpus;
-  f.nodes = m.nodes.value_or(1);
-  if (const auto n = p.extra.find("nodes"); n != p.extra.end() && n->is_number_integer()) f.nodes = n->get<long long>();
-  f.nicsPerNode = o.nicsPerNode;
-  if (const auto n = p.extra.find("nics_per_node"); !o.nicsPerNode && n != p.extra.end() && n->is_number_integer())
-    f.nicsPerNode = n->get<int>();  // NCCL's NET/IB line in the log
-  f.nic = o.nic;
-  if (const auto a = p.extra.find("nccl_algo"); a != p.extra.end() && a->is_string()) f.algorithm = a->get<std::string>();
-  f.dtype = p.elementType();
-  f.redop = p.reduction();
-  return f;
-}
-
 }  // namespace
 
 int runImport(const ImportOptions& o, std::ostream& out) {
@@ -120,18 +99,21 @@ int runImport(const ImportOptions& o, std::ostream& out) {
     for (const auto& why : part.leftOut) out << "  left out: " << why << "\n";
     // Each allreduce curve (one rank count, type and reduction) against what its platform
     // should reach: its plateau busbw and the published figure (record/reference_busbw.h).
+    // --nics and --nic are kept on each point (over what the log's NET/IB line said), so that a
+    // report of the file gives the same verdict.
+    std::vector<CollectiveRecord> points = part.points;
+    for (auto& p : points) {
+      if (o.nicsPerNode > 0) p.extra["nics_per_node"] = o.nicsPerNode;
+      if (!o.nic.empty()) p.extra["nic"] = o.nic;
+    }
     std::vector<CurvePoint> curvePoints;
-    for (const auto& p : part.points)
-      if (p.op == "allreduce") curvePoints.push_back({"", curveFactsOf(p, m, o), p.bytes, p.busbwGbps});
+    for (const auto& p : points)
+      if (p.op == "allreduce") curvePoints.push_back({"", curveFactsOf(p, m), p.bytes, p.busbwGbps});
     for (const auto& v : curveVerdicts(curvePoints)) {
       out << "  allreduce at " << v.facts.ranks << " ranks" << (v.facts.dtype != "float32" ? " (" + v.facts.dtype + ")" : "")
           << ": " << curveVerdictText(v) << "\n";
     }
-    for (auto p : part.points) {
-      if (o.nicsPerNode > 0) p.extra["nics_per_node"] = o.nicsPerNode;
-      if (!o.nic.empty()) p.extra["nic"] = o.nic;
-      results.addCollective(p);
-    }
+    for (auto& p : points) results.addCollective(std::move(p));
     total += part.points.size();
   }
   results.save();

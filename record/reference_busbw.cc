@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -517,6 +518,31 @@ std::vector<CurveVerdict> curveVerdicts(const std::vector<CurvePoint>& points) {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+CurveFacts curveFactsOf(const CollectiveRecord& p, const Meta& meta) {
+  const auto str = [&](const char* key) -> std::optional<std::string> {
+    const auto v = p.extra.find(key);
+    if (v == p.extra.end() || !v->is_string()) return std::nullopt;
+    return v->get<std::string>();
+  };
+  const auto integer = [&](const char* key) -> std::optional<long long> {
+    const auto v = p.extra.find(key);
+    if (v == p.extra.end() || !v->is_number_integer()) return std::nullopt;
+    return v->get<long long>();
+  };
+  CurveFacts f;
+  f.op = p.op;
+  f.device = p.device;
+  f.gpu = str("gpu").value_or(meta.gpus && !meta.gpus->empty() ? meta.gpus->front() : "");
+  f.ranks = p.nGpus;
+  f.nodes = integer("nodes").value_or(meta.nodes.value_or(1));
+  f.nicsPerNode = static_cast<int>(integer("nics_per_node").value_or(0));
+  f.nic = str("nic").value_or("");
+  f.algorithm = str("nccl_algo").value_or(p.algo == "ring" ? "ring" : "");
+  f.dtype = p.elementType();
+  f.redop = p.reduction();
+  return f;
 }
 
 std::string curveVerdictText(const CurveVerdict& v) {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "record/records.h"
+
 namespace tpb {
 
 // Where a figure applies.
@@ -140,6 +142,12 @@ struct CurvePoint {
   std::uint64_t bytes = 0;
   double busbwGbps = NAN;
 };
+
+// What the verdict needs to know of a results file's point: where it ran (the point's own
+// "gpu" and "nodes", an imported one's, else the file's meta), its NIC count and kind where an
+// import recorded them ("nics_per_node", "nic"), its algorithm (an import's "nccl_algo"; tpbench's
+// own "ring" is a ring, anything else NCCL's choice), type and reduction.
+CurveFacts curveFactsOf(const CollectiveRecord& p, const Meta& meta);
 
 struct CurveVerdict {
   std::string series;
