@@ -163,11 +163,29 @@ std::string humanBytes(double bytes) {
 }
 
 void checkFitsInMemory(const std::string& flag, const std::string& what, double need,
-                       std::optional<std::uint64_t> available) {
+                       std::optional<std::uint64_t> available, const std::string& hint) {
   if (!available || need <= static_cast<double>(*available)) return;
   TPB_THROW(UsageError, flag << ": " << what << " need at least " << humanBytes(need) << " but this host has "
                              << humanBytes(static_cast<double>(*available))
-                             << " available (MemAvailable in /proc/meminfo)");
+                             << " available (MemAvailable in /proc/meminfo)" << (hint.empty() ? "" : "; ") << hint);
+}
+
+std::string memoryHint(const NetworkSpec& spec, int batch, int replicas, double stateBytes, double activationBytes) {
+  std::ostringstream h;
+  if (activationBytes >= stateBytes) {
+    h << "a smaller --batch_size (now " << batch << ")";
+    const bool preset = spec.name != "mlp" && spec.name != "resnet" && spec.name != "gpt" && spec.name != "bert";
+    if (spec.kind == NetworkKind::Gpt || spec.kind == NetworkKind::Bert)
+      h << " or a shorter sequence (--workload " << (preset ? spec.name + ":seq=" : spec.name + ":...:seq=")
+        << std::max(1, spec.transformer.seqLen / 4) << ")";
+    else if (spec.kind == NetworkKind::Resnet && !spec.mnistImages)
+      h << " or smaller images (--workload " << spec.name << (preset ? ":res=" : ":...:res=") << "64)";
+  } else {
+    h << "a smaller model (--" << (spec.kind == NetworkKind::Mlp ? "hidden" : "workload") << ")";
+  }
+  if (replicas > 1) h << ", or fewer replicas (--n_gpus, now " << replicas << ")";
+  h << " brings it down";
+  return h.str();
 }
 
 // ---- host ---------------------------------------------------------------------------------------
@@ -339,7 +357,7 @@ void checkTrainRun(const TrainRunOptions& o) {
   std::map<std::string, DatasetSizes> datasets;
   double need = 0;
   const TrainConfig* largest = nullptr;
-  std::string largestWhat;
+  std::string largestWhat, largestHint;
   for (const TrainPoint& p : o.points) {
     const TrainConfig& c = p.cfg;
     checkSettings(c);
@@ -385,24 +403,34 @@ void checkTrainRun(const TrainRunOptions& o) {
     const NetworkCost cost = networkCost(spec);
     const double state = static_cast<double>(cost.parameters) * sizeof(float) * (c.momentum > 0 ? 3 : 2);
     const double activations = cost.activationBytes * c.batchSize;
-    const double bytes = replicas * (state + activations + dataBytes);
+    // Rank 0 evaluates after each epoch in batches of evalBatchSize (at most its training batch's
+    // activations or kEvalActivationBytes, whichever is more).
+    const std::size_t evalBatch = c.evaluate ? evalBatchSize(cost.activationBytes, c.batchSize) : 0;
+    const double evaluation = evalBatch > static_cast<std::size_t>(c.batchSize)
+                                  ? cost.activationBytes * static_cast<double>(evalBatch - c.batchSize)
+                                  : 0.0;
+    const double bytes = replicas * (state + activations + dataBytes) + evaluation;
     if (bytes > need) {
       need = bytes;
       largest = &c;
-      largestWhat = [&, state, activations, dataBytes] {
+      largestHint = memoryHint(spec, c.batchSize, replicas, state, activations);
+      largestWhat = [&, state, activations, dataBytes, evaluation, evalBatch] {
         std::ostringstream what;
         what << replicas << " replica" << (replicas == 1 ? "" : "s") << " on this node of " << c.workload << " ("
              << std::setprecision(3) << static_cast<double>(cost.parameters) << " parameters; float32 weights, "
              << "gradients" << (c.momentum > 0 ? ", momentum" : "") << ": " << humanBytes(state)
              << ", activations at batch " << c.batchSize << ": " << humanBytes(activations);
         if (dataBytes > 0) what << ", generated data: " << humanBytes(dataBytes);
-        what << ", each)";
+        what << ", each";
+        if (evaluation > 0) what << "; evaluation at batch " << evalBatch << " on rank 0: " << humanBytes(evaluation) << " more";
+        what << ")";
         return what.str();
       }();
     }
   }
   if (largest && onCpu(o.device))
-    checkFitsInMemory(largest->trainsMlp() ? "--hidden" : "--workload", largestWhat, need, memAvailableBytes());
+    checkFitsInMemory(largest->trainsMlp() ? "--hidden" : "--workload", largestWhat, need, memAvailableBytes(),
+                      largestHint);
   // After the memory check: a checkpoint's size bound comes from the model, which now fits.
   for (const TrainPoint& p : o.points)
     if (!p.cfg.resumeFrom.empty()) checkResumable(p.cfg);

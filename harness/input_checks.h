@@ -30,6 +30,7 @@ namespace tpb {
 
 struct TrainRunOptions;
 struct CollectiveBenchOptions;
+struct NetworkSpec;
 
 // ---- numbers ------------------------------------------------------------------------------------
 
@@ -117,9 +118,15 @@ double mlpParameters(const std::vector<int>& hidden);
 std::string humanBytes(double bytes);
 
 // `need` bytes within `available` (nothing checked when that is unknown); the message says
-// `flag`, `what` needs them, and both figures.
+// `flag`, `what` needs them, both figures and, where given, `hint` (what brings it down).
 void checkFitsInMemory(const std::string& flag, const std::string& what, double need,
-                       std::optional<std::uint64_t> available);
+                       std::optional<std::uint64_t> available, const std::string& hint = "");
+
+// What brings replicas' memory down, for that hint: where activations weigh most, the batch (and
+// a transformer's sequence, "gpt2-small:seq=256", or a resnet's resolution, ":res="); where the
+// model's state does, a smaller model; fewer replicas where there are several. `what` names the
+// batch's flag (--batch_size) and `replicas`' (--n_gpus).
+std::string memoryHint(const NetworkSpec& spec, int batch, int replicas, double stateBytes, double activationBytes);
 
 // ---- host ---------------------------------------------------------------------------------------
 

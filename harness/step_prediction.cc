@@ -4,13 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <iomanip>
 #include <optional>
+#include <sstream>
 
 #include "common/error.h"
 #include "common/format_bytes.h"
 #include "common/text_escape.h"
 #include "cost_model/alpha_beta.h"
 #include "cost_model/step_model.h"
+#include "harness/input_checks.h"
 #include "harness/meta.h"
 #include "record/results.h"
 #include "worker/worker.h"
@@ -139,6 +142,27 @@ std::vector<model::BlockCost> blocksOf(const NetworkSpec& spec) {
   for (std::size_t i = 0; i < costs.size(); ++i)
     blocks.push_back({"block " + std::to_string(i), costs[i].forwardFlops, static_cast<double>(costs[i].gradientBytes)});
   return blocks;
+}
+
+// Before anything is measured: the most replicas a measurement here runs at once (a rank and its
+// companions, `replicas` = N) at `batch` rows, within measureStep's companions and within this
+// host's MemAvailable. Each holds the model's weights and gradients (and momentum: measureStep's
+// TrainConfig's), the activations of its batch and its 4 batches of data.
+void checkReplicasFit(const NetworkSpec& spec, int replicas, int batch) {
+  if (replicas - 1 > kMaxCompanions)
+    TPB_THROW(UsageError, "--n_gpus: " << replicas << " is measured on this CPU as " << replicas
+                                       << " replicas stepping side by side, at most " << kMaxCompanions + 1
+                                       << "; give --gpu to predict from FLOPs instead");
+  const NetworkCost cost = networkCost(spec);
+  const double state = static_cast<double>(cost.parameters) * sizeof(float) * (TrainConfig{}.momentum > 0 ? 3 : 2);
+  const double activations = cost.activationBytes * batch, data = 4.0 * batch * sampleBytes(spec);
+  std::ostringstream what;
+  what << replicas << " replica" << (replicas == 1 ? "" : "s") << " of " << workloadText(spec)
+       << " measured side by side (" << std::setprecision(3) << static_cast<double>(cost.parameters)
+       << " parameters: " << humanBytes(state) << ", activations at batch " << batch << ": " << humanBytes(activations)
+       << ", data: " << humanBytes(data) << ", each)";
+  checkFitsInMemory(replicas > 1 ? "--n_gpus" : "--batch_size", what.str(), replicas * (state + activations + data),
+                    memAvailableBytes(), memoryHint(spec, batch, replicas, state, activations));
 }
 
 // One rank's step of the workload measured here beside `companions` other replicas (the other
@@ -275,6 +299,9 @@ int runPipeline(const PredictOptions& opt, std::ostream& os) {
       if (!why.empty()) TPB_THROW(UsageError, why);
     }
   }
+  for (int n : opt.ns)
+    for (int m : micros) checkReplicasFit(spec, n, (opt.batchSize + m - 1) / m);
+  checkReplicasFit(spec, 1, opt.batchSize);
   std::optional<OwnedOutput> owned;
   if (!opt.out.empty()) owned.emplace("--out", opt.out, kResultsOutput, OutputFlags{false, opt.overwrite, false});
   startRankProcess();
@@ -378,6 +405,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
   // Scaling efficiency is one rank's step alone over the step at N (what N ranks sharing the
   // machine lose counts against it).
   const bool perN = opt.gpu.empty();
+  if (perN) checkReplicasFit(spec, *std::max_element(opt.ns.begin(), opt.ns.end()), opt.batchSize);
   if (perN) startRankProcess();  // once: one thread, as every rank computes
   const model::StepProfile alone = perN ? measuredProfile(opt, spec, 0, os) : flopsProfile(opt, spec, os);
   const double aloneS = alone.computeS();

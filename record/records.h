@@ -1,4 +1,4 @@
-// record/records.h — the typed results model (schema "tpbench.results/1", every field in
+// record/records.h — the typed results model (schema "tpbench.results/2", every field in
 // results/README.md) and its one JSON mapping: toJson() writes a record, fromJson() reads it
 // back, checking every field's type and range and naming file and field path in a UsageError.
 //
@@ -20,7 +20,11 @@
 
 namespace tpb {
 
-constexpr const char* kResultsSchema = "tpbench.results/1";
+constexpr const char* kResultsSchema = "tpbench.results/2";
+// The schema before it, still read: its epochs' `steps` counted a step on every rank that trained
+// (N for ddp, ring_all_reduce and torch_ddp, N-1 for param_server); schema 2 counts each optimizer
+// step of the model once. ResultsFile::load puts a schema-1 file's steps in schema 2's meaning.
+constexpr const char* kResultsSchemaV1 = "tpbench.results/1";
 
 
 // "meta": where and how the file was produced. Every field is optional on read (files made by

@@ -14,6 +14,22 @@
 namespace tpb {
 namespace {
 
+// Schema 1 counted a step on every rank that trained: the strategies that start a process per
+// data rank summed their ranks' steps (ddp, its alias, ring_all_reduce and torch_ddp over N ranks;
+// param_server over its N-1 workers). Each step of the model was taken by all of them alike (the
+// loop is synchronous), so dividing gives each once; a count that does not divide (a rank cut
+// short by a failure) rounds up, as the slowest rank's count would.
+void stepsOfSchema1(RunRecord& r) {
+  const std::string& s = r.config.strategy;
+  const int n = r.config.nGpus;
+  int counted = 1;
+  if (s == "ddp" || s == "ring_all_reduce_builtin" || s == "ring_all_reduce" || s == "torch_ddp") counted = n;
+  if (s == "param_server" && n > 1) counted = n - 1;
+  if (counted <= 1) return;
+  for (EpochRecord& e : r.epochs)
+    if (e.steps) *e.steps = (*e.steps + counted - 1) / counted;
+}
+
 // Input quoted in a refusal keeps it one printable line: control characters (line breaks, a
 // terminal's escape sequences, which nlohmann's "last read: '...'" and a schema string carry
 // raw) become spaces.
@@ -128,9 +144,10 @@ ResultsFile ResultsFile::fromDocument(const json& doc, const std::string& path) 
                               << "' is not a tpbench results file (no \"schema\" string; expected '"
                               << kResultsSchema << "')");
   }
-  if (schema->get<std::string>() != kResultsSchema) {
+  const bool schema1 = schema->get<std::string>() == kResultsSchemaV1;
+  if (!schema1 && schema->get<std::string>() != kResultsSchema) {
     TPB_THROW(UsageError, "'" << path << "' has schema '" << oneLine(schema->get<std::string>())
-                              << "'; this tpbench reads '" << kResultsSchema << "'");
+                              << "'; this tpbench reads '" << kResultsSchema << "' and '" << kResultsSchemaV1 << "'");
   }
   ResultsFile f(path);
   try {
@@ -139,6 +156,8 @@ ResultsFile ResultsFile::fromDocument(const json& doc, const std::string& path) 
     if (const auto m = top.find("meta")) f.meta_ = Meta::fromJson(*m);
     if (const auto runs = top.find("runs")) {
       for (std::size_t i = 0; i < runs->size(); ++i) f.runs_.push_back(RunRecord::fromJson((*runs)[i]));
+      if (schema1)
+        for (RunRecord& r : f.runs_) stepsOfSchema1(r);
     }
     if (const auto ar = top.find("allreduce")) {
       if (ar->size() > kMaxCollectiveRecords) ar->fail("at most " + std::to_string(kMaxCollectiveRecords) + " points");

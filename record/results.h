@@ -1,4 +1,4 @@
-// record/results.h — the versioned results file (schema "tpbench.results/1", documented field
+// record/results.h — the versioned results file (schema "tpbench.results/2", documented field
 // by field in results/README.md): {"schema", "meta", "runs", "allreduce"} and, from `predict`,
 // "predictions", held as typed records (record/records.h, record/prediction_record.h). Sweeps append one record per point and save() after each, so a crash or a
 // kill loses at most the point in flight; save() is atomic (private temp file + fsync + rename),

@@ -118,6 +118,14 @@ double median(std::vector<double> xs) {
   return xs.size() % 2 ? xs[m] : 0.5 * (xs[m - 1] + xs[m]);
 }
 
+double Run::perStepS(const std::vector<double>& of) const {
+  std::vector<double> perStep;
+  const std::size_t first = of.size() > 1 ? 1 : 0;  // the first epoch warms up
+  for (std::size_t e = first; e < of.size() && e < steps.size(); ++e)
+    if (std::isfinite(of[e]) && std::isfinite(steps[e]) && steps[e] > 0) perStep.push_back(of[e] / steps[e]);
+  return median(perStep);
+}
+
 double meanOf(const std::vector<double>& xs) {
   double s = 0;
   std::size_t n = 0;

@@ -47,6 +47,11 @@ struct Run {
   std::string straggler;  // record/stragglers.h's text (or its core wait's); "" when no rank held the run back
   bool ok() const { return status == "ok"; }
   double meanWall() const { return meanOf(wall); }
+  // The one per-step time of a run, for every chart and table: the median over its epochs (after
+  // the first, which warms up, where there are more) of the epoch's `of` (wall, comm: one of the
+  // vectors above) over its optimizer steps (schema 2: each step of the model once). NaN where
+  // no epoch has both.
+  double perStepS(const std::vector<double>& of) const;
 };
 
 struct CollectivePoint {

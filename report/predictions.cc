@@ -11,14 +11,7 @@ double PredictedPoint::error() const {
   return measured() && measuredS > 0 ? (prediction->stepS - measuredS) / measuredS : kNaN;
 }
 
-double measuredStepS(const Run& r) {
-  std::vector<double> perStep;
-  const std::size_t first = r.wall.size() > 1 ? 1 : 0;  // the first epoch warms up
-  for (std::size_t e = first; e < r.wall.size() && e < r.steps.size(); ++e)
-    if (std::isfinite(r.wall[e]) && std::isfinite(r.steps[e]) && r.steps[e] > 0 && r.dataRanks > 0)
-      perStep.push_back(r.wall[e] / (r.steps[e] / r.dataRanks));  // steps count each data rank's
-  return median(perStep);
-}
+double measuredStepS(const Run& r) { return r.perStepS(r.wall); }
 
 namespace {
 

@@ -1,5 +1,5 @@
 // report/report.h — `tpbench report`: turns one or more results files (schema
-// "tpbench.results/1", see results/README.md) into a directory a person can open: one chart per
+// "tpbench.results/2", see results/README.md) into a directory a person can open: one chart per
 // experiment the data supports, each as PNG + SVG with its gnuplot script (.gp) and data (.dat)
 // beside it so it can be restyled, plus index.md / index.html with the charts, summary tables,
 // each input's meta block and a one-line reading of every chart computed from the numbers.

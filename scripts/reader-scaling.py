@@ -70,7 +70,7 @@ def results_doc(points, seed=0):
                      "iters": 10, "warmup": 2, "status": "ok",
                      "time_us": {"median": 100.0 + seed, "min": 90.0, "max": 120.0},
                      "algbw_gbps": 1.0, "busbw_gbps": 1.5, "wrong": 0})
-    return {"schema": "tpbench.results/1", "meta": {}, "runs": [], "allreduce": recs}
+    return {"schema": "tpbench.results/2", "meta": {}, "runs": [], "allreduce": recs}
 
 
 def run(cmd, cwd):

@@ -59,7 +59,8 @@ for i, w in enumerate(workloads, 1):
         if r.get("status") != "ok":
             continue
         n = c["n_gpus"]
-        steps = [e["wall_s"] / (e["steps"] / n) for e in r["epochs"][1:] if e.get("steps")]
+        # schema 2: an epoch's steps count each optimizer step of the model once (report's perStepS)
+        steps = [e["wall_s"] / e["steps"] for e in r["epochs"][1:] if e.get("steps")]
         bucket = f"{c['bucket_mb']:g}" if c["strategy"] == "ddp" else "-"
         measured[(c["strategy"], n, bucket)] = statistics.median(steps) * 1e3
     for s in ("ddp", "ring_all_reduce"):

@@ -76,6 +76,7 @@ def parse_args(argv):
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--bucket_mb", type=float, default=25.0)
     p.add_argument("--evaluate", type=int, default=1)
+    p.add_argument("--eval_batch", type=int, default=1000, help="test samples per forward when evaluating")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--device_index", type=int, default=0)
     p.add_argument("--n_devices", type=int, default=1, help="dp: replicas")
@@ -92,8 +93,8 @@ def parse_args(argv):
         for name in ("data", "order", "params_out"):
             if not getattr(a, name):
                 p.error(f"--{name} is required")
-        if a.batch_size < 1 or a.epochs < 0 or a.n_devices < 1 or not 0 <= a.rank < a.world:
-            p.error("--batch_size, --epochs, --n_devices, --rank and --world are out of range")
+        if a.batch_size < 1 or a.eval_batch < 1 or a.epochs < 0 or a.n_devices < 1 or not 0 <= a.rank < a.world:
+            p.error("--batch_size, --eval_batch, --epochs, --n_devices, --rank and --world are out of range")
     return a
 
 
@@ -449,30 +450,33 @@ def train(a, rep):
         loss_total = loss_sum.item()  # on a GPU this waits for the epoch's last step
         wall = time.perf_counter() - t0
         figures = torch.tensor([compute, comm, loss_total, steps, samples], dtype=torch.float64, device=dev)
-        slowest = torch.tensor([wall], dtype=torch.float64, device=dev)
+        # A step is one optimizer step of the model, which every rank takes: the epoch's count is
+        # the largest rank's, not the sum (the loss is the mean over every rank's steps).
+        most = torch.tensor([wall, steps], dtype=torch.float64, device=dev)
         if ddp:
             dist.all_reduce(figures)
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+            dist.all_reduce(most, op=dist.ReduceOp.MAX)
         if a.rank != 0:
             continue
         ranks = a.world if ddp else 1
-        compute, comm, loss_total, steps, samples = figures.tolist()
-        wall = slowest.item()
+        compute, comm, loss_total, rank_steps, samples = figures.tolist()
+        wall, steps = most.tolist()
         accuracy, eval_s = None, None
         if a.evaluate and ty.numel() > 0:
             e0 = time.perf_counter()
             plain.eval()  # a BatchNorm evaluates with its running statistics
             with torch.no_grad():
                 correct = 0
-                for begin in range(0, ty.size(0), 1000):
-                    logits = plain(tx[begin:begin + 1000])
-                    correct += int((logits.argmax(-1) == ty[begin:begin + 1000]).sum().item())
+                step = a.eval_batch
+                for begin in range(0, ty.size(0), step):
+                    logits = plain(tx[begin:begin + step])
+                    correct += int((logits.argmax(-1) == ty[begin:begin + step]).sum().item())
             plain.train()
             accuracy, eval_s = correct / ty.numel(), time.perf_counter() - e0
         rep.send(event="epoch", epoch=epoch + 1, wall_s=wall,
                  compute_s=compute / ranks if measure_comm else None,
                  comm_s=comm / ranks if measure_comm else None,
-                 train_loss=loss_total / steps if steps else 0.0, test_accuracy=accuracy, eval_s=eval_s,
+                 train_loss=loss_total / rank_steps if rank_steps else 0.0, test_accuracy=accuracy, eval_s=eval_s,
                  steps=int(steps), samples=int(samples))
     sync()
     write_idx_float(a.params_out, torch.cat([p.detach().reshape(-1).cpu() for p in plain.parameters()]))

@@ -273,7 +273,7 @@ TEST(Cli, AllreduceWritesTablesAndConsistentJson) {
   EXPECT_NE(r.out.find("p99_us"), std::string::npos);
   EXPECT_NE(r.err.find("[rank 0] "), std::string::npos) << "progress lines come with rank prefixes";
   const json doc = readJson(out);
-  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/2");
   ASSERT_EQ(doc.at("allreduce").size(), 3u * 2u * 2u);
   for (const auto& p : doc.at("allreduce")) {
     SCOPED_TRACE(p.dump());
@@ -375,7 +375,7 @@ TEST(Cli, InterruptLeavesValidResults) {
   EXPECT_EQ(r.exitCode, 130) << r.err;
   EXPECT_LT(r.seconds, 20);
   const json doc = readJson(out);
-  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/2");
   EXPECT_GE(doc.at("allreduce").size(), 1u);
   EXPECT_TRUE(test::workerPids().empty());
   std::remove(out.c_str());

@@ -73,7 +73,7 @@ TEST_P(LauncherSignals, EndTheSweepAsInterrupted) {
   EXPECT_LT(r.seconds, 60);
   EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
   const json doc = readJson(out);
-  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/2");
   ASSERT_GE(doc.at("runs").size(), 1u);
   EXPECT_EQ(doc.at("runs")[0].at("status"), "ok") << doc.at("runs")[0].dump();
   EXPECT_EQ(doc.at("runs")[0].at("config").at("n_gpus"), 1);

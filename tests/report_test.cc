@@ -91,7 +91,7 @@ TEST_F(ReportTest, FixtureIsSmallAndValid) {
   ASSERT_TRUE(fs::exists(kFixture)) << kFixture;
   EXPECT_LT(fs::file_size(kFixture), 72u * 1024);
   const json doc = json::parse(readText(kFixture));
-  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");
+  EXPECT_EQ(doc.at("schema"), "tpbench.results/1");  // read in schema 2's meaning (results/README.md)
   std::set<std::string> strategies;
   for (const auto& r : doc.at("runs")) strategies.insert(r.at("config").at("strategy"));
   EXPECT_EQ(strategies.size(), 8u);  // the sweep of six, then model_parallel and pipeline
@@ -377,9 +377,9 @@ TEST_F(ReportTest, BadInputsAreUsageErrors) {
   opt.inputs = {path("missing.json").string()};
   EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("missing.json"), std::string::npos);
 
-  writeText(path("other.json"), R"({"schema": "tpbench.results/2", "runs": [], "allreduce": []})");
+  writeText(path("other.json"), R"({"schema": "tpbench.results/3", "runs": [], "allreduce": []})");
   opt.inputs = {path("other.json").string()};
-  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("tpbench.results/2"), std::string::npos);
+  EXPECT_NE(usageErrorOf([&] { writeReport(opt); }).find("tpbench.results/3"), std::string::npos);
 
   writeText(path("garbage.json"), "not json at all");
   opt.inputs = {kFixture, path("garbage.json").string()};

@@ -87,8 +87,8 @@ CollectiveRecord collectiveOf(const json& j) { return CollectiveRecord::fromJson
 
 TEST_F(ResultsTest, CreateHasSchemaAndEmptyLists) {
   const ResultsFile rf = ResultsFile::create(file("r.json"), Meta{});
-  EXPECT_EQ(rf.doc().at("schema"), "tpbench.results/1");
-  EXPECT_EQ(std::string(kResultsSchema), "tpbench.results/1");
+  EXPECT_EQ(rf.doc().at("schema"), "tpbench.results/2");
+  EXPECT_EQ(std::string(kResultsSchema), "tpbench.results/2");
   EXPECT_TRUE(rf.doc().at("runs").is_array());
   EXPECT_TRUE(rf.doc().at("runs").empty());
   EXPECT_TRUE(rf.doc().at("allreduce").is_array());
@@ -308,12 +308,50 @@ TEST_F(ResultsTest, LoadNonJsonNamesThePath) {
   EXPECT_NE(msg.find("not JSON"), std::string::npos) << msg;
 }
 
+// Schema 1 counted a step on every rank that trained; schema 2 counts each optimizer step of the
+// model once. The expected counts are worked by hand from the strategies' semantics: 6000
+// samples at batch 64 over N = 4 ranks are 1500 a rank, ceil(1500 / 64) = 24 steps, which
+// schema 1 recorded as 4 x 24 = 96; param_server's 3 workers as 3 x 24 = 72; one-process
+// data_parallel and the last stage of a pipeline counted each step once already.
+TEST_F(ResultsTest, ASchema1FileReadsItsStepsInSchema2sMeaning) {
+  const auto fileWith = [&](const char* schema, const char* strategy, long long steps) {
+    json run = sampleRun();
+    run["config"]["strategy"] = strategy;
+    for (json& e : run["epochs"]) e["steps"] = steps;
+    const std::string path = file(std::string(strategy) + "-" + std::to_string(steps) + ".json");
+    writeText(path, json{{"schema", schema}, {"meta", json::object()}, {"runs", json::array({run})}}.dump());
+    return ResultsFile::load(path);
+  };
+  const auto stepsOf = [](const ResultsFile& f) {
+    std::vector<long long> out;
+    for (const EpochRecord& e : f.runs().at(0).epochs) out.push_back(e.steps.value_or(-1));
+    return out;
+  };
+  using V = std::vector<long long>;
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "ring_all_reduce", 96)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "ddp", 96)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "ring_all_reduce_builtin", 96)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "torch_ddp", 96)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "param_server", 72)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "data_parallel", 24)), (V{24, 24}));
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "pipeline", 94)), (V{94, 94}));
+  // A count that does not divide (a rank cut short) rounds up, to the ranks that went furthest.
+  EXPECT_EQ(stepsOf(fileWith("tpbench.results/1", "ddp", 95)), (V{24, 24}));
+  // Schema 2 is read as written, and written back as schema 2 in its own meaning.
+  const ResultsFile v2 = fileWith("tpbench.results/2", "ddp", 96);
+  EXPECT_EQ(stepsOf(v2), (V{96, 96}));
+  const ResultsFile v1 = fileWith("tpbench.results/1", "ddp", 96);
+  EXPECT_EQ(v1.doc().at("schema"), "tpbench.results/2");
+  EXPECT_EQ(v1.doc().at("runs").at(0).at("epochs").at(0).at("steps"), 24);
+}
+
 TEST_F(ResultsTest, LoadWrongSchemaSaysWhichSchema) {
   const std::string path = file("other.json");
-  writeText(path, R"({"schema": "tpbench.results/2", "meta": {}, "runs": [], "allreduce": []})");
+  writeText(path, R"({"schema": "tpbench.results/3", "meta": {}, "runs": [], "allreduce": []})");
   const std::string msg = usageErrorOf([&] { ResultsFile::load(path); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'tpbench.results/2'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'tpbench.results/3'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tpbench.results/2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("tpbench.results/1"), std::string::npos) << msg;
 }
 
@@ -447,7 +485,7 @@ json everyRecordWithUnknownFields() {
   ok["wrong"] = nullptr;
   json meta = collectMeta("tpbench test").toJson();
   meta["launcher"] = "torchrun";
-  return {{"schema", "tpbench.results/1"}, {"meta", meta}, {"runs", json::array({run})},
+  return {{"schema", kResultsSchema}, {"meta", meta}, {"runs", json::array({run})},
           {"allreduce", json::array({ok, failed})}, {"reference", {{"memcpy", json::array()}}},
           {"future_section", {1, 2, 3}}};
 }

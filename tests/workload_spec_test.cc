@@ -113,7 +113,33 @@ TEST(WorkloadSpec, GeneratedDataSizesFollowTheSampleSize) {
   EXPECT_DOUBLE_EQ(sampleBytes(big), 4.0 * 3 * 224 * 224 + 8);
   EXPECT_EQ(workloadTrainSize(big), static_cast<std::size_t>(256.0 * (1 << 20) / sampleBytes(big)));
   EXPECT_EQ(workloadTrainSize(parse("resnet:image=imagenet:res=4096")), 64u);
+  // The test set is also cut to 2e12 FLOP of forward passes, at least 8 samples. GPT-2 small at
+  // sequence 1024, by hand: a layer 2t(4h^2 + 2hf) + 4t^2 h = 2*1024*(4*768^2 + 2*768*3072) +
+  // 4*1024^2*768 = 17.72 GFLOP, 12 of them 212.6, the tied head 2thv = 2*1024*768*50257 = 79.0:
+  // 291.6 GFLOP a sample, 6.9 samples in 2e12, so the floor's 8 (its 32 MiB held 4096).
+  EXPECT_NEAR(networkCost(parse("gpt2-small")).forwardFlops, 291648307200.0, 1e6);
+  EXPECT_EQ(workloadTestSize(parse("gpt2-small")), 8u);
   EXPECT_EQ(workloadTestSize(parse("resnet:image=imagenet:res=4096")), 32u);
+  EXPECT_EQ(workloadTestSize(parse("resnet50")), 55u);  // 32 MiB of 602 120-byte samples: size, not FLOPs
+}
+
+// The evaluation's batch: 1000 samples where they fit in 256 MiB of activations, else what fits,
+// never fewer than the training batch. By hand: the MLP 784-512-512-10 keeps 784 + 2*512, 2*512
+// and 10 floats a sample (11 368 bytes): 23 612 fit, so 1000. GPT-2 small at sequence 1024 keeps
+// per token and layer 8h + 2f + heads*t = 6144 + 6144 + 12288 floats, 12 layers over 1024 tokens
+// 301 989 888, the embeddings' t*h 786 432 and the head's t(2h + v) 53 036 032: 355 812 352 floats,
+// 1.42 GB a sample, so it evaluates at its training batch (1000 of them were 50 GB of scores alone).
+TEST(WorkloadSpec, TheEvaluationBatchFitsBesideTheTrainingStep) {
+  const double mlp = networkCost(parse("mlp", "512,512")).activationBytes;
+  EXPECT_DOUBLE_EQ(mlp, 4.0 * (784 + 2 * 512 + 2 * 512 + 10));
+  EXPECT_EQ(evalBatchSize(mlp, 64), 1000u);
+  const double gpt2 = networkCost(parse("gpt2-small")).activationBytes;
+  EXPECT_DOUBLE_EQ(gpt2, 4.0 * 355812352);
+  EXPECT_EQ(evalBatchSize(gpt2, 2), 2u);
+  EXPECT_EQ(evalBatchSize(gpt2, 1), 1u);
+  EXPECT_EQ(evalBatchSize(1e6, 8), 268u);    // 268 435 456 / 1e6
+  EXPECT_EQ(evalBatchSize(1e6, 500), 500u);  // never below the training batch
+  EXPECT_EQ(evalBatchSize(0, 64), 1000u);
 }
 
 }  // namespace

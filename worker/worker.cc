@@ -17,6 +17,7 @@
 #include "common/text_escape.h"
 #include "record/results.h"
 #include "worker/collective_job.h"
+#include "worker/error_text.h"
 #include "worker/launch_env.h"
 #include "worker/point_sync.h"
 #include "worker/train_job.h"
@@ -175,10 +176,12 @@ int workerMain(const std::string& jobPath) {
     finishCommProcess();
     return 0;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << printable(e.what()) << std::endl;  // may quote paths and names
+    // One line: a LibTorch error without its C++ stack dump, an allocation failure as such.
+    const std::string why = rankErrorText(e);
+    std::cerr << "error: " << printable(why) << std::endl;  // may quote paths and names
     if (w.store) {
       // The first failure of the point wins; the other nodes' launchers and ranks stop on it.
-      self.reason = std::string("failed: ") + e.what();
+      self.reason = "failed: " + why;
       const bool severalNodes = w.env.localWorldSize < w.env.worldSize;
       try {
         postFailureAfter(*w.store, prefix, self, std::chrono::milliseconds(severalNodes ? 1000 : 0));

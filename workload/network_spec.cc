@@ -2,6 +2,7 @@
 // network from its spec.
 #include "workload/network_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -262,6 +263,14 @@ NetworkCost costOf(const Tally& t) {
 
 }  // namespace
 
+std::size_t evalBatchSize(double activationBytesPerSample, int trainBatch) {
+  const std::size_t train = trainBatch > 0 ? static_cast<std::size_t>(trainBatch) : 1;
+  std::size_t fits = kMaxEvalBatch;
+  if (activationBytesPerSample > 0)
+    fits = static_cast<std::size_t>(std::min<double>(kMaxEvalBatch, kEvalActivationBytes / activationBytesPerSample));
+  return std::max(train, fits);
+}
+
 std::vector<NetworkCost> networkBlockCosts(const NetworkSpec& spec) {
   std::vector<NetworkCost> costs;
   for (const Tally& t : talliesOf(spec)) costs.push_back(costOf(t));
@@ -496,6 +505,12 @@ std::size_t samplesIn(const NetworkSpec& spec, double bytes, std::size_t least, 
 }  // namespace
 
 std::size_t workloadTrainSize(const NetworkSpec& spec) { return samplesIn(spec, 256.0 * (1 << 20), 64, 60000); }
-std::size_t workloadTestSize(const NetworkSpec& spec) { return samplesIn(spec, 32.0 * (1 << 20), 32, 10000); }
+std::size_t workloadTestSize(const NetworkSpec& spec) {
+  const std::size_t bySize = samplesIn(spec, 32.0 * (1 << 20), 32, 10000);
+  const double forward = networkCost(spec).forwardFlops;
+  if (!(forward > 0)) return bySize;
+  const double byFlops = std::max<double>(kLeastTestSamples, std::floor(kEvalForwardFlops / forward));
+  return byFlops < static_cast<double>(bySize) ? static_cast<std::size_t>(byFlops) : bySize;
+}
 
 }  // namespace tpb

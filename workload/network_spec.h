@@ -120,6 +120,16 @@ struct NetworkCost {
   double activationBytes = 0;
 };
 NetworkCost networkCost(const NetworkSpec& spec);
+// The evaluation's batch for a network whose sample keeps `activationBytesPerSample` for backward
+// (NetworkCost::activationBytes) and trains at `trainBatch`: kMaxEvalBatch samples, fewer where
+// their activations would pass kEvalActivationBytes, never fewer than the training batch. An
+// evaluation keeps no activations for backward, so at most a training step's (which the memory
+// check before launch counts) or kEvalActivationBytes: GPT-2 small at sequence 1024 evaluates at
+// the training batch, not 1000 samples (50 GB of attention scores).
+constexpr std::size_t kMaxEvalBatch = 1000;
+constexpr double kEvalActivationBytes = 256.0 * 1024 * 1024;
+std::size_t evalBatchSize(double activationBytesPerSample, int trainBatch);
+
 // The same per block of the network as workload/network.h builds it (the MLP: per Linear layer),
 // in order; networkCost() is their sum. The tied LM head counts its weight in the embeddings
 // only, and its multiply in the head.
@@ -144,6 +154,11 @@ double sampleBytes(const NetworkSpec& spec);
 
 // The generated data's sizes when --train_size is 0, and its test set's: as many samples as fit
 // in 256 MiB (training) and 32 MiB (test), at least 64 and 32, at most 60000 and 10000 (MNIST's).
+// The test set, evaluated after every epoch, is also cut to kEvalForwardFlops of forward passes
+// (at least kLeastTestSamples): GPT-2 small's forward at sequence 1024 is about 292 GFLOP a
+// sample, so its 4096 samples of 32 MiB would take hours on a CPU; it evaluates 8.
+constexpr double kEvalForwardFlops = 2e12;
+constexpr std::size_t kLeastTestSamples = 8;
 std::size_t workloadTrainSize(const NetworkSpec& spec);
 std::size_t workloadTestSize(const NetworkSpec& spec);
 

@@ -101,7 +101,8 @@ class StepLoop {
 MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int companions) {
   if (cfg.device != Device::Cpu) TPB_THROW(UsageError, "step profile: the CPU only (--device cpu)");
   if (steps < 1 || warmup < 0) TPB_THROW(UsageError, "step profile: steps must be at least 1, warm-up at least 0");
-  if (companions < 0 || companions > 1024) TPB_THROW(UsageError, "step profile: 0 to 1024 companions");
+  if (companions < 0 || companions > kMaxCompanions)
+    TPB_THROW(UsageError, "step profile: 0 to " << kMaxCompanions << " companions");
   StepLoop loop(cfg);
   Replica& rep = loop.replica();
   const std::size_t n = rep.params.size();

@@ -36,6 +36,7 @@ constexpr double kMinTimedS = 1.0;
 // while `companions` other replicas step on threads of their own: the N - 1 other ranks of a run
 // on this machine, which share its cores, caches and memory bandwidth. Throws UsageError for a
 // configuration it cannot profile (not the CPU, steps < 1).
+constexpr int kMaxCompanions = 1024;
 MeasuredStep measureStep(const TrainConfig& cfg, int warmup, int steps, int companions = 0);
 
 }  // namespace tpb

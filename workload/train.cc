@@ -211,7 +211,10 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
       t->sendHost(0, v, sizeof v);
       return s;
     }
-    double wall = v[0], compute = 0, comm = 0, lossSum = v[3], steps = v[4], samples = v[5];
+    // A step is one optimizer step of the model: every rank that trains takes each one (in
+    // lockstep), so the epoch's count is the largest of theirs, not their sum; the loss is the
+    // mean over every rank's steps, and samples count each rank's own once.
+    double wall = v[0], compute = 0, comm = 0, lossSum = v[3], steps = v[4], rankSteps = v[4], samples = v[5];
     int computing = 0;
     auto add = [&](const double* x) {
       s.rankComputeS.push_back(x[1]);
@@ -232,14 +235,15 @@ EpochStats gatherEpoch(Transport* t, const EpochStats& mine) {
                                static_cast<std::uint64_t>(o[8]), static_cast<std::uint64_t>(o[9])});
       wall = std::max(wall, o[0]);
       lossSum += o[3];
-      steps += o[4];
+      steps = std::max(steps, o[4]);
+      rankSteps += o[4];
       samples += o[5];
       add(o);
     }
     s.wallS = wall;
     s.computeS = computing ? compute / computing : 0;
     s.commS = computing ? comm / computing : 0;
-    s.trainLoss = steps > 0 ? lossSum / steps : 0;
+    s.trainLoss = rankSteps > 0 ? lossSum / rankSteps : 0;
     s.steps = static_cast<long>(steps);
     s.samples = static_cast<std::size_t>(samples);
   }
@@ -255,7 +259,7 @@ void evaluateInto(EpochStats& s, TrainableImpl& model, const DataSplit& data, co
     test.labels = test.labels.narrow(0, 0, static_cast<int64_t>(cfg.testSize));
   }
   trace::Span span("evaluate", trace::Category::Eval);
-  s.testAccuracy = evaluate(model, test).accuracy;
+  s.testAccuracy = evaluate(model, test, evalBatchSize(networkCost(cfg.network()).activationBytes, cfg.batchSize)).accuracy;
   s.evalS = since(t0);
 }
 

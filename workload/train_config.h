@@ -60,8 +60,8 @@ struct EpochStats {
   double trainLoss = 0;    // mean loss over the epoch's steps and ranks
   double testAccuracy = -1;  // in [0,1]; -1 when not evaluated
   double evalS = 0;
-  long steps = 0;
-  std::size_t samples = 0;
+  long steps = 0;           // optimizer steps of the model: each once, whatever the strategy and N
+  std::size_t samples = 0;  // training samples, each consumed once (all ranks together)
   // What the epoch's steps moved over the transport: this rank's; after gatherEpoch, on rank 0,
   // every rank's in rank order (empty without a transport).
   Traffic traffic;

@@ -9,18 +9,6 @@
 namespace tpb::report {
 namespace {
 
-// Seconds per optimizer step over the run's epochs (each epoch's `of` over its steps), or NaN
-// where the record has no step counts.
-double perStep(const Run& r, const std::vector<double>& of) {
-  double total = 0, steps = 0;
-  for (std::size_t e = 0; e < of.size() && e < r.steps.size(); ++e) {
-    if (!std::isfinite(of[e]) || !std::isfinite(r.steps[e])) return std::numeric_limits<double>::quiet_NaN();
-    total += of[e];
-    steps += r.steps[e];
-  }
-  return steps > 0 ? total / steps : std::numeric_limits<double>::quiet_NaN();
-}
-
 double bucketOf(const Run& r) { return r.settings.bucketMb; }
 
 void build(Chart& c, const Inputs& in) {
@@ -32,14 +20,14 @@ void build(Chart& c, const Inputs& in) {
     if (r.ok()) sizes[r.strategy].insert(bucketOf(r));
   const Slice s = pickSlice(
       in.runs, {"strategy", "bucket_mb"},
-      [&](const Run& r) { return sizes[r.strategy].size() >= 2 && std::isfinite(perStep(r, r.wall)); },
+      [&](const Run& r) { return sizes[r.strategy].size() >= 2 && std::isfinite(r.perStepS(r.wall)); },
       [](const Run& r) { return r.strategy + "@" + fmtDat(bucketOf(r)); });
   if (s.empty()) {
     c.reason = "needs runs of ddp or torch_ddp at two or more --bucket_mb sizes (a sweep's --bucket_mb 1,5,25)";
     return;
   }
-  const auto stepMs = [](const Run& r) { return 1e3 * perStep(r, r.wall); };
-  const auto commMs = [](const Run& r) { return 1e3 * perStep(r, r.comm); };
+  const auto stepMs = [](const Run& r) { return 1e3 * r.perStepS(r.wall); };
+  const auto commMs = [](const Run& r) { return 1e3 * r.perStepS(r.comm); };
   const SeriesData step = collect(s.runs, [](const Run& r) { return r.strategy; }, bucketOf, stepMs);
   const SeriesData comm = collect(s.runs, [](const Run& r) { return r.strategy; }, bucketOf, commMs);
   std::set<double> xs;
