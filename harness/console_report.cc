@@ -84,8 +84,11 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
                                 : !r.straggler.empty() ? "  ! straggler: " + r.straggler
                                 : !r.coreWait.empty()  ? "  ! core wait: " + r.coreWait
                                                        : "";
-  std::printf("  %-16s %4d %6d %10zu %8s %12.0f %9s %9.2f%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-              r.status.c_str(), r.samplesPerS, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str());
+  // A big preset on the CPU trains under one sample a second: 3 significant digits below 100.
+  char rate[32];
+  std::snprintf(rate, sizeof rate, r.samplesPerS < 100 ? "%.3g" : "%.0f", r.samplesPerS);
+  std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9.2f%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), rate, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str());
 }
 
 void TrainConsole::printMedianAfter(std::size_t i) const {

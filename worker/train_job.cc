@@ -99,8 +99,10 @@ void trainJob(Worker& w, const json& job) {
     writeFileAtomic(resultPath, json{{"epochs", epochsJson(epochs)}}.dump());
     const double share = e.computeS + e.commS > 0 ? e.commS / (e.computeS + e.commS) : 0;
     // Per step as everywhere (report's Run::perStepS): the epoch's wall over its optimizer steps.
-    std::printf("%s N=%d epoch %d/%d: %.2f s, %ld steps (%.2f ms/step), %.0f samples/s, loss %.4f, test acc %s, "
-                "comm %.0f%%\n",
+    std::printf(e.samplesPerS < 100 ? "%s N=%d epoch %d/%d: %.2f s, %ld steps (%.2f ms/step), %.3g samples/s, loss %.4f, "
+                                      "test acc %s, comm %.0f%%\n"
+                                    : "%s N=%d epoch %d/%d: %.2f s, %ld steps (%.2f ms/step), %.0f samples/s, loss %.4f, "
+                                      "test acc %s, comm %.0f%%\n",
                 cfg.strategy.c_str(), cfg.nGpus, e.epoch, cfg.epochs, e.wallS, e.steps,
                 e.steps > 0 ? 1e3 * e.wallS / static_cast<double>(e.steps) : 0.0, e.samplesPerS, e.trainLoss,
                 e.testAccuracy < 0 ? "n/a" : (std::to_string(e.testAccuracy * 100).substr(0, 5) + "%").c_str(),
