@@ -44,10 +44,11 @@ run: build
 
 # Every test, $(JOBS) at a time, except those that run alone afterwards: the one that checks the
 # whole machine for leftover rank processes (a neighbouring test's ranks would count) and the
-# pipeline bubble's, whose idle time a busy neighbour would inflate. Tests that fail beside others
+# pipeline bubble's, whose idle time a busy neighbour would inflate, and the busy-machine test,
+# whose spinning processes would slow a neighbour. Tests that fail beside others
 # are rerun alone once, with their output (scripts/ctest-rerun-failed.sh): failing again fails
 # make test; passing alone is printed as FLAKY, with the first failure's output above it.
-SERIAL_TESTS := ^(Cli\.KilledRankIsReportedAndNothingIsLeftBehind|Cpu/PipelineBubble\..*|PipelineBubbleSanity\..*)$$
+SERIAL_TESTS := ^(Cli\.KilledRankIsReportedAndNothingIsLeftBehind|Cpu/PipelineBubble\..*|PipelineBubbleSanity\..*|MachineLoadCli\..*)$$
 test: build
 	@cd $(BUILD) && { ctest --output-on-failure --timeout 600 -j $(JOBS) -E '$(SERIAL_TESTS)' || \
 	  bash $(CURDIR)/scripts/ctest-rerun-failed.sh .; } && \

@@ -135,11 +135,13 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::map<double, std::vector<double>>>
       groups;
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::string> carriers;
+  std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, int> busy;
   for (const auto& r : records) {
     if (!r.ok() || !r.measured || !(r.timeMedianUs > 0) || r.bytes == 0 || r.nGpus < 2) continue;
     const auto key = std::make_tuple(r.op, r.algo, r.transport, r.device, r.nGpus, r.isInPlace());
     groups[key][double(r.bytes)].push_back(r.timeMedianUs);
     carriers.emplace(key, carrierOfRecord(r));
+    if (r.machine && r.machine->busy) ++busy[key];
   }
   std::vector<Fit> fits;
   for (const auto& [key, bySize] : groups) {
@@ -152,6 +154,11 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
     f.formula = formulaOf(f.op, f.algo);
     f.alphaUs = f.betaUsPerByte = NAN;
     f.noFit = f.line.samples < 2 ? "fewer than 2 sizes with a positive time" : whyNoFit(f.line.a, f.line.b);
+    // Points timed while other processes took the ranks' cores (their records' machine.busy)
+    // time the machine's load: on two cores a 4 ms scheduler tick fits as a latency of ms.
+    if (f.noFit.empty() && busy.count(key))
+      f.noFit = "measured on a busy machine (" + std::to_string(busy[key]) +
+                " of its records say other processes took the ranks' cores): its times are the load's";
     if (f.formula && f.noFit.empty()) {
       const Cost c = f.formula->at(f.n);
       if (c.steps > 0) f.alphaUs = f.line.a / c.steps;

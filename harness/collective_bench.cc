@@ -9,6 +9,7 @@
 #include "common/text_escape.h"
 #include "core/registry.h"
 #include "harness/console_report.h"
+#include "harness/machine_load.h"
 #include "harness/device_choice.h"
 #include "harness/external_job.h"
 #include "harness/meta.h"
@@ -271,8 +272,10 @@ void CollectiveSweep::runPoint(const BenchPoint& p) {
   const PointOutcome po = driver_.run(op + " " + p.algo->name + " N=" + std::to_string(p.n) + " over " + p.carrier,
                                       jobOf(p), p.transport, p.n, p.n, recordFailed, algoNeedsMpi(*p.algo));
   const LaunchResult& lr = po.launch;
-  const std::vector<CollectiveRecord> recs =
+  std::vector<CollectiveRecord> recs =
       recordsOf(p, po.result, po.resultPath, lr.ok ? std::string("worker wrote no result") : lr.error);
+  if (lr.machine)
+    for (CollectiveRecord& r : recs) r.machine = machineRecordOf(*lr.machine, p.n);
   show(p, recs, lr);
   save(recs);
   ++done_;
@@ -343,6 +346,8 @@ void CollectiveSweep::show(const BenchPoint& p, const std::vector<CollectiveReco
     }
     for (const auto& v : curveVerdicts(curve))
       if (v.plateau.has) console_.againstReference(curveVerdictText(v));
+    if (!recs.empty() && recs[0].machine && recs[0].machine->busy)
+      console_.busy(recs[0].machine->text());
   }
   console_.endPoint();
   if (!lr.ok) {

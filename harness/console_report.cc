@@ -80,7 +80,9 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   }
   char acc[16] = "n/a";
   if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
+  // A busy machine first: it explains a straggler or a core wait, and its timings are not the point's.
   const std::string straggler = *note                 ? ""
+                                : !r.busy.empty()      ? "  ! busy: " + r.busy + "; its timings are marked"
                                 : !r.straggler.empty() ? "  ! straggler: " + r.straggler
                                 : !r.coreWait.empty()  ? "  ! core wait: " + r.coreWait
                                                        : "";
@@ -187,7 +189,7 @@ std::string placeText(bool inPlace) { return inPlace ? "in place" : "out of plac
 // The width of the winner column: the longest "a ≈ b" of the table (≈ is one column wide).
 std::size_t winnerWidth(const SummaryTable& t) {
   std::size_t w = 6;
-  for (const auto& r : t.rows) w = std::max(w, winnerText(t, r).size() - (r.withinNoise ? 2 : 0));
+  for (const auto& r : t.rows) w = std::max(w, winnerText(t, r).size() - (r.withinNoise && !r.busy ? 2 : 0));
   return w;
 }
 
@@ -202,7 +204,7 @@ void summaryTable(const SummaryTable& t) {
   for (const auto& r : t.rows) {
     const std::string win = printable(winnerText(t, r));
     // printf pads by bytes: widen by the two extra bytes of a ≈.
-    std::printf("  %3d %8s  %-*s %11.3f", r.n, formatBytes(r.bytes).c_str(), ww + (r.withinNoise ? 2 : 0), win.c_str(),
+    std::printf("  %3d %8s  %-*s %11.3f", r.n, formatBytes(r.bytes).c_str(), ww + (r.withinNoise && !r.busy ? 2 : 0), win.c_str(),
                 r.cells[r.winner]->busbwGbps);
     for (std::size_t c = 0; c < t.columns.size(); ++c)
       std::printf(" %*s", static_cast<int>(std::max<std::size_t>(8, t.columns[c].size())), ratioText(r, c).c_str());
@@ -226,6 +228,10 @@ void CollectiveConsole::pointFailed(const std::string& op, const std::string& al
 
 void CollectiveConsole::againstReference(const std::string& text) const {
   std::cout << "# against published figures: " << printable(text) << "\n";
+}
+
+void CollectiveConsole::busy(const std::string& text) const {
+  std::cout << "# ! busy: " << printable(text) << "; these timings are marked\n";
 }
 
 void CollectiveConsole::referenceHeader() const {

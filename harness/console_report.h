@@ -47,6 +47,7 @@ struct TrainRow {
   double bucketMb = -1;          // a bucketed strategy's --bucket_mb; negative for the others
   std::string straggler;         // record/stragglers.h, as text; "" when no rank held the run back
   std::string coreWait;          // record/stragglers.h's coreWaitText; "" when no rank waited for a core
+  std::string busy;              // harness/machine_load.h's text where the machine was busy beside it
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.
@@ -97,6 +98,8 @@ class CollectiveConsole {
   void pointFailed(const std::string& op, const std::string& algo, int n, const std::string& error) const;
   // A GPU allreduce curve's plateau against published figures (record/reference_busbw.h, curveVerdictText).
   void againstReference(const std::string& text) const;
+  // The machine was busy beside the point (harness/machine_load.h): its timings are marked.
+  void busy(const std::string& text) const;
   void referenceHeader() const;
   void reference(std::size_t bytes, double gbps) const;
   void interrupted(std::size_t done, std::size_t total) const;

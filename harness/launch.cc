@@ -604,9 +604,12 @@ LaunchResult launch(const LaunchSpec& spec) {
   }
   TPB_CHECK(port != 0, "a launch on node " << spec.nodeRank << " needs --master_port");
 
+  MachineWatch machine;
+  machine.start(spec.nprocPerNode);
   ranks.start(port);
   ranks.watch();
   ranks.finish();
+  result.machine = machine.stop();
   result.wallSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (spec.cleanup) spec.cleanup(result.runId, spec.nprocPerNode * spec.nnodes);
   return result;

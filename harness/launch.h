@@ -20,9 +20,12 @@
 #include <csignal>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "harness/machine_load.h"
 
 namespace tpb {
 
@@ -85,6 +88,10 @@ struct LaunchResult {
   std::vector<RankExit> ranks;
   double wallSeconds = 0;
   std::string runId;
+  // What else ran on this node's CPUs over the launch (harness/machine_load.h); its `ranks` is
+  // the launch's processes here, which the caller corrects where one process computes on several
+  // cores (data_parallel). Absent where /proc/stat cannot be read.
+  std::optional<MachineLoad> machine;
 };
 
 LaunchResult launch(const LaunchSpec& spec);

@@ -438,6 +438,9 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   }
   run.summary = RunSummary::of(run.epochs);
   run.wallS = lr.wallSeconds;
+  // One process with N replicas (data_parallel) computes on N cores; else each process on one.
+  if (lr.machine) run.machine = machineRecordOf(*lr.machine, layout.procs == 1 ? cfg.nGpus : layout.perNode);
+  const std::string busy = run.machine && run.machine->busy ? run.machine->text() : "";
   if (session_.trace() && run.ok() && !po.trace.is_null()) addTrace(plan, run, po.trace);
   const RunSummary& s = run.summary;
   RunConfig point = run.config;
@@ -447,7 +450,7 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   if (const auto w = coreWaitOf(run)) coreWait = coreWaitText(*w);
   console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
                 std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
-                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler, coreWait});
+                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler, coreWait, busy});
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }

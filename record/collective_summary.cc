@@ -29,13 +29,15 @@ double extremeOf(const std::vector<double>& v, bool lowest) {
 
 Contender merged(const std::vector<const CollectiveTiming*>& repeats) {
   std::vector<double> med, lo, hi, bw;
+  bool busy = false;
   for (const CollectiveTiming* p : repeats) {
+    busy = busy || p->busy;
     med.push_back(p->medianUs);
     lo.push_back(p->minUs);
     hi.push_back(p->maxUs);
     bw.push_back(p->busbwGbps);
   }
-  return {medianOf(med), extremeOf(lo, true), extremeOf(hi, false), medianOf(bw)};
+  return {medianOf(med), extremeOf(lo, true), extremeOf(hi, false), medianOf(bw), busy};
 }
 
 using TableKey = std::tuple<std::string, std::string, bool>;  // op, device, placement
@@ -65,6 +67,7 @@ void rank(SummaryRow& row) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return row.cells[a]->medianUs < row.cells[b]->medianUs; });
   if (order.empty()) return;
+  for (std::size_t c : order) row.busy = row.busy || row.cells[c]->busy;
   row.winner = order[0];
   if (order.size() < 2) return;
   row.runnerUp = order[1];
@@ -98,8 +101,9 @@ SummaryTable tableOf(const TableKey& key, const std::vector<const CollectiveTimi
 
 std::optional<CollectiveTiming> timingOf(const CollectiveRecord& r) {
   if (!r.ok() || !r.measured || !std::isfinite(r.timeMedianUs)) return std::nullopt;
-  return CollectiveTiming{r.op,     r.algo,  r.carriedOver(), r.device,        r.isInPlace(), r.nGpus,
-                          r.bytes, r.timeMedianUs, r.timeMinUs, r.timeMaxUs, r.busbwGbps};
+  return CollectiveTiming{r.op,          r.algo,        r.carriedOver(), r.device,
+                          r.isInPlace(), r.nGpus,       r.bytes,         r.timeMedianUs,
+                          r.timeMinUs,   r.timeMaxUs,   r.busbwGbps,     r.machine && r.machine->busy};
 }
 
 std::vector<SummaryTable> summaryTables(const std::vector<CollectiveTiming>& points) {
@@ -117,6 +121,8 @@ std::vector<SummaryTable> summaryTables(const std::vector<CollectiveTiming>& poi
 }
 
 std::string winnerText(const SummaryTable& t, const SummaryRow& r) {
+  // A machine that was busy beside a cell moved its time: no lead measured there is the code's.
+  if (r.busy) return "none named (machine busy)";
   const std::string& w = t.columns.at(r.winner);
   return r.withinNoise ? w + " \u2248 " + t.columns.at(*r.runnerUp) : w;
 }

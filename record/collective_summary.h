@@ -23,6 +23,7 @@ struct CollectiveTiming {
   int n = 0;
   std::uint64_t bytes = 0;
   double medianUs = NAN, minUs = NAN, maxUs = NAN, busbwGbps = NAN;
+  bool busy = false;  // its record's machine.busy: other processes took cores it needed
 };
 
 // An ok, measured record as a timing; nullopt for any other.
@@ -32,6 +33,7 @@ std::optional<CollectiveTiming> timingOf(const CollectiveRecord& r);
 // their busbw, the lowest min and the highest max.
 struct Contender {
   double medianUs = NAN, minUs = NAN, maxUs = NAN, busbwGbps = NAN;
+  bool busy = false;  // a repeat ran on a busy machine
 };
 
 struct SummaryRow {
@@ -42,6 +44,8 @@ struct SummaryRow {
   std::optional<std::size_t> runnerUp;           // the next lowest, where another was measured
   // The winner's min–max range overlaps the runner-up's: its lead is within the measured noise.
   bool withinNoise = false;
+  // A cell ran on a busy machine: no fastest is named (winnerText), the ratios stay as measured.
+  bool busy = false;
 };
 
 struct SummaryTable {
@@ -55,7 +59,7 @@ struct SummaryTable {
 // The tables of the points, in the order their op, device and placement are first met.
 std::vector<SummaryTable> summaryTables(const std::vector<CollectiveTiming>& points);
 
-// "ring" or, within noise, "ring ≈ tree".
+// "ring" or, within noise, "ring ≈ tree"; on a busy machine "none named (machine busy)".
 std::string winnerText(const SummaryTable& t, const SummaryRow& r);
 // A column's median time over the winner's, "1.35x"; "-" where it was not measured.
 std::string ratioText(const SummaryRow& r, std::size_t column);

@@ -64,6 +64,9 @@ struct Point {
   std::string source;
   bool sourceVaries = false;
   bool anyOk = false, anyFailed = false;
+  // Some ok repeat ran while other processes used cores its ranks needed (its record's
+  // machine.busy, harness/machine_load.h): its timings say what the machine did, not the code.
+  bool busy = false;
   std::map<std::string, std::vector<double>> timing;    // higher-is-better metrics end in _per_s/_gbps
   std::map<std::string, std::vector<double>> accuracy;  // deterministic metrics
   std::set<std::string> unmeasured;  // accuracy metrics that an ok repeat left null (or NaN)
@@ -227,6 +230,7 @@ PointSet collect(const ResultsFile& f) {
       continue;
     }
     p.anyOk = true;
+    p.busy = p.busy || (run.machine && run.machine->busy);
     const RunSummary& s = run.summary;
     if (std::isfinite(s.samplesPerS)) p.timing["samples_per_s"].push_back(s.samplesPerS);
     addPerEpoch(p.timing["epoch_s"], run, &EpochRecord::wallS);
@@ -243,6 +247,7 @@ PointSet collect(const ResultsFile& f) {
       continue;
     }
     p.anyOk = true;
+    p.busy = p.busy || (rec.machine && rec.machine->busy);
     if (std::isfinite(rec.busbwGbps)) {
       p.timing["busbw_gbps"].push_back(rec.busbwGbps);
       // busbw is inversely proportional to the time: scale the median's by median/max, median/min.
@@ -438,6 +443,12 @@ void compareTimings(const Point& bp, const Point& np, const CompareOptions& opt,
     } else {
       c.regression = slower;
       if (slower) c.note = "fewer than " + std::to_string(opt.minRepeats) + " repeats: no U test";
+    }
+    // A busy machine's timings judge nothing (paired rounds above share the machine's mood).
+    if ((bp.busy || np.busy) && !opt.allowBusy) {
+      c.regression = false;
+      c.note = std::string("not judged: the machine was busy beside it in ") +
+               (bp.busy && np.busy ? "BASE and NEW" : bp.busy ? "BASE" : "NEW") + " (--allow_busy judges it)";
     }
     rows.push_back(c);
   }

@@ -57,6 +57,9 @@ struct CompareOptions {
   // (samples/s multiplied by) BASE's meta.sgemm_gflops over NEW's. For a baseline recorded on
   // another machine (CI's gate). Both files must carry it. Not with `paired` (one machine).
   bool scaleBySgemm = false;
+  // Judge the timings of points whose record says the machine was busy beside them
+  // (machine.busy); by default they are shown, noted, and never called a regression.
+  bool allowBusy = false;
 };
 
 // --scale_by_sgemm: the two machines' compute speeds.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "common/error.h"
@@ -484,6 +485,33 @@ WorkloadCostRecord WorkloadCostRecord::fromJson(const JsonIn& in) {
   return c;
 }
 
+namespace {
+constexpr long long kMaxMachineCpus = 1 << 20;  // CPUs of one host (Linux's limit is 8192)
+}  // namespace
+
+std::string MachineRecord::text() const {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "other processes used %.2f of %d cores beside %d rank%s", othersCores, cores, ranks,
+                ranks == 1 ? "" : "s");
+  return buf;
+}
+
+json MachineRecord::toJson() const {
+  return {{"cores", cores}, {"ranks", ranks}, {"others_cpu_s", num(othersCpuS)}, {"others_cores", num(othersCores)},
+          {"busy", busy}};
+}
+
+MachineRecord MachineRecord::fromJson(const JsonIn& in) {
+  in.object();
+  MachineRecord m;
+  m.cores = static_cast<int>(in.at("cores").integer(1, kMaxMachineCpus));
+  m.ranks = static_cast<int>(in.at("ranks").integer(1, kMaxMachineCpus));
+  m.othersCpuS = in.at("others_cpu_s").number(0, 1e12);
+  m.othersCores = in.at("others_cores").number(0, static_cast<double>(m.cores));
+  m.busy = in.at("busy").boolean();
+  return m;
+}
+
 json RunRecord::toJson() const {
   json j = startWith(extra);
   j["config"] = config.toJson();
@@ -495,6 +523,7 @@ json RunRecord::toJson() const {
   j["summary"] = summary.toJson();
   if (!std::isnan(wallS)) j["wall_s"] = num(wallS);
   if (workloadCost) j["workload_cost"] = workloadCost->toJson();
+  if (machine) j["machine"] = machine->toJson();
   entry.writeInto(j);
   return j;
 }
@@ -512,8 +541,9 @@ RunRecord RunRecord::fromJson(const JsonIn& in) {
   if (const auto s = in.find("summary")) r.summary = RunSummary::fromJson(*s);
   r.wallS = optNumber(in, "wall_s", kNonNegativeNumber);
   if (const auto c = in.find("workload_cost")) r.workloadCost = WorkloadCostRecord::fromJson(*c);
+  if (const auto m = in.find("machine")) r.machine = MachineRecord::fromJson(*m);
   r.entry = EntryRecord::readFrom(in);
-  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "workload_cost", "origin",
+  r.extra = in.extraExcept({"config", "status", "error", "epochs", "summary", "wall_s", "workload_cost", "machine", "origin",
                             "order", "color", "data_ranks", "reference_of", "carrier"});
   return r;
 }
@@ -637,6 +667,7 @@ json CollectiveRecord::toJson() const {
   j["iters"] = iters;
   j["warmup"] = warmup;
   if (traffic) j["traffic"] = traffic->toJson();
+  if (machine) j["machine"] = machine->toJson();
   entry.writeInto(j);
   return j;
 }
@@ -746,10 +777,11 @@ CollectiveRecord CollectiveRecord::fromJson(const JsonIn& in) {
   if (c.spread && c.spread->spikes > c.iters) in.at("time_us").at("spikes").fail("at most iters");
   if (const auto r = in.find("ranks")) c.ranks = ranksIn(*r, c);
   if (const auto t = in.find("traffic")) c.traffic = TrafficRecord::fromJson(*t);
+  if (const auto m = in.find("machine")) c.machine = MachineRecord::fromJson(*m);
   c.entry = EntryRecord::readFrom(in);
   c.extra = in.extraExcept({"op", "algo", "transport", "device", "n_gpus", "root", "in_place", "dtype", "redop", "bytes", "count", "time_us",
                             "algbw_gbps", "busbw_gbps", "wrong", "timer", "timing", "mpi_thread", "status", "error",
-                            "iters", "warmup", "traffic", "origin", "order", "color", "data_ranks",
+                            "iters", "warmup", "traffic", "machine", "origin", "order", "color", "data_ranks",
                             "reference_of", "carrier", "ranks"});
   return c;
 }

@@ -199,6 +199,20 @@ struct WorkloadCostRecord {
   static WorkloadCostRecord fromJson(const JsonIn& in);
 };
 
+// runs[].machine, allreduce[].machine: what else ran on the launcher's CPUs over the point's launch
+// (harness/machine_load.h). Absent where the point's ranks were not this launcher's children (an
+// external launcher), where /proc/stat could not be read, and in older files.
+struct MachineRecord {
+  int cores = 1, ranks = 1;   // the launcher's CPUs; the point's processes (cores it computes on)
+  double othersCpuS = 0;      // CPU seconds of every other process on those CPUs
+  double othersCores = 0;     // the same over the launch's wall time: cores they used on average
+  bool busy = false;          // othersCores beyond the cores the ranks left free, plus a slack
+  // "other processes used 1.30 of 2 cores beside 2 ranks" (the console's, compare's and report's words).
+  std::string text() const;
+  nlohmann::json toJson() const;
+  static MachineRecord fromJson(const JsonIn& in);
+};
+
 // runs[]: one training run.
 struct RunRecord {
   RunConfig config;
@@ -208,6 +222,7 @@ struct RunRecord {
   RunSummary summary;
   double wallS = NAN;  // launcher wall time of the whole run, start to exit
   std::optional<WorkloadCostRecord> workloadCost;
+  std::optional<MachineRecord> machine;
   EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 
@@ -290,6 +305,7 @@ struct CollectiveRecord {
   std::optional<std::string> error;
   int iters = 0, warmup = 0;
   std::optional<TrafficRecord> traffic;  // one call of the collective, every rank
+  std::optional<MachineRecord> machine;  // over the launch that measured it (every size of it)
   EntryRecord entry;
   nlohmann::json extra = nlohmann::json::object();
 

@@ -57,7 +57,10 @@ Run runOf(const RunRecord& r) {
   if (!std::isfinite(run.finalAccuracy) && !run.accuracy.empty())
     run.finalAccuracy = run.accuracy.back();
   run.scalingEfficiency = finiteOr(r.summary.scalingEfficiency);
-  if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
+  // A busy machine first: it explains a straggler or a core wait (the console's order too).
+  run.busy = r.machine && r.machine->busy;
+  if (run.busy) run.straggler = "the machine was busy: " + r.machine->text();
+  else if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
   else if (const auto w = coreWaitOf(r)) run.straggler = coreWaitText(*w);  // it held the run back too
   return run;
 }
@@ -78,7 +81,9 @@ CollectivePoint pointOf(const CollectiveRecord& c) {
   a.minUs = finiteOr(c.timeMinUs);
   a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
-  if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
+  a.busy = c.machine && c.machine->busy;
+  if (a.busy) a.straggler = "the machine was busy: " + c.machine->text();
+  else if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
   a.dtype = c.elementType();
   a.redop = c.reduction();
   a.imported = c.algo == kNcclTestsOrigin || c.algo == kRcclTestsOrigin;

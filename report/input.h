@@ -44,7 +44,8 @@ struct Run {
   double samplesPerS = kNaN;
   double finalAccuracy = kNaN;
   double scalingEfficiency = kNaN;  // as recorded; NaN when null
-  std::string straggler;  // record/stragglers.h's text (or its core wait's); "" when no rank held the run back
+  std::string straggler;  // record/stragglers.h's text (or its core wait's, or the busy machine's); "" when nothing held the run back
+  bool busy = false;      // its record's machine.busy: other processes took cores it needed
   bool ok() const { return status == "ok"; }
   double meanWall() const { return meanOf(wall); }
   // The one per-step time of a run, for every chart and table: the median over its epochs (after
@@ -66,7 +67,8 @@ struct CollectivePoint {
   // Where its file says it ran: the first GPU's name ("" when none is named) and the nodes.
   std::string gpu;
   long long nodes = 1;
-  std::string straggler;  // record/stragglers.h's text; "" when no rank held the point back
+  std::string straggler;  // record/stragglers.h's text (or the busy machine's); "" when nothing held the point back
+  bool busy = false;      // its record's machine.busy
   std::string dtype = "float32", redop = "sum";  // the record's element type and reduction
   // Imported from nccl-tests or rccl-tests (`tpbench import`): not measured by this tpbench, so
   // a curve of its own per file, and no part of a same-machine comparison.

@@ -194,7 +194,7 @@ Table glanceTable(const SummaryTable& s) {
   for (const auto& c : s.columns) t.header.push_back(c + " (× time)");
   for (const auto& r : s.rows) {
     std::vector<Cell> row = {std::to_string(r.n), fmtBytes(static_cast<long long>(r.bytes)),
-                             winnerText(s, r) + (r.withinNoise ? " (within noise)" : ""),
+                             winnerText(s, r) + (r.withinNoise && !r.busy ? " (within noise)" : ""),
                              fmtNum(r.cells[r.winner]->busbwGbps)};
     for (std::size_t c = 0; c < s.columns.size(); ++c) row.push_back(ratioText(r, c));
     t.rows.push_back(std::move(row));
@@ -215,7 +215,7 @@ std::vector<GlanceTable> glanceTables(const std::vector<CollectivePoint>& points
   std::vector<CollectiveTiming> timings;
   for (const CollectivePoint* p : sorted)
     timings.push_back({p->op, p->algo, p->carrier, p->device, p->inPlace, p->n, static_cast<std::uint64_t>(p->bytes),
-                       p->medianUs, p->minUs, p->maxUs, p->busbw});
+                       p->medianUs, p->minUs, p->maxUs, p->busbw, p->busy});
   std::vector<GlanceTable> out;
   for (const SummaryTable& s : summaryTables(timings))
     if (s.columns.size() > 1)

@@ -60,6 +60,30 @@ TEST(AlphaBeta, OneDisturbedSizeDoesNotMoveTheFit) {
   EXPECT_GT(fits[0].line.maxRelErr, 0.75);  // the outlier (5x) is reported, not hidden: 1/5 - 1
 }
 
+// The case: an N = 2 ring on a two-core machine with other processes beside it sat on the
+// 4 ms scheduler tick up to 512 KiB, and its fit (alpha 1980 us) was reported. Records that say the
+// machine was busy fit nothing: no alpha, no beta, nothing predicted from them.
+TEST(AlphaBeta, AFitOfPointsTimedOnABusyMachineIsRefused) {
+  auto recs = sweep("allreduce", "ring", {2}, 5.0, 1e-4);
+  EXPECT_TRUE(fitAll(recs).at(0).noFit.empty());
+  MachineRecord busy;
+  busy.cores = 2;
+  busy.ranks = 2;
+  busy.othersCpuS = 3;
+  busy.othersCores = 0.9;
+  busy.busy = true;
+  for (std::size_t i = 0; i < 3; ++i) recs[i].machine = busy;
+  busy.busy = false;  // a record of the machine that was not busy weighs nothing against the fit
+  recs[3].machine = busy;
+  const auto fits = fitAll(recs);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].noFit,
+            "measured on a busy machine (3 of its records say other processes took the ranks' cores): its times are "
+            "the load's");
+  EXPECT_FALSE(fits[0].trusted());
+  EXPECT_TRUE(std::isnan(fits[0].alphaUs));
+}
+
 TEST(AlphaBeta, CoefficientsStayNonNegative) {
   // Flat times: no size dependence at all; beta must not go negative.
   std::vector<CollectiveRecord> recs;

@@ -43,6 +43,10 @@ void addCompare(CLI::App& app, Action& action) {
                 "machine, NEW's times divided by BASE's meta.sgemm_gflops over NEW's (one thread's matrix product, "
                 "measured as each file was started); the medians shown stay as measured. Both files must carry it. "
                 "Collectives are not scaled");
+  cmd->add_flag("--allow_busy", a->o.allowBusy,
+                "Judge the timings of points whose record says other processes used cores their ranks needed "
+                "(machine.busy); without it they are shown and noted, never called a regression (--paired rounds "
+                "share the machine and are judged either way)");
   cmd->callback([&action, a] {
     action = [a] {
       checkReal("--threshold", a->o.threshold, kNonNegative);
