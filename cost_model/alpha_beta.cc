@@ -154,11 +154,7 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
     f.formula = formulaOf(f.op, f.algo);
     f.alphaUs = f.betaUsPerByte = NAN;
     f.noFit = f.line.samples < 2 ? "fewer than 2 sizes with a positive time" : whyNoFit(f.line.a, f.line.b);
-    // Points timed while other processes took the ranks' cores (their records' machine.busy)
-    // time the machine's load: on two cores a 4 ms scheduler tick fits as a latency of ms.
-    if (f.noFit.empty() && busy.count(key))
-      f.noFit = "measured on a busy machine (" + std::to_string(busy[key]) +
-                " of its records say other processes took the ranks' cores): its times are the load's";
+    if (busy.count(key)) f.busyRecords = busy[key];
     if (f.formula && f.noFit.empty()) {
       const Cost c = f.formula->at(f.n);
       if (c.steps > 0) f.alphaUs = f.line.a / c.steps;

@@ -67,7 +67,11 @@ struct Fit {
   // beta are then not reported and nothing is predicted or crossed from it.
   std::string noFit;
   std::vector<Sample> samples;  // by size, ascending
-  bool trusted() const { return noFit.empty() && line.rmsRelErr <= kTrustedRelErr; }
+  // Records of the group whose machine was busy (machine.busy: other processes took the ranks'
+  // cores): their times are the load's (on two cores a 4 ms scheduler tick fits as a latency of
+  // ms), so the fit is not trusted, whatever its error.
+  int busyRecords = 0;
+  bool trusted() const { return noFit.empty() && busyRecords == 0 && line.rmsRelErr <= kTrustedRelErr; }
 };
 
 // Why a fit of time = fixed + perByte·S says nothing about the link ("" when it does): each

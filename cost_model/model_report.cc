@@ -51,6 +51,7 @@ std::string rangeText(const Fit& f) {
 
 std::string trustText(const Fit& f) {
   if (!f.noFit.empty()) return "-";
+  if (f.busyRecords > 0) return "BUSY";
   return f.trusted() ? "ok" : "UNTRUSTED";
 }
 
@@ -67,7 +68,8 @@ json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
   os << "MEASURED — alpha-beta fit T(S) = A + B*S per group (robust least squares on relative error),\n"
      << "then alpha = A / steps(N), beta = B / bytes(N) from the algorithm's formula; a fit whose rms\n"
-     << "error is above " << percent(kTrustedRelErr) << " is UNTRUSTED: its numbers and crossovers are not to be relied on\n\n";
+     << "error is above " << percent(kTrustedRelErr) << " is UNTRUSTED: its numbers and crossovers are not to be relied on\n"
+     << "(BUSY: some of its records say other processes took the ranks' cores, so it times the load, untrusted too)\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-52s %3s %5s %11s %10s %12s %10s %10s %8s %8s %9s  %s\n", "group", "N", "sizes",
                 "range", "A_us", "B_ns/KiB", "alpha_us", "1/beta", "rms_err", "max_err", "trust", "formula");
@@ -82,7 +84,7 @@ json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
                   trustText(f).c_str(), formulaText(f).c_str());
     os << line;
     jf.push_back({{"op", f.op}, {"algo", f.algo}, {"transport", f.transport}, {"carrier", f.carrier},
-                  {"device", f.device}, {"n_gpus", f.n}, {"trusted", f.trusted()},
+                  {"device", f.device}, {"n_gpus", f.n}, {"trusted", f.trusted()}, {"busy_records", f.busyRecords},
                   {"in_place", f.inPlace}, {"sizes", f.line.samples}, {"a_us", f.line.a}, {"b_us_per_byte", f.line.b},
                   {"alpha_us", num(f.alphaUs)}, {"beta_us_per_byte", num(f.betaUsPerByte)},
                   {"rms_rel_err", f.line.rmsRelErr}, {"max_rel_err", f.line.maxRelErr},

@@ -80,17 +80,18 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   }
   char acc[16] = "n/a";
   if (r.testAccuracy >= 0) std::snprintf(acc, sizeof acc, "%.2f%%", r.testAccuracy * 100);
-  // A busy machine first: it explains a straggler or a core wait, and its timings are not the point's.
+  // A busy machine besides: it may explain a straggler or a core wait, and its timings are not the point's.
+  const std::string busy = *note || r.busy.empty() ? "" : "  ! busy: " + r.busy + "; its timings are marked";
   const std::string straggler = *note                 ? ""
-                                : !r.busy.empty()      ? "  ! busy: " + r.busy + "; its timings are marked"
                                 : !r.straggler.empty() ? "  ! straggler: " + r.straggler
                                 : !r.coreWait.empty()  ? "  ! core wait: " + r.coreWait
                                                        : "";
   // A big preset on the CPU trains under one sample a second: 3 significant digits below 100.
   char rate[32];
   std::snprintf(rate, sizeof rate, r.samplesPerS < 100 ? "%.3g" : "%.0f", r.samplesPerS);
-  std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9.2f%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-              r.status.c_str(), rate, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str());
+  std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9.2f%s%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), rate, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str(),
+              busy.c_str());
 }
 
 void TrainConsole::printMedianAfter(std::size_t i) const {

@@ -57,11 +57,11 @@ Run runOf(const RunRecord& r) {
   if (!std::isfinite(run.finalAccuracy) && !run.accuracy.empty())
     run.finalAccuracy = run.accuracy.back();
   run.scalingEfficiency = finiteOr(r.summary.scalingEfficiency);
-  // A busy machine first: it explains a straggler or a core wait (the console's order too).
-  run.busy = r.machine && r.machine->busy;
-  if (run.busy) run.straggler = "the machine was busy: " + r.machine->text();
-  else if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
+  if (const auto st = stragglerOf(r)) run.straggler = stragglerText(*st);
   else if (const auto w = coreWaitOf(r)) run.straggler = coreWaitText(*w);  // it held the run back too
+  // A busy machine besides (as the console says it): it may explain either.
+  run.busy = r.machine && r.machine->busy;
+  if (run.busy) run.straggler += (run.straggler.empty() ? "" : "; ") + ("the machine was busy: " + r.machine->text());
   return run;
 }
 
@@ -81,9 +81,9 @@ CollectivePoint pointOf(const CollectiveRecord& c) {
   a.minUs = finiteOr(c.timeMinUs);
   a.maxUs = finiteOr(c.timeMaxUs);
   a.busbw = finiteOr(c.busbwGbps);
+  if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
   a.busy = c.machine && c.machine->busy;
-  if (a.busy) a.straggler = "the machine was busy: " + c.machine->text();
-  else if (const auto st = stragglerOf(c)) a.straggler = stragglerText(*st);
+  if (a.busy) a.straggler += (a.straggler.empty() ? "" : "; ") + ("the machine was busy: " + c.machine->text());
   a.dtype = c.elementType();
   a.redop = c.reduction();
   a.imported = c.algo == kNcclTestsOrigin || c.algo == kRcclTestsOrigin;

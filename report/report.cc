@@ -358,7 +358,7 @@ Page indexPage(const std::vector<Input>& inputs, const std::vector<Outcome>& out
                          "the median of the other computing ranks' in most epochs (its median step on its CPU clock "
                          "where the record has it; a rank slower only on the wall clock waited for a core, and the "
                          "row says so); in a collective point, the rank that was the slowest in most timed "
-                         "iterations with a median 1.2x or more the others'. Before either, a machine that was busy: "
+                         "iterations with a median 1.2x or more the others'. Beside either, a machine that was busy: "
                          "other processes used cores the point's ranks needed (its record's machine), so its timings "
                          "say what the machine did, and the at-a-glance tables name no fastest beside it.")});
     page.table(stragglers);

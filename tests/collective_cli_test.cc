@@ -93,7 +93,9 @@ TEST(CollectiveCli, LabelsSayWhatCarriedEachPointAndTheSummaryFollowsTheTables) 
   const auto summary = r.out.find("# allreduce at a glance (cpu, in place)");
   ASSERT_NE(summary, std::string::npos) << r.out;
   EXPECT_GT(summary, r.out.rfind("# allreduce  algo="));
-  const std::regex row("\n +2 +64K +(ring|gloo)( \u2248 (ring|gloo))? +[0-9.]+ +[0-9.]+x +[0-9.]+x\n");
+  // A neighbouring test may have kept the cores busy: then the row names no fastest, and says so.
+  const std::regex row(
+      "\n +2 +64K +((ring|gloo)( \u2248 (ring|gloo))?|none named \\(machine busy\\)) +[0-9.]+ +[0-9.]+x +[0-9.]+x\n");
   EXPECT_TRUE(std::regex_search(r.out.substr(summary), row)) << r.out;
   std::remove(out.c_str());
 }

@@ -61,9 +61,9 @@ TEST(AlphaBeta, OneDisturbedSizeDoesNotMoveTheFit) {
 }
 
 // The case: an N = 2 ring on a two-core machine with other processes beside it sat on the
-// 4 ms scheduler tick up to 512 KiB, and its fit (alpha 1980 us) was reported. Records that say the
-// machine was busy fit nothing: no alpha, no beta, nothing predicted from them.
-TEST(AlphaBeta, AFitOfPointsTimedOnABusyMachineIsRefused) {
+// 4 ms scheduler tick up to 512 KiB, and its fit (alpha 1980 us) was reported "ok". A fit over
+// records that say the machine was busy is not trusted, whatever its error, and says why.
+TEST(AlphaBeta, AFitOfPointsTimedOnABusyMachineIsNotTrusted) {
   auto recs = sweep("allreduce", "ring", {2}, 5.0, 1e-4);
   EXPECT_TRUE(fitAll(recs).at(0).noFit.empty());
   MachineRecord busy;
@@ -77,11 +77,11 @@ TEST(AlphaBeta, AFitOfPointsTimedOnABusyMachineIsRefused) {
   recs[3].machine = busy;
   const auto fits = fitAll(recs);
   ASSERT_EQ(fits.size(), 1u);
-  EXPECT_EQ(fits[0].noFit,
-            "measured on a busy machine (3 of its records say other processes took the ranks' cores): its times are "
-            "the load's");
+  EXPECT_EQ(fits[0].busyRecords, 3);
+  EXPECT_LT(fits[0].line.rmsRelErr, 1e-9);  // an exact line, and still
   EXPECT_FALSE(fits[0].trusted());
-  EXPECT_TRUE(std::isnan(fits[0].alphaUs));
+  recs[0].machine->busy = recs[1].machine->busy = recs[2].machine->busy = false;
+  EXPECT_TRUE(fitAll(recs).at(0).trusted());
 }
 
 TEST(AlphaBeta, CoefficientsStayNonNegative) {
