@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -332,6 +333,9 @@ TEST(TraceCli, DdpBucketsRunDuringBackwardOnTheCommTrack) {
 // median over 16 waits, which only a cost paid on most steps moves.
 TEST(TraceCli, DdpHostWaitEndsWithItsBuckets) {
   const std::string out = test::tempPath("ddpwait.json"), tr = test::tempPath("ddpwait.trace.json");
+  // A test process of an earlier run may have had this pid and left its files: they are not ours.
+  std::remove(out.c_str());
+  std::remove(tr.c_str());
   const auto r = test::runCli({"run", "--strategy", "ddp", "--n_gpus", "2", "--batch_size", "64", "--epochs", "1",
                                "--train_size", "1024", "--test_size", "100", "--hidden", "2048,2048",
                                "--bucket_mb", "4", "--out", out, "--trace", tr});

@@ -1,4 +1,4 @@
-// Fuzz target: a results file (schema tpbench.results/1) as `report`, `compare`, `model` and
+// Fuzz target: a results file (schema tpbench.results/2, or /1) as `report`, `compare`, `model` and
 // `--resume` read it (ResultsFile::load). What load accepts must also survive a round trip: the
 // document it builds, written back as `--resume` writes it, loads to the same document.
 #include <cstdio>
