@@ -29,7 +29,7 @@ void checkSpec(const tpb::NetworkSpec& s, const std::string& text) {
     bug("a cost that is not a positive finite number", text);
   if (tpb::networkCost(back).parameters != c.parameters) bug("the canonical text costs differently", text);
   const std::size_t train = tpb::workloadTrainSize(s), test = tpb::workloadTestSize(s);
-  if (train < 64 || train > 60000 || test < 32 || test > 10000) bug("a data size outside its bounds", text);
+  if (train < 64 || train > 60000 || test < tpb::kLeastTestSamples || test > 10000) bug("a data size outside its bounds", text);
 }
 
 }  // namespace
