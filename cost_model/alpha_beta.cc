@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
 #include "common/bus_factor.h"
 #include "common/error.h"
+#include "common/format_bytes.h"
 #include "core/registry.h"
 
 namespace tpb::model {
@@ -131,7 +133,24 @@ std::string whyNoFit(double fixed, double perByte) {
   return "";
 }
 
-std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
+std::string tickPlateau(const std::string& device, const std::vector<Sample>& samples) {
+  if (device != "cpu" || samples.empty()) return "";
+  const double t0 = samples.front().us;
+  if (!(t0 >= kTickPlateauUs)) return "";
+  std::size_t n = 0;
+  while (n < samples.size() && samples[n].us >= t0 / 1.25 && samples[n].us <= t0 * 1.25) ++n;
+  if (n < 3 || !(samples[n - 1].bytes >= kTickPlateauSpan * samples.front().bytes)) return "";
+  std::vector<double> level;
+  for (std::size_t i = 0; i < n; ++i) level.push_back(samples[i].us);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.3g ms", median(level) / 1e3);
+  return std::string("times flat at ") + ms + " over sizes " +
+         formatBytes(static_cast<std::size_t>(samples.front().bytes)) + ".." +
+         formatBytes(static_cast<std::size_t>(samples[n - 1].bytes)) +
+         ": a scheduler tick's wait (ranks that lost their cores), not the link's latency";
+}
+
+std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records, bool allowBusy) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::map<double, std::vector<double>>>
       groups;
   std::map<std::tuple<std::string, std::string, std::string, std::string, int, bool>, std::string> carriers;
@@ -155,6 +174,11 @@ std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records) {
     f.alphaUs = f.betaUsPerByte = NAN;
     f.noFit = f.line.samples < 2 ? "fewer than 2 sizes with a positive time" : whyNoFit(f.line.a, f.line.b);
     if (busy.count(key)) f.busyRecords = busy[key];
+    if (f.noFit.empty()) {
+      const std::string ticks = tickPlateau(f.device, f.samples);
+      if (!ticks.empty() && allowBusy) f.ticks = ticks;
+      if (!ticks.empty() && !allowBusy) f.noFit = ticks + " (--allow_busy fits it anyway)";
+    }
     if (f.formula && f.noFit.empty()) {
       const Cost c = f.formula->at(f.n);
       if (c.steps > 0) f.alphaUs = f.line.a / c.steps;

@@ -71,15 +71,33 @@ struct Fit {
   // cores): their times are the load's (on two cores a 4 ms scheduler tick fits as a latency of
   // ms), so the fit is not trusted, whatever its error.
   int busyRecords = 0;
-  bool trusted() const { return noFit.empty() && busyRecords == 0 && line.rmsRelErr <= kTrustedRelErr; }
+  // tickPlateau's text for its samples where fitAll was told to fit them anyway (allowBusy); a
+  // fit with it is not trusted. Without allowBusy such a group is no fit (noFit says why).
+  std::string ticks;
+  bool trusted() const {
+    return noFit.empty() && busyRecords == 0 && ticks.empty() && line.rmsRelErr <= kTrustedRelErr;
+  }
 };
+
+// A CPU collective between the ranks of one machine answers 8 bytes in microseconds. Times that
+// sit flat at a millisecond or more over the smallest sizes are the scheduler's (a rank that lost
+// its core waits for the next tick: 1, 4 or 10 ms), a fit of them a "latency" of milliseconds.
+// Above this, flat over kTickPlateauSpan or more of size, the smallest sizes are called a tick.
+constexpr double kTickPlateauUs = 1000;
+constexpr double kTickPlateauSpan = 64;
+// "times flat at 4.1 ms over sizes 8..2M: ..." where a CPU group's samples (by size, ascending)
+// open with kTickPlateauSpan or more of size whose times are each within 25 % of the smallest
+// size's, at kTickPlateauUs or more, over 3 or more sizes; "" otherwise, and for any other device
+// (a GPU's or an imported log's times are another machine's).
+std::string tickPlateau(const std::string& device, const std::vector<Sample>& samples);
 
 // Why a fit of time = fixed + perByte·S says nothing about the link ("" when it does): each
 // must be finite and > 0 (the fit clamps them at 0 when the data would make them negative).
 std::string whyNoFit(double fixed, double perByte);
 
-// Groups the ok, measured records and fits each group with >= 2 sizes.
-std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records);
+// Groups the ok, measured records and fits each group with >= 2 sizes. A group on a tick
+// (tickPlateau) is no fit, unless `allowBusy` (model --allow_busy): then it is fitted, untrusted.
+std::vector<Fit> fitAll(const std::vector<CollectiveRecord>& records, bool allowBusy = false);
 
 // α and β fitted jointly over fits of one (op, algo, transport, device, placement) at their N
 // (each through its formula, Fit::formula), robustly as fitAll fits a line. noFit says why the

@@ -52,6 +52,7 @@ std::string rangeText(const Fit& f) {
 std::string trustText(const Fit& f) {
   if (!f.noFit.empty()) return "-";
   if (f.busyRecords > 0) return "BUSY";
+  if (!f.ticks.empty()) return "TICKS";
   return f.trusted() ? "ok" : "UNTRUSTED";
 }
 
@@ -69,7 +70,9 @@ json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
   os << "MEASURED — alpha-beta fit T(S) = A + B*S per group (robust least squares on relative error),\n"
      << "then alpha = A / steps(N), beta = B / bytes(N) from the algorithm's formula; a fit whose rms\n"
      << "error is above " << percent(kTrustedRelErr) << " is UNTRUSTED: its numbers and crossovers are not to be relied on\n"
-     << "(BUSY: some of its records say other processes took the ranks' cores, so it times the load, untrusted too)\n\n";
+     << "(BUSY: some of its records say other processes took the ranks' cores, so it times the load, untrusted too;\n"
+     << "a CPU group whose smallest sizes sit flat at 1 ms or more is no fit: a scheduler tick, not a latency;\n"
+     << "--allow_busy fits it, marked TICKS and untrusted)\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-52s %3s %5s %11s %10s %12s %10s %10s %8s %8s %9s  %s\n", "group", "N", "sizes",
                 "range", "A_us", "B_ns/KiB", "alpha_us", "1/beta", "rms_err", "max_err", "trust", "formula");
@@ -85,6 +88,7 @@ json fitsSection(const std::vector<Fit>& fits, std::ostream& os) {
     os << line;
     jf.push_back({{"op", f.op}, {"algo", f.algo}, {"transport", f.transport}, {"carrier", f.carrier},
                   {"device", f.device}, {"n_gpus", f.n}, {"trusted", f.trusted()}, {"busy_records", f.busyRecords},
+                  {"ticks", f.ticks.empty() ? json(nullptr) : json(f.ticks)},
                   {"in_place", f.inPlace}, {"sizes", f.line.samples}, {"a_us", f.line.a}, {"b_us_per_byte", f.line.b},
                   {"alpha_us", num(f.alphaUs)}, {"beta_us_per_byte", num(f.betaUsPerByte)},
                   {"rms_rel_err", f.line.rmsRelErr}, {"max_rel_err", f.line.maxRelErr},
@@ -214,7 +218,7 @@ json runModel(const ModelOptions& opt, std::ostream& os) {
     const ResultsFile f = ResultsFile::load(path);
     records.insert(records.end(), f.collectives().begin(), f.collectives().end());
   }
-  const std::vector<Fit> fits = fitAll(records);
+  const std::vector<Fit> fits = fitAll(records, opt.allowBusy);
   if (fits.empty()) {
     std::string names;  // the refusal names the files the user gave, as every refusal of a file does
     for (const auto& path : opt.files) names += (names.empty() ? "" : ", ") + path;

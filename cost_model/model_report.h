@@ -18,6 +18,7 @@ struct ModelOptions {
   std::string out;   // JSON file; empty: none
   bool overwrite = false;  // --overwrite: replace an existing model file instead of refusing
   std::string link;  // a preset name; empty: every preset
+  bool allowBusy = false;  // --allow_busy: fit groups whose smallest sizes sit on a scheduler tick (untrusted)
 };
 
 // Throws UsageError for unreadable files or a file with nothing to fit. Returns the JSON document

@@ -22,7 +22,20 @@ MachineRecord machineRecordOf(MachineLoad m, int ranks) {
   // Ticks and rusage are not one clock: a few per cent past the mask's cores is rounding.
   r.othersCores = std::min(m.othersCores(), static_cast<double>(r.cores));
   r.busy = m.busy();
+  if (m.load1m >= 0) r.load1m = m.load1m;
+  if (m.othersRunnable >= 0) r.othersRunnable = m.othersRunnable;
   return r;
+}
+
+bool parseLoadavg(const std::string& text, double& load1m, int& runnable) {
+  double l5 = 0, l15 = 0;
+  int running = 0, total = 0;
+  char slash = 0;
+  std::istringstream in(text);
+  in >> load1m >> l5 >> l15 >> running >> slash >> total;
+  if (!in || slash != '/' || !(load1m >= 0) || running < 0 || total < running) return false;
+  runnable = running;
+  return true;
 }
 
 double cpusBusySeconds(const std::string& procStat, const std::vector<int>& cpus, double ticksPerS) {
@@ -55,6 +68,12 @@ MachineWatch::Reading MachineWatch::read(const std::vector<int>& cpus) {
   std::stringstream text;
   text << in.rdbuf();
   r.cpusBusyS = cpusBusySeconds(text.str(), cpus, static_cast<double>(sysconf(_SC_CLK_TCK)));
+  std::ifstream avg("/proc/loadavg");
+  std::stringstream avgText;
+  avgText << avg.rdbuf();
+  double load = 0;
+  int running = 0;
+  if (parseLoadavg(avgText.str(), load, running)) r.load1m = load, r.runnable = running > 0 ? running - 1 : 0;
   for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
     rusage u{};
     if (getrusage(who, &u) != 0) continue;
@@ -86,6 +105,8 @@ std::optional<MachineLoad> MachineWatch::stop() {
   m.wallS = nowS() - startWall_;
   const double others = (end.cpusBusyS - start_.cpusBusyS) - (end.ownS - start_.ownS);
   m.othersCpuS = others > 0 ? others : 0;
+  m.load1m = end.load1m;
+  m.othersRunnable = std::max(start_.runnable, end.runnable);
   return m;
 }
 

@@ -27,6 +27,8 @@ struct MachineLoad {
   int ranks = 0;            // the point's processes on this node (each computes on one core)
   double wallS = 0;         // the launch, start to the last exit
   double othersCpuS = 0;    // CPU seconds of everything else on those CPUs over it
+  double load1m = -1;       // /proc/loadavg's 1-minute average at the end; -1 where unread
+  int othersRunnable = -1;  // the most runnable processes besides the launcher, at start or end; -1 where unread
   double othersCores() const { return wallS > 0 ? othersCpuS / wallS : 0; }
   // Cores the point's ranks leave free (at least 0): others up to this much take nothing from it.
   double freeCores() const { return cores > ranks ? cores - ranks : 0; }
@@ -43,6 +45,8 @@ class MachineWatch {
  private:
   struct Reading {
     double cpusBusyS = -1, ownS = 0;
+    double load1m = -1;
+    int runnable = -1;  // besides the reader
   };
   static Reading read(const std::vector<int>& cpus);
   std::vector<int> cpus_;
@@ -54,6 +58,10 @@ class MachineWatch {
 // The record of `m` for a point whose computation ran on `ranks` cores of this node (its processes,
 // or a one-process strategy's replicas).
 MachineRecord machineRecordOf(MachineLoad m, int ranks);
+
+// From a /proc/loadavg text ("0.52 0.58 0.59 3/345 12345"): the 1-minute load average and the
+// processes runnable now (the reader among them); false where the text is not of that form.
+bool parseLoadavg(const std::string& text, double& load1m, int& runnable);
 
 // The busy seconds of `cpus` in a /proc/stat text: each "cpuN" line's user + nice + system + steal
 // ticks over `ticksPerS`; -1 where a CPU's line is missing or malformed. Exposed for the tests.

@@ -487,6 +487,7 @@ WorkloadCostRecord WorkloadCostRecord::fromJson(const JsonIn& in) {
 
 namespace {
 constexpr long long kMaxMachineCpus = 1 << 20;  // CPUs of one host (Linux's limit is 8192)
+constexpr long long kMaxProcesses = 1 << 22;     // processes of one host (Linux's pid_max limit)
 }  // namespace
 
 std::string MachineRecord::text() const {
@@ -497,8 +498,11 @@ std::string MachineRecord::text() const {
 }
 
 json MachineRecord::toJson() const {
-  return {{"cores", cores}, {"ranks", ranks}, {"others_cpu_s", num(othersCpuS)}, {"others_cores", num(othersCores)},
-          {"busy", busy}};
+  json j = {{"cores", cores}, {"ranks", ranks}, {"others_cpu_s", num(othersCpuS)}, {"others_cores", num(othersCores)},
+            {"busy", busy}};
+  if (load1m) j["load_1m"] = num(*load1m);
+  if (othersRunnable) j["others_runnable"] = *othersRunnable;
+  return j;
 }
 
 MachineRecord MachineRecord::fromJson(const JsonIn& in) {
@@ -509,6 +513,8 @@ MachineRecord MachineRecord::fromJson(const JsonIn& in) {
   m.othersCpuS = in.at("others_cpu_s").number(0, 1e12);
   m.othersCores = in.at("others_cores").number(0, static_cast<double>(m.cores));
   m.busy = in.at("busy").boolean();
+  if (const auto l = in.find("load_1m")) m.load1m = l->number(0, 1e6);
+  if (const auto r = in.find("others_runnable")) m.othersRunnable = static_cast<int>(r->integer(0, kMaxProcesses));
   return m;
 }
 

@@ -207,6 +207,11 @@ struct MachineRecord {
   double othersCpuS = 0;      // CPU seconds of every other process on those CPUs
   double othersCores = 0;     // the same over the launch's wall time: cores they used on average
   bool busy = false;          // othersCores beyond the cores the ranks left free, plus a slack
+  // /proc/loadavg around the launch: the 1-minute load average at its end, and the most processes
+  // runnable beyond the point's own, before its ranks started or after they ended (absent in older
+  // files and where /proc/loadavg cannot be read).
+  std::optional<double> load1m;
+  std::optional<int> othersRunnable;
   // "other processes used 1.30 of 2 cores beside 2 ranks" (the console's, compare's and report's words).
   std::string text() const;
   nlohmann::json toJson() const;

@@ -244,25 +244,44 @@ void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
   std::ostringstream dat;
   dat << chartHeader(c);
   dat << "# One block per series (gnuplot: index 0, 1, ...); columns: " << a.xcol << " " << a.ycol
-      << " records (how many runs/points the median is over) lo hi (the spread: error bars)\n";
+      << " records (how many runs/points the median is over) lo hi (the spread: error bars) busy (1: some"
+         " record behind the point ran on a busy machine; drawn hollow)\n";
   std::ostringstream plot;
   plot << "plot ";
+  bool anyBusy = false;
   for (std::size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     if (i) dat << "\n\n";
     dat << "# [" << i << "] " << gnuplotComment(s.title) << "\n";
-    dat << "# " << a.xcol << " " << a.ycol << " records lo hi\n";
+    dat << "# " << a.xcol << " " << a.ycol << " records lo hi busy\n";
     for (const auto& p : s.points)
       dat << fmtDat(p.x) << " " << fmtDat(p.y) << " " << p.samples << " " << fmtDat(lowEnd(p)) << " "
-          << fmtDat(highEnd(p)) << "\n";
+          << fmtDat(highEnd(p)) << " " << (p.busy ? 1 : 0) << "\n";
     if (i) plot << ", \\\n     ";
     plot << "'" << c.id << ".dat' index " << i << " using " << styleOf(s) << " title "
          << gnuplotString(s.title) << " lc rgb " << gnuplotColor(s.color) << " dt " << s.dash << " lw 2";
     if (s.pointType > 0) plot << " pt " << s.pointType << " ps 1.2";
+    if (std::none_of(s.points.begin(), s.points.end(), [](const Point& p) { return p.busy; })) continue;
+    anyBusy = true;
+    plot << hollowPoints("'" + c.id + ".dat' index " + std::to_string(i) + " using 1:($6 > 0 ? $2 : 1/0)",
+                         s.pointType, s.color, 1.2);
   }
+  if (anyBusy) plot << kBusyKeyEntry;
   plot << "\n";
   c.dat = dat.str();
   c.gp = gpScript(c, axesSettings(a) + extraSettings, plot.str(), key);
+}
+
+const char* const kBusyKeyEntry =
+    ", \\\n     NaN with points pt 6 ps 1.2 lc rgb '#444444' title 'hollow: the machine was busy'";
+
+std::string hollowPoints(const std::string& rows, int pointType, const std::string& color, double size) {
+  // The filled marker painted white, then its outline in the series' colour.
+  const int filled = pointType >= 5 && pointType % 2 == 1 ? pointType : 7;
+  const std::string ps = fmtDat(size);
+  return ", \\\n     " + rows + " with points pt " + std::to_string(filled) + " ps " + ps +
+         " lc rgb '#ffffff' notitle, \\\n     " + rows + " with points pt " + std::to_string(filled - 1) + " ps " +
+         ps + " lc rgb " + gnuplotColor(color) + " lw 2 notitle";
 }
 
 std::string ticsAt(const std::set<double>& xs, const std::function<std::string(double)>& label) {
@@ -299,23 +318,33 @@ bool spansDecade(const std::set<double>& xs) {
 SeriesData collect(const std::vector<const Run*>& runs,
                    const std::function<std::string(const Run&)>& seriesOf,
                    const std::function<double(const Run&)>& xOf,
-                   const std::function<double(const Run&)>& yOf) {
+                   const std::function<double(const Run&)>& yOf, BusyXs* busy) {
   SeriesData out;
   for (const Run* r : runs) {
     const double y = yOf(*r);
     if (!std::isfinite(y)) continue;
-    out[seriesOf(*r)][xOf(*r)].push_back(y);
+    const std::string name = seriesOf(*r);
+    const double x = xOf(*r);
+    out[name][x].push_back(y);
+    if (busy && r->busy) (*busy)[name].insert(x);
   }
   return out;
 }
 
-std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX) {
+const std::set<double>& busyXsOf(const BusyXs& busy, const std::string& series) {
+  static const std::set<double> none;
+  const auto it = busy.find(series);
+  return it == busy.end() ? none : it->second;
+}
+
+std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX, const std::set<double>& busyXs) {
   std::vector<Point> pts;
   for (const auto& [x, ys] : byX) {
     Point p{x, median(ys), static_cast<int>(ys.size())};
     const auto [lo, hi] = std::minmax_element(ys.begin(), ys.end());
     p.lo = ys.empty() ? p.y : *lo;
     p.hi = ys.empty() ? p.y : *hi;
+    p.busy = busyXs.count(x) > 0;
     pts.push_back(p);
   }
   return pts;
@@ -342,11 +371,11 @@ std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& 
 }
 
 Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
-                      const Styles& styles) {
+                      const Styles& styles, const std::set<double>& busyXs) {
   Series s;
   s.title = styles.label(SeriesKind::Strategy, name);  // "torch_ddp (PyTorch)": what drew it
   s.color = styles.color(SeriesKind::Strategy, name);
-  s.points = medianPoints(byX);
+  s.points = medianPoints(byX, busyXs);
   return s;
 }
 
@@ -390,9 +419,10 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
   out.slice = pickSlice(runs, varying, relevant, [&](const Run& r) {
     return r.strategy + "|" + std::to_string(setting(r));
   });
+  BusyXs busy;
   const auto data = collect(
       out.slice.runs, [](const Run& r) { return r.strategy; },
-      [&](const Run& r) { return double(setting(r)); }, value);
+      [&](const Run& r) { return double(setting(r)); }, value, &busy);
   if (!someSeriesHasTwoX(data, out.xs)) {
     std::set<long long> all;
     for (const auto& r : runs) {
@@ -405,7 +435,7 @@ bool strategyLines(Chart& c, const Inputs& in, const std::set<std::string>& vary
     return false;
   }
   for (const auto& name : sortedStrategies(data, in.styles)) {
-    out.series.push_back(strategySeries(name, data.at(name), in.styles));
+    out.series.push_back(strategySeries(name, data.at(name), in.styles, busyXsOf(busy, name)));
     out.points[name] = out.series.back().points;
   }
   return true;
@@ -522,6 +552,7 @@ std::vector<Point> busbwPoints(const std::map<double, std::vector<const Collecti
     std::vector<double> bw, lo, hi;
     for (const CollectivePoint* p : ps) bw.push_back(p->busbw), lo.push_back(p->busbwLo()), hi.push_back(p->busbwHi());
     Point pt = medianPoints({{bytes, bw}}).front();
+    pt.busy = std::any_of(ps.begin(), ps.end(), [](const CollectivePoint* p) { return p->busy; });
     const double l = *std::min_element(lo.begin(), lo.end()), h = *std::max_element(hi.begin(), hi.end());
     if (std::isfinite(l) && std::isfinite(h)) pt.lo = std::min(pt.lo, l), pt.hi = std::max(pt.hi, h);
     pts.push_back(pt);

@@ -107,6 +107,9 @@ struct Point {
   // The spread around y: the smallest and largest value measured (repeats, or a collective's
   // fastest and slowest timed iteration). lo == hi == y for a single value without spread.
   double lo = 0, hi = 0;
+  // Some record behind it ran on a busy machine (its machine.busy): drawn hollow, with a key entry
+  // saying so, since its value is the load's as much as the strategy's.
+  bool busy = false;
   bool hasSpread() const { return hi > lo; }
 };
 
@@ -141,7 +144,8 @@ std::string gpScript(const Chart& c, const std::string& settings, const std::str
 // Line charts keep one gnuplot data block per series (blocks separated by two blank lines,
 // selected with `index i`), so a series can be restyled or dropped without touching the others.
 // Each row carries the point's spread (lo, hi); a series with some spread is drawn with error
-// bars from lo to hi. Fills c.dat and c.gp.
+// bars from lo to hi. A busy point (Point::busy, its row's last column 1) is drawn hollow, and the
+// key then says what hollow means. Fills c.dat and c.gp.
 void buildLineChart(Chart& c, const std::vector<Series>& series, const Axes& a,
                     const std::string& extraSettings = "",
                     const std::string& key = "set key outside right top Left reverse\n");
@@ -200,6 +204,13 @@ std::set<double> sizeTics(const std::set<double>& sizes);
 void buildBusbwChart(Chart& c, const std::vector<Series>& series, const std::set<double>& sizes,
                      const std::set<double>& bws, const std::string& xlabel);
 
+// Plot elements, each led by a comma and a continued line, that redraw the rows `rows` selects
+// ("'f.dat' index 2 using 1:($6 > 0 ? $2 : 1/0)") hollow: gnuplot's filled marker of `pointType`
+// (a filled circle where it has none) painted white, then its outline in `color`.
+std::string hollowPoints(const std::string& rows, int pointType, const std::string& color, double size);
+// The key entry, led the same way, that says what a hollow point means: added once where some are.
+extern const char* const kBusyKeyEntry;
+
 // Axes from columns xcol and ycol, with tics at `xs` labelled as whole numbers.
 Axes wholeXAxes(const std::set<double>& xs, const std::string& xlabel, const std::string& xcol,
                 const std::string& ylabel, const std::string& ycol);
@@ -220,15 +231,23 @@ bool spansDecade(const std::set<double>& xs);
 
 // series name -> x -> values
 using SeriesData = std::map<std::string, std::map<double, std::vector<double>>>;
+// series name -> the xs where some run that gave a value was busy (Run::busy)
+using BusyXs = std::map<std::string, std::set<double>>;
 
-// A per-run value (skipped where NaN) by series name and x, over `runs`.
+// A per-run value (skipped where NaN) by series name and x, over `runs`; where `busy` is given, the
+// xs of each series that a busy run contributed to.
 SeriesData collect(const std::vector<const Run*>& runs,
                    const std::function<std::string(const Run&)>& seriesOf,
                    const std::function<double(const Run&)>& xOf,
-                   const std::function<double(const Run&)>& yOf);
+                   const std::function<double(const Run&)>& yOf, BusyXs* busy = nullptr);
 
-// One point per x: the median of its values, with their min and max as its spread.
-std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX);
+// The busy xs of one series of `busy` (empty when it has none).
+const std::set<double>& busyXsOf(const BusyXs& busy, const std::string& series);
+
+// One point per x: the median of its values, with their min and max as its spread; busy at the
+// xs in `busyXs`.
+std::vector<Point> medianPoints(const std::map<double, std::vector<double>>& byX,
+                                const std::set<double>& busyXs = {});
 
 // The point at x, or null.
 const Point* pointAt(const std::vector<Point>& pts, double x);
@@ -237,9 +256,9 @@ const Point* pointAt(const std::vector<Point>& pts, double x);
 std::vector<std::string> sortedStrategies(const SeriesData& data, const Styles& styles);
 
 // A strategy's line: its label (name and origin, Styles::label), its colour, the medians of its
-// values with their spread.
+// values with their spread, busy at the xs in `busyXs`.
 Series strategySeries(const std::string& name, const std::map<double, std::vector<double>>& byX,
-                      const Styles& styles);
+                      const Styles& styles, const std::set<double>& busyXs = {});
 
 // Adds every x of `data` to `xs`; true when some series has >= 2 of them.
 bool someSeriesHasTwoX(const SeriesData& data, std::set<double>& xs);

@@ -38,7 +38,7 @@ std::vector<PredictedPoint> matchPredictions(const std::vector<PredictionRecord>
     for (const Run& r : runs)
       if (isOf(p, r)) {
         const double s = measuredStepS(r);
-        if (std::isfinite(s)) steps.push_back(s);
+        if (std::isfinite(s)) steps.push_back(s), pt.busy = pt.busy || r.busy;
       }
     if (!steps.empty()) {
       pt.runs = static_cast<int>(steps.size());

@@ -21,6 +21,7 @@ struct PredictedPoint {
   const PredictionRecord* prediction = nullptr;
   double measuredS = kNaN, measuredMinS = kNaN, measuredMaxS = kNaN;
   int runs = 0;
+  bool busy = false;  // some run behind measuredS was on a busy machine (Run::busy)
   bool measured() const { return runs > 0; }
   // (predicted - measured) / measured; NaN when not measured.
   double error() const;

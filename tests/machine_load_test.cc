@@ -66,6 +66,30 @@ TEST(MachineLoad, BusyWhenOthersTakeWhatTheRanksNeed) {
   json bad = r.toJson();
   bad["others_cores"] = 3.0;  // more cores than the mask has
   EXPECT_THROW(MachineRecord::fromJson(JsonIn(bad, "machine")), UsageError);
+  // Without /proc/loadavg's figures the record has neither field; with them, both, read back.
+  EXPECT_FALSE(r.toJson().contains("load_1m"));
+  m.load1m = 2.41;
+  m.othersRunnable = 3;
+  const MachineRecord loaded = machineRecordOf(m, 1);
+  EXPECT_EQ(loaded.toJson().at("load_1m"), 2.41);
+  EXPECT_EQ(loaded.toJson().at("others_runnable"), 3);
+  EXPECT_EQ(MachineRecord::fromJson(JsonIn(loaded.toJson(), "machine")).toJson(), loaded.toJson());
+  bad = loaded.toJson();
+  bad["others_runnable"] = -1;
+  EXPECT_THROW(MachineRecord::fromJson(JsonIn(bad, "machine")), UsageError);
+}
+
+// /proc/loadavg as Linux writes it (this machine's, 2026-12-08): load averages, running/total, last pid.
+TEST(MachineLoad, LoadavgGivesTheLoadAndTheRunnable) {
+  double load = 0;
+  int running = 0;
+  ASSERT_TRUE(parseLoadavg("2.07 1.54 1.31 3/271 88214\n", load, running));
+  EXPECT_DOUBLE_EQ(load, 2.07);
+  EXPECT_EQ(running, 3);
+  EXPECT_FALSE(parseLoadavg("2.07 1.54 1.31 3 271 88214\n", load, running));
+  EXPECT_FALSE(parseLoadavg("2.07 1.54\n", load, running));
+  EXPECT_FALSE(parseLoadavg("", load, running));
+  EXPECT_FALSE(parseLoadavg("2.07 1.54 1.31 300/271 1\n", load, running));  // more running than there are
 }
 
 // Spinning processes, one per core of this process's mask, until stopped (by their pids).
@@ -103,6 +127,9 @@ TEST(MachineLoadCli, APointBesideABusyLoopIsMarkedBusy) {
   EXPECT_EQ(m.at("ranks"), 2);
   EXPECT_TRUE(m.at("busy").get<bool>()) << m.dump();
   EXPECT_GT(m.at("others_cores").get<double>(), 0.5) << m.dump();
+  // The spinners were runnable when the point started and when it ended.
+  EXPECT_GE(m.at("others_runnable").get<int>(), static_cast<int>(availableCores())) << m.dump();
+  EXPECT_GE(m.at("load_1m").get<double>(), 0) << m.dump();
   EXPECT_NE(r.out.find("! busy: other processes used"), std::string::npos) << r.out;
 
   // compare: NEW three times slower on a busy machine is noted, not a regression; --allow_busy

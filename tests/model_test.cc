@@ -84,6 +84,64 @@ TEST(AlphaBeta, AFitOfPointsTimedOnABusyMachineIsNotTrusted) {
   EXPECT_TRUE(fitAll(recs).at(0).trusted());
 }
 
+// Files without a machine record (older ones, or a load the record missed) still show a tick:
+// the N = 2 ring sat at about 4 ms from 8 B to 512 KiB, then grew at the memory's speed.
+// Such a CPU group is refused, naming the plateau; --allow_busy fits it, marked and untrusted. The
+// same times from a GPU or a log imported from another machine are fitted as they are.
+std::vector<CollectiveRecord> tickSweep(const std::string& device) {
+  std::vector<CollectiveRecord> out;
+  // 8 B .. 64 MiB; 3.9 to 4.3 ms up to 512 KiB (as a 4 ms tick lands), then 4 ms + S / (7 GB/s):
+  // 4.3 ms at 2 MiB is still on the plateau (the ten times' median 4.1 ms), 5.2 ms at 8 MiB is not.
+  const double wobble[] = {1.0, 1.04, 0.98, 1.07, 0.99, 1.02, 1.05, 0.97, 1.03, 1.0};
+  int i = 0;
+  for (double b = 8; b <= 64 << 20; b *= 4, ++i) {
+    CollectiveRecord r = point("allreduce", "ring", 2, b, 5.0, 1e-4);
+    r.device = device;
+    r.timeMedianUs = b <= 512 * 1024 ? 4000 * wobble[i % 10] : 4000 + b / 7e3;
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(AlphaBeta, AGroupOnTheSchedulersTickIsNoFitUnlessAllowed) {
+  const auto fits = fitAll(tickSweep("cpu"));
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].noFit,
+            "times flat at 4.1 ms over sizes 8..2M: a scheduler tick's wait (ranks that lost their cores), not the "
+            "link's latency (--allow_busy fits it anyway)");
+  EXPECT_FALSE(fits[0].trusted());
+  const auto allowed = fitAll(tickSweep("cpu"), true);
+  ASSERT_EQ(allowed.size(), 1u);
+  EXPECT_TRUE(allowed[0].noFit.empty()) << allowed[0].noFit;
+  EXPECT_EQ(allowed[0].ticks.rfind("times flat at 4.1 ms over sizes 8..2M", 0), 0u) << allowed[0].ticks;
+  EXPECT_FALSE(allowed[0].trusted());
+  EXPECT_GT(allowed[0].alphaUs, 1000);  // what it would have called a latency
+  const auto gpu = fitAll(tickSweep("cuda"));
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_TRUE(gpu[0].noFit.empty() && gpu[0].ticks.empty()) << gpu[0].noFit;
+}
+
+// The edges: a plateau just under 1 ms, over fewer than 3 sizes or over less than 64x of size, and
+// a first size that is slow alone (the robust fit's business) are fitted; 1 ms over 64x is not.
+TEST(AlphaBeta, TheTickRuleNeedsAMillisecondOverSixtyFourTimesTheSize) {
+  auto flat = [](double firstBytes, int sizes, double us) {
+    std::vector<Sample> s;
+    double b = firstBytes;
+    for (int i = 0; i < sizes; ++i, b *= 2) s.push_back({b, us});
+    s.push_back({b * 64, us * 40});
+    return s;
+  };
+  EXPECT_NE(tickPlateau("cpu", flat(8, 7, 1000)), "");  // 8 B .. 512 B: 64x, 7 sizes
+  EXPECT_EQ(tickPlateau("cpu", flat(8, 7, 999)), "");
+  EXPECT_EQ(tickPlateau("cpu", flat(8, 6, 1000)), "");  // 8 B .. 256 B: 32x
+  EXPECT_EQ(tickPlateau("cpu", {{8, 4000}, {512, 4000}, {1 << 20, 90000}}), "");  // two sizes
+  EXPECT_NE(tickPlateau("cpu", {{8, 4000}, {64, 4000}, {512, 4000}, {1 << 20, 90000}}), "");
+  EXPECT_EQ(tickPlateau("cpu", {{8, 4000}, {64, 30}, {512, 31}, {4096, 40}}), "");
+  EXPECT_EQ(tickPlateau("cpu", {{8, 4000}, {64, 5100}, {512, 4000}}), "");  // 5.1 ms: over 25 % above
+  EXPECT_NE(tickPlateau("cpu", {{8, 4000}, {64, 4990}, {512, 3210}}), "");
+  EXPECT_EQ(tickPlateau("nccl", flat(8, 8, 4000)), "");
+}
+
 TEST(AlphaBeta, CoefficientsStayNonNegative) {
   // Flat times: no size dependence at all; beta must not go negative.
   std::vector<CollectiveRecord> recs;

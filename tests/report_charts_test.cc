@@ -213,7 +213,7 @@ TEST(ReportReadings, RingReadingSaysWithinNoiseAndCoversTheReference) {
 TEST(ReportReadings, LineChartsDrawTheSpreadAsErrorBars) {
   const Inputs in = ringDdpTorch();
   const Chart c = chartOf("ring_epoch_time", in);
-  EXPECT_NE(c.dat.find("\n2 1.1 3 1 1.2\n"), std::string::npos) << c.dat;  // x y records lo hi
+  EXPECT_NE(c.dat.find("\n2 1.1 3 1 1.2 0\n"), std::string::npos) << c.dat;  // x y records lo hi busy
   EXPECT_NE(c.gp.find("index 0 using 1:2:4:5 with yerrorlines"), std::string::npos) << c.gp;
   EXPECT_NE(c.gp.find("\"torch_ddp (PyTorch)\""), std::string::npos) << c.gp;
   EXPECT_EQ(c.gp.find("#a50f15"), std::string::npos) << c.gp;
@@ -224,8 +224,55 @@ TEST(ReportReadings, LineChartsDrawTheSpreadAsErrorBars) {
   addRuns(one, "ddp", 2, {1.2});
   const Chart plain = chartOf("ring_epoch_time", one);
   EXPECT_EQ(plain.gp.find("yerrorlines"), std::string::npos) << plain.gp;
-  EXPECT_NE(plain.dat.find("\n2 1.1 1 1.1 1.1\n"), std::string::npos) << plain.dat;
+  EXPECT_NE(plain.dat.find("\n2 1.1 1 1.1 1.1 0\n"), std::string::npos) << plain.dat;
   EXPECT_EQ(plain.reading.find("within noise"), std::string::npos) << plain.reading;
+}
+
+// x -> the last column of each row of block `index` of a line chart's .dat.
+std::map<std::string, std::string> busyColumn(const std::string& dat, int index) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(dat);
+  std::string line;
+  int block = -1;
+  while (std::getline(in, line)) {
+    if (line.rfind("# [", 0) == 0) block = std::stoi(line.substr(3));
+    if (block != index || line.empty() || line[0] == '#') continue;
+    out[line.substr(0, line.find(' '))] = line.substr(line.rfind(' ') + 1);
+  }
+  return out;
+}
+
+// A point one of whose runs ran on a busy machine is drawn hollow (its row's busy column 1, a
+// white filled marker under the series' hollow one), and the key says what hollow means; a chart
+// with no busy point has neither. Every chart over runs marks them alike.
+TEST(ReportReadings, PointsFromABusyMachineAreDrawnHollow) {
+  Inputs in = ringDdpTorch();
+  const Chart quiet = chartOf("ring_epoch_time", in);
+  EXPECT_EQ(quiet.gp.find("hollow"), std::string::npos) << quiet.gp;
+  for (auto& r : in.runs)
+    if (r.strategy == "ddp" && r.n == 2 && r.config.at("repeat_index") == 1) r.busy = true;
+  for (const char* id : {"ring_epoch_time", "throughput_scaling"}) {
+    const Chart c = chartOf(id, in);
+    ASSERT_TRUE(c.hasData()) << id << ": " << c.reason;
+    // ddp is the second series drawn (display order ring_all_reduce, ddp, torch_ddp): its N=2 row
+    // ends in 1, its N=1 row and every other series' rows in 0.
+    EXPECT_EQ(busyColumn(c.dat, 1), (std::map<std::string, std::string>{{"1", "0"}, {"2", "1"}})) << c.dat;
+    EXPECT_EQ(busyColumn(c.dat, 0), (std::map<std::string, std::string>{{"1", "0"}, {"2", "0"}})) << c.dat;
+    EXPECT_NE(c.gp.find("index 1 using 1:($6 > 0 ? $2 : 1/0) with points pt 7 ps 1.2 lc rgb '#ffffff' notitle"),
+              std::string::npos)
+        << id << "\n" << c.gp;
+    EXPECT_NE(c.gp.find("index 1 using 1:($6 > 0 ? $2 : 1/0) with points pt 6 ps 1.2"), std::string::npos) << c.gp;
+    EXPECT_EQ(c.gp.find("index 0 using 1:($6"), std::string::npos) << c.gp;
+    EXPECT_NE(c.gp.find("title 'hollow: the machine was busy'"), std::string::npos) << c.gp;
+  }
+  // A collective point on a busy machine marks its size's point.
+  CollectivePoint a;
+  a.busbw = 10;
+  a.medianUs = a.minUs = a.maxUs = 100;
+  CollectivePoint b = a;
+  b.busy = true;
+  EXPECT_FALSE(busbwPoints({{4096, {&a}}}).at(0).busy);
+  EXPECT_TRUE(busbwPoints({{4096, {&a, &b}}}).at(0).busy);
 }
 
 TEST(ReportReadings, ThroughputLegendsKeepTheReferenceLabel) {
@@ -528,8 +575,19 @@ TEST(ReportReadings, StepModelChartsPredictionsAgainstTheirRuns) {
   const Chart c = chartOf("step_model", in);
   ASSERT_TRUE(c.hasData()) << c.reason;
   EXPECT_NE(c.reading.find("median |error| 10.0 % over 3 points; 2 within ±15 %."), std::string::npos) << c.reading;
-  EXPECT_NE(c.dat.find("\n10 11 10 10 2 25\n"), std::string::npos) << c.dat;
-  EXPECT_NE(c.dat.find("\n20 15 20 20 4 25\n"), std::string::npos) << c.dat;
+  EXPECT_NE(c.dat.find("\n10 11 10 10 2 25 0\n"), std::string::npos) << c.dat;
+  EXPECT_NE(c.dat.find("\n20 15 20 20 4 25 0\n"), std::string::npos) << c.dat;
+  EXPECT_EQ(c.gp.find("hollow"), std::string::npos) << c.gp;
+  // The N = 4 run measured on a busy machine: its point is drawn hollow (ddp's mark, a circle).
+  Inputs busy = in;
+  for (auto& r : busy.runs)
+    if (r.n == 4 && r.settings.bucketMb == 25.0) r.busy = true;
+  const Chart b = chartOf("step_model", busy);
+  EXPECT_NE(b.dat.find("\n20 15 20 20 4 25 1\n"), std::string::npos) << b.dat;
+  EXPECT_NE(b.dat.find("\n10 11 10 10 2 25 0\n"), std::string::npos) << b.dat;
+  EXPECT_NE(b.gp.find("index 0 using 1:($7 > 0 ? $2 : 1/0) with points pt 6 ps 1.4"), std::string::npos) << b.gp;
+  EXPECT_EQ(b.gp.find("index 1 using 1:($7"), std::string::npos) << b.gp;
+  EXPECT_NE(b.gp.find("title 'hollow: the machine was busy'"), std::string::npos) << b.gp;
   const Table t = predictionTable(pts);
   ASSERT_EQ(t.rows.size(), 4u);
   EXPECT_EQ(t.rows[1].back().content.front().text, "-25.0 %");

@@ -23,6 +23,9 @@ void addModel(CLI::App& app, Action& action) {
   cmd->add_flag("--overwrite", o->overwrite,
                 "Replace the tpbench model at --out when one is there (without it an existing one is refused; a "
                 "file tpbench did not write is never replaced)");
+  cmd->add_flag("--allow_busy", o->allowBusy,
+                "Fit a CPU group whose smallest sizes sit flat at 1 ms or more (a scheduler tick's wait, refused "
+                "without it), marked TICKS and untrusted");
   cmd->add_option("--link", o->link, "Project onto one link preset: " + model::linkNames() + " (default: all)");
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {

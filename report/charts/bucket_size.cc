@@ -28,7 +28,8 @@ void build(Chart& c, const Inputs& in) {
   }
   const auto stepMs = [](const Run& r) { return 1e3 * r.perStepS(r.wall); };
   const auto commMs = [](const Run& r) { return 1e3 * r.perStepS(r.comm); };
-  const SeriesData step = collect(s.runs, [](const Run& r) { return r.strategy; }, bucketOf, stepMs);
+  BusyXs busy;
+  const SeriesData step = collect(s.runs, [](const Run& r) { return r.strategy; }, bucketOf, stepMs, &busy);
   const SeriesData comm = collect(s.runs, [](const Run& r) { return r.strategy; }, bucketOf, commMs);
   std::set<double> xs;
   if (!someSeriesHasTwoX(step, xs)) {
@@ -38,11 +39,11 @@ void build(Chart& c, const Inputs& in) {
   std::vector<Series> series;
   std::string reading;
   for (const std::string& name : sortedStrategies(step, in.styles)) {
-    Series total = strategySeries(name, step.at(name), in.styles);
+    Series total = strategySeries(name, step.at(name), in.styles, busyXsOf(busy, name));
     total.title += ": step";
     series.push_back(total);
     if (comm.count(name)) {
-      Series exposed = strategySeries(name, comm.at(name), in.styles);
+      Series exposed = strategySeries(name, comm.at(name), in.styles, busyXsOf(busy, name));
       exposed.title += ": exposed comm";
       exposed.dash = 2;
       exposed.pointType = 6;

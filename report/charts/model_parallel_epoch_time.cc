@@ -36,8 +36,9 @@ void build(Chart& c, const Inputs& in) {
   const Slice s = pickSlice(
       runs, {"strategy", "n_gpus", "microbatches", "schedule"}, relevant,
       [](const Run& r) { return seriesOf(r) + "@" + std::to_string(r.n); }, {kModelParallel});
+  BusyXs busy;
   const auto data = collect(s.runs, seriesOf, [](const Run& r) { return double(r.n); },
-                            [](const Run& r) { return r.meanWall(); });
+                            [](const Run& r) { return r.meanWall(); }, &busy);
   std::set<double> ns;
   for (const auto& [name, byX] : data)
     if (name != kSingle)
@@ -77,7 +78,7 @@ void build(Chart& c, const Inputs& in) {
   for (const std::string& name : names) {
     const auto& byX = data.at(name);
     const bool pipe = name != kModelParallel;
-    Series ser = strategySeries(pipe ? kPipeline : name, byX, in.styles);
+    Series ser = strategySeries(pipe ? kPipeline : name, byX, in.styles, busyXsOf(busy, name));
     ser.title = pipe ? name : in.styles.label(SeriesKind::Strategy, name);
     if (pipe) ser.dash = ++dash;
     pts[name] = ser.points;

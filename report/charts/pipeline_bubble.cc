@@ -29,7 +29,9 @@ void build(Chart& c, const Inputs& in) {
     return;
   }
   auto lineOf = [](const Run& r) { return "N=" + std::to_string(r.n) + " " + r.settings.schedule; };
-  const auto measured = collect(s.runs, lineOf, microbatchesOf, [](const Run& r) { return meanOf(r.bubble); });
+  BusyXs busy;
+  const auto measured =
+      collect(s.runs, lineOf, microbatchesOf, [](const Run& r) { return meanOf(r.bubble); }, &busy);
   const auto formula = collect(
       s.runs, [](const Run& r) { return "N=" + std::to_string(r.n); }, microbatchesOf,
       [](const Run& r) { return meanOf(r.bubbleFormula); });
@@ -62,7 +64,7 @@ void build(Chart& c, const Inputs& in) {
     Series m;
     m.title = "measured, " + name;
     m.color = positionColor(colorOfN[name.substr(0, name.find(' '))]);
-    m.points = medianPoints(byX);
+    m.points = medianPoints(byX, busyXsOf(busy, name));
     series.push_back(m);
     if (m.points.size() > readingPoints) {
       readingPoints = m.points.size();

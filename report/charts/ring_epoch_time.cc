@@ -93,14 +93,15 @@ void build(Chart& c, const Inputs& in) {
     return;
   }
   c.subtitle = "mean epoch wall time, median over repeats (error bars: min to max); " + describeSlice(s, runs);
+  BusyXs busy;
   const auto data = collect(
       s.runs, [](const Run& r) { return r.strategy; }, [](const Run& r) { return double(r.n); },
-      [](const Run& r) { return r.meanWall(); });
+      [](const Run& r) { return r.meanWall(); }, &busy);
   std::vector<Series> series;
   std::set<double> ns;
   PointsByName pts;
   for (const auto& name : sortedStrategies(data, styles)) {
-    Series ser = strategySeries(name, data.at(name), styles);
+    Series ser = strategySeries(name, data.at(name), styles, busyXsOf(busy, name));
     for (const auto& p : ser.points) ns.insert(p.x);
     pts[name] = ser.points;
     series.push_back(ser);

@@ -2,6 +2,7 @@
 // --out` whose point a run in the inputs measured, predicted step time against measured, one
 // colour per workload and one mark per strategy, on the line where they agree and the band of
 // ±15 % around it (the error the model is meant to stay within on this machine).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -48,11 +49,13 @@ void build(Chart& c, const Inputs& in) {
   std::ostringstream dat, plot;
   dat << chartHeader(c);
   dat << "# One block per workload and strategy (gnuplot: index 0, 1, ...); columns: measured_ms predicted_ms "
-         "measured_min_ms measured_max_ms n_gpus bucket_mb (NaN: none)\n";
+         "measured_min_ms measured_max_ms n_gpus bucket_mb (NaN: none) busy (1: some run measured on a busy "
+         "machine; drawn hollow)\n";
   plot << "plot x title 'predicted = measured' lc rgb '#555555' dt 1 lw 1, \\\n"
        << "     1.15*x title '±15 %' lc rgb '#aaaaaa' dt 2 lw 1, \\\n"
        << "     0.85*x notitle lc rgb '#aaaaaa' dt 2 lw 1";
   std::size_t i = 0;
+  bool anyBusy = false;
   for (const auto& [key, pts] : groups) {
     if (i) dat << "\n\n";
     const std::string title = key.first + ", " + key.second;
@@ -60,12 +63,18 @@ void build(Chart& c, const Inputs& in) {
     for (const PredictedPoint* p : pts)
       dat << fmtDat(1e3 * p->measuredS) << " " << fmtDat(1e3 * p->prediction->stepS) << " "
           << fmtDat(1e3 * p->measuredMinS) << " " << fmtDat(1e3 * p->measuredMaxS) << " " << p->prediction->nGpus << " "
-          << fmtDat(p->prediction->bucketMb.value_or(NAN)) << "\n";
+          << fmtDat(p->prediction->bucketMb.value_or(NAN)) << " " << (p->busy ? 1 : 0) << "\n";
     plot << ", \\\n     '" << c.id << ".dat' index " << i << " using 1:2:3:4 with xerrorbars title "
          << gnuplotString(title) << " lc rgb " << gnuplotColor(colorOf[key.first]) << " pt " << markOf(key.second)
          << " ps 1.4 lw 1.5";
+    if (std::any_of(pts.begin(), pts.end(), [](const PredictedPoint* p) { return p->busy; })) {
+      anyBusy = true;
+      plot << hollowPoints("'" + c.id + ".dat' index " + std::to_string(i) + " using 1:($7 > 0 ? $2 : 1/0)",
+                           markOf(key.second), colorOf[key.first], 1.4);
+    }
     ++i;
   }
+  if (anyBusy) plot << kBusyKeyEntry;
   plot << "\n";
   std::vector<double> sorted = errors;
   const double med = median(sorted);

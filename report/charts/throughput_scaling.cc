@@ -14,9 +14,10 @@ void build(Chart& c, const Inputs& in) {
   if (noOkRuns(c, runs)) return;
   auto relevant = [](const Run& r) { return std::isfinite(r.samplesPerS); };
   const Slice s = sliceOverStrategyAndN(runs, relevant);
+  BusyXs busy;
   const auto data = collect(
       s.runs, [](const Run& r) { return r.strategy; }, [](const Run& r) { return double(r.n); },
-      [](const Run& r) { return r.samplesPerS; });
+      [](const Run& r) { return r.samplesPerS; }, &busy);
   std::set<double> ns;
   if (!someSeriesHasTwoX(data, ns)) {
     c.reason = "needs one strategy at >= 2 values of N with otherwise equal settings";
@@ -29,7 +30,7 @@ void build(Chart& c, const Inputs& in) {
   double base = kNaN;
   std::string baseName;
   for (const auto& name : sortedStrategies(data, in.styles)) {
-    series.push_back(strategySeries(name, data.at(name), in.styles));
+    series.push_back(strategySeries(name, data.at(name), in.styles, busyXsOf(busy, name)));
     pts[name] = series.back().points;
     // The ideal line starts from the reference loop (origin "reference": no synchronisation)
     // when it ran at N=1, the first in display order when several did ...
