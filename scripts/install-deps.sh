@@ -19,6 +19,7 @@ packages=(
   libopenmpi-dev openmpi-bin        # the mpi transport and allreduce; mpirun (--launcher mpirun, external launch)
   clang libclang-rt-dev             # `make fuzz`: libFuzzer, AddressSanitizer and UBSan (tests/fuzz)
   chromium                          # the HTML report's browser test (tests/browser_report_test.sh)
+  slurmctld slurmd slurm-client munge  # a real one-node Slurm that tests/slurm_test.sh starts and stops itself
 )
 
 missing=()
@@ -40,6 +41,16 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packages install only: their scripts start no daemon (munge, slurmctld, slurmd; the Slurm test
+# starts its own). A policy-rc.d that says no, for the install's length, unless one is there already.
+policy=/usr/sbin/policy-rc.d
+made_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts while it installs\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  made_policy=1
+fi
+trap '[ -z "$made_policy" ] || $sudo rm -f "$policy"' EXIT
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "install-deps: done"
