@@ -1,7 +1,8 @@
 // tests/store_server_test.cc — tpbench's own rendezvous store (comm/store_server.h) and its
 // client: the HMAC it authenticates with against published test vectors, every operation c10d's
 // users need, the secret (a client without it, or a stranger speaking the wire, gets in nowhere),
-// and the caps that keep a hostile client from making the server hold unbounded memory.
+// and the caps that keep a hostile client from making the server hold unbounded memory; the
+// handshake from both sides (a server that cannot prove the secret, a recorded answer replayed).
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <mutex>
@@ -243,6 +245,130 @@ TEST(StoreServer, TwoPythonProcessesMeetThroughItInAGlooProcessGroup) {
                                     "the-job-secret", status);
   ASSERT_EQ(status, 0) << out;
   EXPECT_EQ(out, "3\n");
+}
+
+// ---- the handshake's other half: the client checks the server, and nothing can be replayed -------
+
+// A one-connection server that speaks the handshake's first half as a store does (hello, a fresh
+// nonce), reads the client's nonce and proof, and answers kAccepted with whatever `reply` makes of
+// the two nonces: a stand-in for a store that does not hold the secret, or replays what it heard.
+class FakeStore {
+ public:
+  using Reply = std::function<std::string(const std::string& serverNonce, const std::string& clientNonce)>;
+  explicit FakeStore(Reply reply) : reply_(std::move(reply)) {
+    listenFd_ = wire::listenOn("127.0.0.1", 0, address_, port_);
+    thread_ = std::thread([this] {
+      const int fd = ::accept(listenFd_, nullptr, nullptr);
+      if (fd < 0) return;
+      const auto deadline = wire::Clock::now() + 5s;
+      const std::string nonce = wire::randomBytes(wire::kNonceSize);
+      const std::string hello = std::string(wire::kHello, wire::kHelloSize) + nonce;
+      std::string answer(2 * wire::kNonceSize, '\0');
+      if (wire::writeAll(fd, hello.data(), hello.size(), deadline) &&
+          wire::readExact(fd, answer.data(), answer.size(), deadline)) {
+        clientNonce_ = answer.substr(0, wire::kNonceSize);
+        clientProof_ = answer.substr(wire::kNonceSize);
+        const std::string out = std::string(1, wire::kAccepted) + reply_(nonce, clientNonce_);
+        wire::writeAll(fd, out.data(), out.size(), deadline);
+        char byte = 0;
+        wire::readExact(fd, &byte, 1, deadline);  // until the client closes
+      }
+      close(fd);
+    });
+  }
+  ~FakeStore() {
+    shutdown(listenFd_, SHUT_RDWR);
+    finish();
+    close(listenFd_);
+  }
+  // Waits for the exchange to end; clientNonce_ and clientProof_ are then the client's.
+  void finish() {
+    if (thread_.joinable()) thread_.join();
+  }
+  c10::intrusive_ptr<StoreClient> connect(const std::string& secret) {
+    return c10::make_intrusive<StoreClient>(address_, port_, secret, 5s);
+  }
+  std::string clientNonce_, clientProof_;  // what the client sent (read after finish())
+
+ private:
+  Reply reply_;
+  int listenFd_ = -1;
+  std::string address_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+std::string whyRefused(FakeStore& store, const std::string& secret) {
+  try {
+    store.connect(secret);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The control first: a fake that proves the secret is taken, so the refusals below are the proof's.
+// Then a server that says yes without the secret (random bytes), one that reflects the client's
+// own proof back, one under another secret and one that replays the reply of an earlier exchange
+// (another client nonce): the client refuses each, naming the store's failure to prove itself.
+TEST(StoreHandshake, TheClientRefusesAServerThatDoesNotProveTheSecret) {
+  const std::string secret = "the-job-secret";
+  {
+    FakeStore honest([&](const std::string& sn, const std::string& cn) { return wire::proof(secret, "server", sn, cn); });
+    EXPECT_EQ(whyRefused(honest, secret), "");
+  }
+  const std::string unproven = "did not prove it holds the job secret";
+  FakeStore random([](const std::string&, const std::string&) { return wire::randomBytes(wire::kNonceSize); });
+  EXPECT_NE(whyRefused(random, secret).find(unproven), std::string::npos);
+  FakeStore mirror([&](const std::string& sn, const std::string& cn) { return wire::proof(secret, "client", sn, cn); });
+  EXPECT_NE(whyRefused(mirror, secret).find(unproven), std::string::npos);
+  FakeStore other([](const std::string& sn, const std::string& cn) { return wire::proof("another", "server", sn, cn); });
+  EXPECT_NE(whyRefused(other, secret).find(unproven), std::string::npos);
+  // The reply a genuine store gave an earlier client, replayed: right secret, wrong client nonce.
+  const std::string earlierClientNonce = wire::randomBytes(wire::kNonceSize);
+  FakeStore replay([&](const std::string& sn, const std::string&) {
+    return wire::proof(secret, "server", sn, earlierClientNonce);
+  });
+  EXPECT_NE(whyRefused(replay, secret).find(unproven), std::string::npos);
+  replay.finish();
+  EXPECT_EQ(replay.clientNonce_.size(), wire::kNonceSize);
+  EXPECT_NE(replay.clientNonce_, earlierClientNonce);
+}
+
+// The server's half: every connection gets a fresh nonce, so an answer recorded from one
+// exchange (a genuine client's nonce and proof) is worthless on the next. A store whose nonce
+// were fixed would let a listener on the wire in with a recording.
+TEST(StoreHandshake, AClientsRecordedAnswerCannotBeReplayedToTheServer) {
+  const std::string secret = "the-job-secret";
+  StoreServer server("127.0.0.1", 0, secret);
+  const auto deadline = [] { return wire::Clock::now() + 5s; };
+  auto greet = [&](int fd) {
+    std::string hello(wire::kHelloSize + wire::kNonceSize, '\0');
+    EXPECT_TRUE(wire::readExact(fd, hello.data(), hello.size(), deadline()));
+    return hello.substr(wire::kHelloSize);
+  };
+  // The recorded exchange: a client that holds the secret, accepted.
+  const int first = wire::connectTo(server.address(), server.port(), deadline());
+  const std::string nonce1 = greet(first);
+  const std::string cn = wire::randomBytes(wire::kNonceSize);
+  const std::string recorded = cn + wire::proof(secret, "client", nonce1, cn);
+  ASSERT_TRUE(wire::writeAll(first, recorded.data(), recorded.size(), deadline()));
+  char reply = 0;
+  ASSERT_TRUE(wire::readExact(first, &reply, 1, deadline()));
+  EXPECT_EQ(reply, wire::kAccepted);
+  close(first);
+  // The replay, on a new connection.
+  const int second = wire::connectTo(server.address(), server.port(), deadline());
+  const std::string nonce2 = greet(second);
+  EXPECT_NE(nonce2, nonce1);
+  ASSERT_TRUE(wire::writeAll(second, recorded.data(), recorded.size(), deadline()));
+  reply = 0;
+  const bool answered = wire::readExact(second, &reply, 1, deadline());
+  EXPECT_TRUE(!answered || reply == wire::kRejected) << "the replayed answer was accepted";
+  for (int i = 0; i < 2; ++i) wire::sendMessage(second, {"s", "replayed", "value"}, deadline());
+  close(second);
+  auto good = client(server, secret);
+  EXPECT_FALSE(good->check({"replayed"}));
 }
 
 }  // namespace

@@ -76,6 +76,29 @@ TEST(Stragglers, TheRankSlowInMostEpochsIsNamedAndNoiseIsNot) {
   EXPECT_FALSE(stragglerOf(runWith({epochWith({0.0, 2.0})})));
 }
 
+// The edges, worked by hand. A rank is named where it straggles in more than half of the epochs:
+// 3 of 4 is a straggler, 2 of 4 is not. Its ratio is over the other ranks' median, not their mean:
+// against {1.0, 1.0, 2.0} a rank at 2.4 is 2.4x (the mean, 1.33, would make it 1.8x), and against
+// {1.0, 1.3, 1.3} a rank at 1.5 is 1.15x, under the 1.2 that names one (the mean, 1.2, would make it
+// 1.25x). 1.2x exactly is a straggler, 1.19x is not.
+TEST(Stragglers, TheThresholdsAreMoreThanHalfTheEpochsAndOneFifthOverTheOthersMedian) {
+  const json slow = epochWith({1.0, 1.0, 1.5}), even = epochWith({1.0, 1.0, 1.0});
+  auto s = stragglerOf(runWith({slow, slow, slow, even}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->epochs, 3);
+  EXPECT_EQ(s->ofEpochs, 4);
+  EXPECT_FALSE(stragglerOf(runWith({slow, slow, even, even})));
+  s = stragglerOf(runWith({epochWith({1.0, 1.0, 2.0, 2.4})}));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->rank, 3);
+  EXPECT_DOUBLE_EQ(s->ratio, 2.4);
+  EXPECT_FALSE(stragglerOf(runWith({epochWith({1.0, 1.3, 1.3, 1.5})})));
+  s = stragglerOf(runWith({epochWith({1.0, 1.0, 1.2})}));
+  ASSERT_TRUE(s);
+  EXPECT_DOUBLE_EQ(s->ratio, 1.2);
+  EXPECT_FALSE(stragglerOf(runWith({epochWith({1.0, 1.0, 1.19})})));
+}
+
 CollectiveRecord pointWith(const std::vector<double>& medians, const std::vector<long long>& slowestIn, int iters) {
   CollectiveRecord c;
   c.nGpus = static_cast<int>(medians.size());
