@@ -102,6 +102,20 @@ TEST(StepModel, TheBestBucketFollowsTheLinksLatency) {
     EXPECT_LE(c.prediction.stepS, predictStep(p, StepPlan{4, Sync::Bucketed, cap}, fastStart).stepS) << cap;
 }
 
+// A tie goes to the smallest cap, whatever the order given: with communication free, every cap
+// predicts the same step (the compute alone: forward 0.05 s + backward 0.1 s), and 0.5 MiB, the
+// smallest of the four, is the one named.
+TEST(StepModel, ATieBetweenBucketsGoesToTheSmallest) {
+  StepProfile p;
+  p.forwardS = 0.05;
+  p.backwardS = 0.1;
+  for (int i = 0; i < 100; ++i) p.params.push_back({"layer" + std::to_string(i), 0.25 * MiB, 0.1 - 0.001 * i});
+  const auto free = [](double, int) { return 0.0; };
+  const BucketChoice c = bestBucket(p, 4, {8 * MiB, 0.5 * MiB, 32 * MiB, 2 * MiB}, free);
+  EXPECT_EQ(c.capBytes, 0.5 * MiB);
+  EXPECT_DOUBLE_EQ(c.prediction.stepS, 0.15);
+}
+
 TEST(StepModel, AlphaBetaTimeIsTheFormulasLine) {
   const CostFormula ring = ringAllreduceCost();
   const AllreduceTime t = alphaBetaTime(ring, 10.0, 0.001);  // 10 µs per step, 1 GB/s
