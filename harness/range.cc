@@ -148,6 +148,11 @@ void expandItem(const std::string& flag, const Grammar<T>& g, const std::string&
       TPB_THROW(UsageError, flag << ": '" << item
                                  << "' has a step but no range (write start..end:step)");
     }
+    // "1-4" for a range: say how one is written before the number's own complaint.
+    const std::size_t dash = body.find('-');
+    if (dash != std::string::npos && dash > 0 && dash + 1 < body.size())
+      TPB_THROW(UsageError, flag << ": '" << item << "' is not a value; a range is written with two dots: "
+                                 << body.substr(0, dash) << ".." << body.substr(dash + 1));
     const T v = g.parseValue(body);
     checkBounds(flag, g, body, v, minValue, maxValue);
     out.push_back(v);

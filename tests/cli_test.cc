@@ -42,6 +42,22 @@ TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFlag) {
   test::expectAllRefused({}, cases);
 }
 
+// A flag a command does not take is named with the nearest one it does: a typo, or another
+// command's spelling (run's --strategy, sweep's --strategies); a name near none gets no guess.
+TEST(Cli, AnUnknownFlagIsAnsweredWithTheNearestKnownOne) {
+  const std::vector<BadInput> cases = {
+      {{"run", "--n_gpu", "2"}, "unknown flag --n_gpu for run (did you mean --n_gpus?)"},
+      {{"sweep", "--strategy", "ddp"}, "unknown flag --strategy for sweep (did you mean --strategies?)"},
+      {{"run", "--strategies", "ddp"}, "unknown flag --strategies for run (did you mean --strategy?)"},
+      {{"allreduce", "--byte=4K"}, "unknown flag --byte for allreduce (did you mean --bytes?)"},
+      {{"sweep", "--n_gpus", "1-4", "--out", "x.json"}, "'1-4' is not a value; a range is written with two dots: 1..4"},
+  };
+  test::expectAllRefused({}, cases);
+  const test::CliResult far = test::runCli({"run", "--frobnicate", "2"});
+  EXPECT_EQ(far.exitCode, 2);
+  EXPECT_NE(far.err.find("unknown flag --frobnicate for run (see --help)"), std::string::npos) << far.err;
+}
+
 // One case per class of bad input the allreduce benchmark, report and compare take (docs/cli.md,
 // "Bad input"); each of these used to launch ranks, fail inside them, or be accepted.
 TEST(Cli, EveryClassOfBadInputIsRefusedBeforeLaunching) {

@@ -118,6 +118,14 @@ TEST(IntRange, NotAnInteger) {
 
 // Plain decimal only (common/decimal.h): "010" is neither 8 nor 10 but a typo, in values, ends and
 // steps alike; sizes too.
+// A range written with a dash, as ranges are elsewhere, is refused with how tpbench writes it.
+TEST(IntRange, ADashedRangeIsAnsweredWithTheDottedOne) {
+  intError("1-4", {"'1-4' is not a value; a range is written with two dots: 1..4"});
+  intError("2,4-8", {"'4-8'", "4..8"});
+  byteError("1K-16M", {"'1K-16M' is not a value; a range is written with two dots: 1K..16M"});
+  EXPECT_EQ(parseIntRange("--x", "-2,-1", -5, 5), (Ints{-2, -1}));  // a leading minus is a sign
+}
+
 TEST(IntRange, LeadingZerosAreRefused) {
   intError("010", {"'010' has a leading zero"});
   intError("1..08", {"'08' has a leading zero"});

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "common/text_escape.h"
 #include "harness/input_checks.h"
 
 namespace tpb::cli {
@@ -54,6 +57,47 @@ inline std::string parseErrorText(const CLI::ParseError& e) {
     return text;
   const std::string flag = text.substr(prefix.size(), eq - prefix.size()), value = text.substr(eq + 3);
   return flag + ": '" + value + "' is out of range for this flag";
+}
+
+// Edits (insertions, deletions, substitutions) that turn a into b.
+inline std::size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The flags of args (argv without the program) that `cmd` does not take, each with the nearest
+// it does take where one is near ("--n_gpu" -> "--n_gpus", `sweep --strategy` -> "--strategies":
+// at most 1 + a quarter of the name's length in edits): "unknown flag --n_gpu for run (did you
+// mean --n_gpus?)". Empty where every flag is known (the error is then of another kind).
+inline std::string unknownFlagsText(const CLI::App& cmd, const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : cmd.get_options())
+    for (const std::string& l : o->get_lnames()) names.push_back(l);
+  std::string text;
+  for (const std::string& arg : args) {
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
+    const std::string name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string best;
+    std::size_t bestDistance = 1 + name.size() / 4 + 1;
+    for (const std::string& n : names) {
+      const std::size_t d = editDistance(name, n);
+      if (d < bestDistance) bestDistance = d, best = n;
+    }
+    text += std::string(text.empty() ? "" : "; ") + "unknown flag --" + printable(shortened(name, 64)) + " for " +
+            cmd.get_name() + (best.empty() ? "" : " (did you mean --" + best + "?)");
+  }
+  return text;
 }
 
 // --bind, which every command that launches ranks takes alike (checked by checkBindFlag).

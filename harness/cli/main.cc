@@ -82,8 +82,16 @@ int runCommand(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A flag the command does not take: named, with the nearest one it does take.
+    std::string text;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+      const std::vector<CLI::App*> parsed = app.get_subcommands();
+      const std::vector<std::string> args(argv + 1, argv + argc);
+      text = tpb::cli::unknownFlagsText(parsed.empty() ? app : *parsed.front(), args);
+    }
+    if (text.empty()) text = tpb::cli::parseErrorText(e);
     if (!quietRank(external.get()))
-      std::cerr << "tpbench: " << tpb::printable(tpb::shortened(tpb::cli::parseErrorText(e))) << " (see --help)" << std::endl;
+      std::cerr << "tpbench: " << tpb::printable(tpb::shortened(text)) << " (see --help)" << std::endl;
     return 2;
   }
   try {
