@@ -27,6 +27,17 @@ namespace tpb {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+// Buckets whose predicted steps are within this fraction of the fastest tie.
+constexpr double kBucketTie = 1e-3;
+// How far the model has been from measurements, said under every table (docs/strategies.md,
+// "Projections and anchors" and scripts/step-model-check.sh's table).
+constexpr const char* kLinkError =
+    "# error, as checked: from link presets and FLOPs the model put PyTorch's DDP benchmark (ResNet-50, V100, 2-16 "
+    "GPUs) 6-7 % faster than published, and ring allreduce over NVLink 4 22 % above nccl-tests' bandwidth "
+    "(docs/strategies.md)";
+constexpr const char* kMeasuredError =
+    "# error, as checked on a 2-core CPU: median |error| 8.6 % over 27 points (an MLP, a small ResNet and GPT at N = "
+    "2-4), the MLP's worst -34 % (docs/strategies.md, scripts/step-model-check.sh)";
 
 // Where the allreduce's time comes from, and how to say so.
 struct AllreduceSource {
@@ -416,6 +427,11 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
                   : " (one allreduce of every gradient after backward)")
      << "; weak scaling, each rank keeps batch " << opt.batchSize
      << "; efficiency: one rank's step alone over the step at N\n";
+  // What the user did not say and the table rests on.
+  if (!opt.batchGiven) os << "# assumed: batch " << opt.batchSize << " per rank, the default (--batch_size)\n";
+  if (!opt.link.empty() && opt.interLink.empty() && *std::max_element(opt.ns.begin(), opt.ns.end()) > opt.gpusPerNode)
+    os << "# assumed: every rank on one " << opt.link << " ring at every N, as if one node held them all (--inter_link "
+       << "and --gpus_per_node put nodes of " << opt.gpusPerNode << " over a network)\n";
   std::snprintf(line, sizeof line, "#  %5s %10s %7s %10s %10s %11s %10s %11s\n", "N", "bucket_MiB", "buckets", "step_ms",
                 "comm_ms", "exposed_ms", "efficiency", "samples/s");
   os << line;
@@ -450,6 +466,17 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
       records.push_back(std::move(r));
     }
     if (bucketed && caps.size() > 1 && n > 1) {
+      // Caps within 0.1 % of each other tie: none is named (the smallest would be, by bestBucket's
+      // rule, though it wins nothing).
+      double fastest = records[firstOfN].stepS, slowest = fastest;
+      for (std::size_t i = firstOfN; i < records.size(); ++i)
+        fastest = std::min(fastest, records[i].stepS), slowest = std::max(slowest, records[i].stepS);
+      if (slowest - fastest <= kBucketTie * fastest) {
+        std::snprintf(line, sizeof line, "#  best bucket at N=%d: none, every bucket given predicts %.3f ms\n", n,
+                      1e3 * fastest);
+        os << line;
+        continue;
+      }
       const model::BucketChoice best = model::bestBucket(p, n, capsBytes, source.time);
       std::snprintf(line, sizeof line, "#  best bucket at N=%d: %g MiB of those given (%.3f ms)\n", n,
                     best.capBytes / kMiB, 1e3 * best.prediction.stepS);
@@ -463,6 +490,7 @@ int runPredict(const PredictOptions& opt, std::ostream& os) {
           "the communication exposed\n";
   os << "# the model leaves out compute and communication slowing each other (shared cores and memory "
         "bandwidth), the buckets' copies, and stragglers\n";
+  os << (opt.link.empty() ? kMeasuredError : kLinkError) << "\n";
   if (owned) writePredictions(opt, std::move(records), os);
   return 0;
 }

@@ -19,6 +19,7 @@ struct PredictOptions {
   std::string workload = "mlp";
   std::string hidden = "512,512";
   int batchSize = 64;
+  bool batchGiven = false;  // --batch_size was given (else the output says batch is the default)
   std::string strategy = "ddp";  // ddp (buckets overlap backward); ring_all_reduce, allreduce (after it); pipeline
   std::vector<int> microbatches;  // pipeline: micro-batches per step to predict ("": 4)
   std::vector<int> ns = {2, 4, 8};

@@ -117,6 +117,24 @@ TEST(PredictCli, AGpuPresetProjectsAcrossNodes) {
                              "--nics_per_node: goes with --inter_link");
 }
 
+// What the table rests on and the user did not say is said: the batch's default, and 64 GPUs on
+// one NVLink ring without --inter_link. GPT-2 small's 13 buckets are the same at 1, 5 and 25 MiB
+// (each of its blocks is above 25 MiB), so no bucket is best and none is named.
+TEST(PredictCli, AssumptionsTiesAndTheErrorAreSaid) {
+  const auto r = test::runCli({"predict", "--gpu", "h100", "--mfu", "0.4", "--link", "nvlink4", "--n_gpus", "8,64",
+                               "--workload", "gpt2-small"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("# assumed: batch 64 per rank, the default (--batch_size)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# assumed: every rank on one nvlink4 ring at every N, as if one node held them all"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("#  best bucket at N=64: none, every bucket given predicts"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MiB of those given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# error, as checked: from link presets and FLOPs the model put PyTorch's DDP benchmark"),
+            std::string::npos)
+      << r.out;
+}
+
 // --out: every row of the table as a record of a results file (predictions[]), with what it was
 // predicted from; refused up front where the file is not tpbench's to replace.
 TEST(PredictCli, WritesItsRowsAsRecords) {
@@ -150,7 +168,11 @@ TEST(PredictCli, WritesItsRowsAsRecords) {
     EXPECT_EQ(p.allreduce.nicsPerNode.value_or(0), 4);
     if (p.nGpus == 16) best16 += p.bestBucket;
   }
-  EXPECT_EQ(best16, 1);  // one of the two caps is the best at N = 16
+  // GPT-2 small's 13 buckets are the same at 5 and 25 MiB, so the two caps tie at N = 16 and
+  // neither is marked best (the smaller was, though it won nothing).
+  EXPECT_EQ(best16, 0);
+  EXPECT_NE(r.out.find("# error, as checked: from link presets and FLOPs"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("# assumed:"), std::string::npos) << r.out;  // batch, nodes: all given
   EXPECT_NE(f.meta().command.value_or("").find("predict"), std::string::npos);
   // Again: refused without --overwrite, replaced with it; a file that is not tpbench's never.
   test::expectRefusedUpFront(test::runCli({"predict", "--link", "nvlink4", "--gpu", "h100", "--mfu", "0.3", "--out", out}),

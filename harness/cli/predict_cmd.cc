@@ -58,6 +58,7 @@ void addPredict(CLI::App& app, Action& action, const std::string& commandLine) {
       checkGivenNotEmpty(cmd, "--link", o->link);
       checkGivenNotEmpty(cmd, "--algo", o->algo);
       checkGivenNotEmpty(cmd, "--inter_link", o->interLink);
+      o->batchGiven = cmd->count("--batch_size") > 0;
       checkGivenNotEmpty(cmd, "--gpu", o->gpu);
       checkGivenNotEmpty(cmd, "--out", o->out);
       // 0 is "one port per GPU" inside; given, a node has at least one port.
