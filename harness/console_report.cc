@@ -70,6 +70,23 @@ void TrainConsole::printTable() const {
     printRow(rows_[i]);
     printMedianAfter(i);
   }
+  // Why points were skipped, one line per reason: "# skipped 14 of 80 points (single): runs one device".
+  std::vector<std::pair<std::string, std::vector<const TrainRow*>>> reasons;
+  for (const TrainRow& r : rows_) {
+    if (r.status != "skipped") continue;
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == r.why; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {r.why, {}});
+    it->second.push_back(&r);
+  }
+  for (const auto& [why, rows] : reasons) {
+    std::vector<std::string> names;
+    for (const TrainRow* r : rows)
+      if (std::find(names.begin(), names.end(), r->strategy) == names.end()) names.push_back(r->strategy);
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::printf("# skipped %zu of %zu points (%s): %s\n", rows.size(), rows_.size(), list.c_str(),
+                why.empty() ? "no reason recorded" : printable(why).c_str());
+  }
 }
 
 void TrainConsole::printRow(const TrainRow& r, const char* note) const {
@@ -89,8 +106,9 @@ void TrainConsole::printRow(const TrainRow& r, const char* note) const {
   // A big preset on the CPU trains under one sample a second: 3 significant digits below 100.
   char rate[32];
   std::snprintf(rate, sizeof rate, r.samplesPerS < 100 ? "%.3g" : "%.0f", r.samplesPerS);
-  std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9.2f%s%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
-              r.status.c_str(), rate, acc, r.trainS, printable(detailOf(r)).c_str(), note, straggler.c_str(),
+  const char* saved = r.saved ? "  (from the file: --resume)" : "";
+  std::printf("  %-16s %4d %6d %10zu %8s %12s %9s %9.2f%s%s%s%s%s\n", r.strategy.c_str(), r.n, r.batch, r.trainSize,
+              r.status.c_str(), rate, acc, r.trainS, printable(detailOf(r)).c_str(), note, saved, straggler.c_str(),
               busy.c_str());
 }
 
@@ -121,7 +139,15 @@ void TrainConsole::printMedianAfter(std::size_t i) const {
   printRow(m, note);
 }
 
-void TrainConsole::interrupted() const { std::fprintf(stderr, "interrupted: finished points are saved\n"); }
+void TrainConsole::interrupted(const std::string& out, bool resumable) const {
+  if (out.empty()) {
+    std::fprintf(stderr, "interrupted (no --out: nothing was saved)\n");
+    return;
+  }
+  std::fprintf(stderr, "interrupted: the finished points are saved in %s, the interrupted one as failed%s\n",
+               printable(out).c_str(),
+               resumable ? "; the same command with --resume runs the missing and failed points" : "");
+}
 
 void TrainConsole::lostNodeZero(const std::string& why, int node) const {
   std::fprintf(stderr, "error: %s; node %d stops its sweep here\n", printable(why).c_str(), node);

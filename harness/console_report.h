@@ -48,6 +48,8 @@ struct TrainRow {
   std::string straggler;         // record/stragglers.h, as text; "" when no rank held the run back
   std::string coreWait;          // record/stragglers.h's coreWaitText; "" when no rank waited for a core
   std::string busy;              // harness/machine_load.h's text where the machine was busy beside it
+  std::string why;               // a skipped row's reason
+  bool saved = false;            // read from the results file (--resume), not run by this command
 };
 
 // `run` and `sweep`: a line per failed point, the other nodes' line per point, the summary table.
@@ -60,8 +62,11 @@ class TrainConsole {
   void add(TrainRow row) { rows_.push_back(std::move(row)); }
   // The summary table of every point added, each configuration's ok repeats (two or more)
   // followed by a "median" row with their samples/s min-max; nothing when no point was added.
+  // Then, where points were skipped, one line per reason with how many and which strategies.
   void printTable() const;
-  void interrupted() const;
+  // The results file keeps the finished points (and the interrupted one as failed): `out`, and
+  // where the command takes --resume, that it goes on from there.
+  void interrupted(const std::string& out, bool resumable) const;
   void lostNodeZero(const std::string& why, int node) const;
 
  private:

@@ -371,6 +371,31 @@ RunRecord TrainSweep::recordOf(const PointPlan& plan) const {
   return run;
 }
 
+// The console's row of a point's record: its numbers, straggler, core wait and busy machine.
+TrainRow rowOf(const PointPlan& plan, const RunRecord& run) {
+  const TrainConfig& cfg = plan.cfg();
+  const RunSummary& s = run.summary;
+  RunConfig point = run.config;
+  point.repeatIndex = 0;
+  TrainRow row;
+  row.strategy = plan.strategy->name;
+  row.n = cfg.nGpus;
+  row.batch = cfg.batchSize;
+  row.trainSize = cfg.trainSize;
+  row.status = run.status;
+  row.samplesPerS = s.samplesPerS;
+  row.testAccuracy = std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy;
+  row.trainS = s.totalS;
+  row.point = point.toJson().dump();
+  row.workload = cfg.workload;
+  row.bucketMb = plan.strategy->bucketed ? cfg.bucketMb : -1.0;
+  if (const auto st = stragglerOf(run)) row.straggler = stragglerText(*st);
+  if (const auto w = coreWaitOf(run)) row.coreWait = coreWaitText(*w);
+  if (run.machine && run.machine->busy) row.busy = run.machine->text();
+  if (run.status == "skipped") row.why = run.error.value_or("");
+  return row;
+}
+
 // --resume: the results file holds the point already. Only the leader (rank 0, node 0) holds the
 // file: it tells the others which points it has, whether or not they were given --resume
 // themselves, so every node runs the same.
@@ -386,6 +411,15 @@ bool TrainSweep::alreadySaved(std::size_t index, const PointPlan& plan, const Ru
   if (have)
     driver_.skip(nameOf(plan) + " b=" + std::to_string(plan.cfg().batchSize) + ": already in " +
                  (results ? opt_.out : std::string("node 0's results")) + ", skipped (--resume)");
+  // The final table shows the file's record of the point, as if it had run now.
+  if (have && results)
+    for (const RunRecord& r : results->runs())
+      if (r.config == run.config && r.status != "failed") {
+        TrainRow row = rowOf(plan, r);
+        row.saved = true;
+        console_.add(row);
+        break;
+      }
   return have;
 }
 
@@ -402,6 +436,7 @@ void TrainSweep::skip(const PointPlan& plan, RunRecord& run, const std::string& 
   row.batch = cfg.batchSize;
   row.trainSize = cfg.trainSize;
   row.status = "skipped";
+  row.why = why;
   console_.add(row);
   if (opt_.everyPointMustRun) rc_ = 1;  // `run` ran nothing
 }
@@ -440,17 +475,8 @@ bool TrainSweep::launch(const PointPlan& plan, RunRecord& run) {
   run.wallS = lr.wallSeconds;
   // One process with N replicas (data_parallel) computes on N cores; else each process on one.
   if (lr.machine) run.machine = machineRecordOf(*lr.machine, layout.procs == 1 ? cfg.nGpus : layout.perNode);
-  const std::string busy = run.machine && run.machine->busy ? run.machine->text() : "";
   if (session_.trace() && run.ok() && !po.trace.is_null()) addTrace(plan, run, po.trace);
-  const RunSummary& s = run.summary;
-  RunConfig point = run.config;
-  point.repeatIndex = 0;
-  std::string straggler, coreWait;
-  if (const auto st = stragglerOf(run)) straggler = stragglerText(*st);
-  if (const auto w = coreWaitOf(run)) coreWait = coreWaitText(*w);
-  console_.add({plan.strategy->name, cfg.nGpus, cfg.batchSize, cfg.trainSize, run.status, s.samplesPerS,
-                std::isnan(s.finalTestAccuracy) ? -1.0 : s.finalTestAccuracy, s.totalS, point.toJson().dump(),
-                cfg.workload, plan.strategy->bucketed ? cfg.bucketMb : -1.0, straggler, coreWait, busy});
+  console_.add(rowOf(plan, run));
   if (lr.interrupted) rc_ = 130;
   return jobEnds;
 }
@@ -503,7 +529,7 @@ int TrainSweep::finish() const {
   if (reporter_) console_.printTable();
   session_.close();
   if (driver_.interrupted()) {
-    console_.interrupted();
+    console_.interrupted(session_.results() ? opt_.out : "", opt_.resumable);
     return 130;
   }
   if (!driver_.lostNodeZero().empty()) {

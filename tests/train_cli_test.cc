@@ -343,6 +343,37 @@ TEST(TrainCli, TwoNodesShareOneOutAndResumeAlike) {
       << b0.err;
   EXPECT_NE(b1.out.find("ring_all_reduce N=4 batch 128: node 1 (ranks 2..3) ok"), std::string::npos) << b1.out;
   EXPECT_EQ(b1.out.find("batch 32: node 1"), std::string::npos) << b1.out;
+  // Node 0's final table shows the file's points beside the one it ran.
+  std::size_t fromFile = 0;
+  for (std::size_t at = b0.out.find("(from the file: --resume)"); at != std::string::npos;
+       at = b0.out.find("(from the file: --resume)", at + 1))
+    ++fromFile;
+  EXPECT_EQ(fromFile, 2u) << b0.out;
+  EXPECT_NE(b0.out.find("  ring_all_reduce     4    128       1024       ok"), std::string::npos) << b0.out;
+  std::remove(out.c_str());
+}
+
+// An interrupted sweep says where its finished points are and that --resume goes on; the final
+// table of a sweep with skipped points says why they were skipped, once per reason.
+TEST(TrainCli, AnInterruptedSweepNamesItsFileAndResume) {
+  const std::string out = test::tempPath("interrupted_sweep.json");
+  std::remove(out.c_str());
+  const auto r = runCli({"sweep", "--strategies", "single,ring_all_reduce", "--n_gpus", "1,2", "--batch_size", "32",
+                         "--train_size", "1024", "--test_size", "200", "--epochs", "1", "--timeout", "60", "--out", out},
+                        {{"TPB_FAULT", "1:hang:3"}},
+                        [](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar& said) {
+                          for (int i = 0; i < 300 && !done && !said.has("injecting 'hang'"); ++i)
+                            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                          if (!done) kill(pid, SIGINT);
+                        });
+  EXPECT_EQ(r.exitCode, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted: the finished points are saved in " + out +
+                       ", the interrupted one as failed; the same command with --resume runs the missing and failed "
+                       "points"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("# skipped 1 of "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(single): single trains on one device (n_gpus 1 only)"), std::string::npos) << r.out;
   std::remove(out.c_str());
 }
 
