@@ -159,7 +159,7 @@ const char* htmlClass(ParaStyle style) {
 
 // Block spacing, as the report has always been laid out: a heading has a blank line before it
 // (but not at the top) and after it (but not before another heading), a paragraph or image has
-// one after it unless tight, a table none.
+// one after it unless tight, a table none (a paragraph after a table starts with one).
 std::string Page::markdown() const {
   std::ostringstream os;
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
@@ -174,6 +174,8 @@ std::string Page::markdown() const {
         break;
       }
       case Block::Kind::Paragraph: {
+        // After a table a blank line first: else Markdown reads the paragraph as one more row.
+        if (i > 0 && blocks_[i - 1].kind == Block::Kind::Table) os << "\n";
         const std::string body = markdownOf(b.content);
         os << (b.style == ParaStyle::Note ? "*" + body + "*" : body) << (b.tight ? "\n" : "\n\n");
         break;

@@ -250,19 +250,30 @@ void introduce(Page& page, const std::vector<Input>& inputs) {
   page.paragraph(intro, ParaStyle::Plain, true);
 }
 
-// The list of charts, drawn or skipped with the reason, and one section per chart that has
-// something to show. A chart skipped for lack of data is said once, in the list.
+// The list of charts drawn, with their readings; then those not drawn, in a table of their own
+// after one line saying how many and why (what each needs is not a failure: the inputs hold
+// other runs); then one section per chart that has something to show. A chart skipped for lack
+// of data is said once, in the second list.
 void chartSections(Page& page, const std::vector<Outcome>& outs) {
   page.heading(2, {text("Charts")});
-  Table list;
-  list.header = {"chart", "id", "status", "reading"};
+  Table drawn, notDrawn;
+  drawn.header = {"chart", "id", "reading"};
+  notDrawn.header = {"chart", "id", "not drawn: what it needs"};
   for (const auto& o : outs) {
     const Chart& c = o.chart;
-    list.rows.push_back({o.filesWritten ? Cell({link(c.title, "#" + c.id)}) : Cell(c.title), Cell({code(c.id)}),
-                         o.drawn ? Cell("drawn") : Cell({text("skipped: " + o.reason)}, "skipped"),
-                         c.reading});
+    const Cell title = o.filesWritten ? Cell({link(c.title, "#" + c.id)}) : Cell(c.title);
+    if (o.drawn)
+      drawn.rows.push_back({title, Cell({code(c.id)}), c.reading});
+    else
+      notDrawn.rows.push_back({title, Cell({code(c.id)}), Cell(o.reason)});
   }
-  page.table(list);
+  if (!drawn.rows.empty()) page.table(drawn);
+  if (!notDrawn.rows.empty()) {
+    page.paragraph({text(std::to_string(notDrawn.rows.size()) + " of " + std::to_string(outs.size()) +
+                         " charts not drawn: each needs runs or files these inputs do not hold, as its line says.")},
+                   ParaStyle::Note);
+    page.table(notDrawn);
+  }
   for (const auto& o : outs) {
     if (!o.filesWritten) continue;
     const Chart& c = o.chart;
