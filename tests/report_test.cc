@@ -234,6 +234,16 @@ TEST_F(ReportTest, AllreduceOnlySkipsTrainingCharts) {
     EXPECT_EQ(html.find("id=\"" + id + "\""), std::string::npos) << "no section in index.html";
   }
   EXPECT_EQ(md.find("**Not drawn:**"), std::string::npos);
+  // The drawn charts' table first, then one line on those not drawn and their table: no
+  // "skipped" cell (red in HTML) among the charts drawn.
+  const std::string notDrawn = "*" + std::to_string(s.skipped.size()) + " of " +
+                               std::to_string(s.skipped.size() + s.drawn.size()) +
+                               " charts not drawn: each needs runs or files these inputs do not hold";
+  EXPECT_NE(md.find("| chart | id | reading |"), std::string::npos) << md;
+  EXPECT_LT(md.find("| chart | id | reading |"), md.find(notDrawn)) << md;
+  EXPECT_LT(md.find(notDrawn), md.find("| chart | id | not drawn: what it needs |")) << md;
+  EXPECT_EQ(md.find("| skipped: "), std::string::npos) << md;
+  EXPECT_EQ(html.find("class=\"skipped\""), std::string::npos);
   EXPECT_TRUE(hasPngSignature(out() / "allreduce_busbw.png"));
   EXPECT_TRUE(hasPngSignature(out() / "collective_busbw.png"));
 }
