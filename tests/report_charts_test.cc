@@ -275,6 +275,32 @@ TEST(ReportReadings, PointsFromABusyMachineAreDrawnHollow) {
   EXPECT_TRUE(busbwPoints({{4096, {&a, &b}}}).at(0).busy);
 }
 
+// The parameter server's rank 0 serves: at N it trains on N - 1 data ranks, as data_parallel at
+// N - 1. The reading pairs them by data ranks (the same global batch) and says the same-N
+// difference as what it is, not as a gap between the algorithms.
+TEST(ReportReadings, ParameterServerAccuracyIsComparedAtTheSameDataRanks) {
+  Inputs in = stylesOfThree();
+  in.styles.add(SeriesKind::Strategy, "param_server", entryOf(2, "#1f77b4", "from scratch"));
+  in.styles.add(SeriesKind::Strategy, "data_parallel", entryOf(6, "#ff7f0e", "builtin"));
+  const auto add = [&](const std::string& strategy, int n, int dataRanks, double accuracy) {
+    addRuns(in, strategy, n, {1.0});
+    in.runs.back().dataRanks = dataRanks;
+    in.runs.back().accuracy = {accuracy};
+  };
+  add("param_server", 2, 1, 0.823);
+  add("param_server", 3, 2, 0.702);
+  add("data_parallel", 1, 1, 0.823);
+  add("data_parallel", 2, 2, 0.701);
+  add("data_parallel", 3, 3, 0.526);
+  const Chart c = chartOf("ps_accuracy", in);
+  ASSERT_TRUE(c.hasData()) << c.reason;
+  EXPECT_EQ(c.reading,
+            "Final test accuracy, param_server vs data_parallel at the same data ranks (the same global batch): 1 data "
+            "rank (N=2 vs N=1) 82.3 % vs 82.3 %; 2 data ranks (N=3 vs N=2) 70.2 % vs 70.1 %; largest difference +0.1 "
+            "points. At the same N the parameter server trains on one data rank fewer (its rank 0 serves), so on a "
+            "smaller global batch: N=3 70.2 % vs 52.6 %.");
+}
+
 TEST(ReportReadings, ThroughputLegendsKeepTheReferenceLabel) {
   const Chart c = chartOf("throughput_scaling", ringDdpTorch());
   ASSERT_TRUE(c.hasData()) << c.reason;
