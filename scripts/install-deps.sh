@@ -20,7 +20,11 @@ packages=(
   clang libclang-rt-dev             # `make fuzz`: libFuzzer, AddressSanitizer and UBSan (tests/fuzz)
   chromium                          # the HTML report's browser test (tests/browser_report_test.sh)
   slurmctld slurmd slurm-client munge  # a real one-node Slurm that tests/slurm_test.sh starts and stops itself
+  nodejs                            # tests/k8s_schema_test.sh: the manifests against the Kubernetes API's schemas
 )
+# npm comes with some nodejs builds and is Debian's own package beside Debian's nodejs: asked for
+# only where there is none, so that it never pulls another nodejs over the one installed.
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
