@@ -124,13 +124,43 @@ std::optional<TrafficRecord> runTraffic(const RunRecord& run) {
   return sum;
 }
 
-std::string runLabel(const RunConfig& c) {
+// A run's label; a setting that --ignore names reads "*" there (and ", ignoring ..." ends it).
+std::string runLabel(const RunConfig& c, const std::vector<std::string>& ignore = {}) {
+  const auto shown = [&](const char* key, const auto& v) {
+    std::ostringstream os;
+    if (std::find(ignore.begin(), ignore.end(), key) != ignore.end()) os << "*";
+    else os << v;
+    return os.str();
+  };
   std::ostringstream os;
-  os << "run " << c.strategy << " N=" << c.nGpus << " batch=" << c.batchSize << " train_size=" << c.trainSize
-     << " epochs=" << c.epochs << " " << c.device;
-  if (c.maxSteps >= 0) os << " max_steps=" << c.maxSteps;
-  if (c.has("library")) os << " library=" << c.library;
+  os << "run " << shown("strategy", c.strategy) << " N=" << shown("n_gpus", c.nGpus)
+     << " batch=" << shown("batch_size", c.batchSize) << " train_size=" << shown("train_size", c.trainSize)
+     << " epochs=" << shown("epochs", c.epochs) << " " << c.device;
+  if (c.maxSteps >= 0) os << " max_steps=" << shown("max_steps", c.maxSteps);
+  if (c.has("library")) os << " library=" << shown("library", c.library);
+  if (!ignore.empty()) {
+    os << " (ignoring ";
+    for (std::size_t i = 0; i < ignore.size(); ++i) os << (i ? ", " : "") << ignore[i];
+    os << ")";
+  }
   return os.str();
+}
+
+// The config with the settings `ignore` names set to their defaults (and absent, for settings a
+// record may lack), so that points differing only in them match.
+RunConfig ignoring(const RunConfig& c, const std::vector<std::string>& ignore) {
+  if (ignore.empty()) return c;
+  RunConfig out = c;
+  TrainSettings& mine = out;
+  const TrainSettings defaults{};
+  forEachSetting(
+      [&](const SettingInfo& info, auto& field, const auto& fallback) {
+        if (std::find(ignore.begin(), ignore.end(), info.key) == ignore.end()) return;
+        field = fallback;
+        if (info.absent == SettingInfo::Absent::Kept) out.setHas(info.key, false);
+      },
+      mine, defaults);
+  return out;
 }
 
 bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
@@ -140,8 +170,8 @@ bool sameCollectivePoint(const CollectiveRecord& a, const CollectiveRecord& b) {
 }
 
 // Points are matched by value, among those of the same label.
-Point& runPoint(PointSet& points, const RunConfig& key) {
-  const std::string label = runLabel(key);
+Point& runPoint(PointSet& points, const RunConfig& key, const std::vector<std::string>& ignore) {
+  const std::string label = runLabel(key, ignore);
   if (Point* p = points.find(label, [&](const Point& q) { return q.isRun && q.run == key; })) return *p;
   Point p;
   p.isRun = true;
@@ -217,12 +247,21 @@ void addPerEpoch(std::vector<double>& to, const RunRecord& run, double EpochReco
   if (std::isfinite(sum)) to.push_back(sum / static_cast<double>(run.epochs.size()));
 }
 
-PointSet collect(const ResultsFile& f) {
+PointSet collect(const ResultsFile& f, const std::vector<std::string>& ignore = {}) {
   PointSet points;
+  std::map<const Point*, RunConfig> firstOf;  // --ignore: the config each point was first seen with
   for (const auto& run : f.runs()) {
-    RunConfig key = run.config;
-    key.repeatIndex = 0;
-    Point& p = runPoint(points, key);
+    RunConfig original = run.config;
+    original.repeatIndex = 0;
+    const RunConfig key = ignoring(original, ignore);
+    Point& p = runPoint(points, key, ignore);
+    if (!ignore.empty()) {
+      const auto [at, first] = firstOf.emplace(&p, original);
+      if (!first && at->second != original)
+        TPB_THROW(UsageError, "--ignore: " << printableLine(f.path()) << " holds points that differ only in what it "
+                                           << "ignores (" << runLabel(at->second) << " and " << runLabel(original)
+                                           << "): they would pool as repeats of one");
+    }
     if (run.status == "skipped") continue;
     // A run that trained on nothing measured nothing: it counts as failed, whatever it says.
     if (!run.ok() || !run.nothingMeasured().empty()) {
@@ -587,6 +626,13 @@ std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point
     return "NEW holds no point of the kinds BASE measured (training runs, collectives, predictions)";
   std::string why = nearest.front();
   if (nearest.size() > 1) why += " (and " + std::to_string(nearest.size() - 1) + " more fields)";
+  // A run's setting that alone keeps them apart: --ignore can match them knowingly.
+  std::vector<std::string> settings;
+  TrainSettings probe;
+  forEachSetting([&](const SettingInfo& info, const auto&) { settings.emplace_back(info.key); }, probe);
+  const std::string key = why.substr(0, why.find(" differs ("));
+  if (nearest.size() == 1 && std::find(settings.begin(), settings.end(), key) != settings.end())
+    why += "; --ignore " + key + " compares them as one point";
   return why;
 }
 
@@ -644,6 +690,19 @@ CompareResult compareResults(const CompareOptions& opt) {
   if (!(opt.accTolerance >= 0)) TPB_THROW(UsageError, "--acc_tolerance: must be >= 0, got " << opt.accTolerance);
   if (opt.paired && opt.scaleBySgemm)
     TPB_THROW(UsageError, "--scale_by_sgemm: not with --paired (the rounds ran side by side on one machine)");
+  if (!opt.ignore.empty()) {
+    if (opt.paired) TPB_THROW(UsageError, "--ignore: not with --paired (its rounds run one suite on both sides)");
+    std::vector<std::string> keys;
+    TrainSettings probe;
+    forEachSetting([&](const SettingInfo& info, const auto&) { keys.emplace_back(info.key); }, probe);
+    for (const std::string& k : opt.ignore)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+        std::string all;
+        for (const std::string& key : keys) all += (all.empty() ? "" : ", ") + key;
+        TPB_THROW(UsageError, "--ignore: '" << printableLine(k).substr(0, 64)
+                                            << "' is not a setting of a run's config (one of: " << all << ")");
+      }
+  }
   Rounds rounds;
   PointSet b, n;
   CompareResult out;
@@ -672,8 +731,8 @@ CompareResult compareResults(const CompareOptions& opt) {
                                                                      << "; the scaling is taken up to "
                                                                      << kSgemmScaleMax << "x only");
     }
-    b = collect(base);
-    n = collect(now);
+    b = collect(base, opt.ignore);
+    n = collect(now, opt.ignore);
   }
   if (std::none_of(b.list.begin(), b.list.end(), [](const Point& p) { return p.anyOk; }))
     TPB_THROW(UsageError, "nothing to compare: no point of " << opt.basePath << " measured anything");

@@ -60,6 +60,10 @@ struct CompareOptions {
   // Judge the timings of points whose record says the machine was busy beside them
   // (machine.busy); by default they are shown, noted, and never called a regression.
   bool allowBusy = false;
+  // Settings of a run's config (its JSON keys: batch_size, slow_ranks, ...) matched whatever their
+  // value: `--ignore slow_ranks` compares a straggler run with its run without one. Two points of
+  // one file that differ only in them are refused (they would pool as repeats).
+  std::vector<std::string> ignore;
 };
 
 // --scale_by_sgemm: the two machines' compute speeds.

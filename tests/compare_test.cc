@@ -189,6 +189,51 @@ TEST(Compare, NumbersArePlainAndBytesHaveUnits) {
   EXPECT_NE(changed.out.find("rank 1: 12 -> 14"), std::string::npos) << changed.out;
 }
 
+// --ignore matches points that differ only in the settings it names: a straggler run against the
+// same run without one (slow_ranks), a batch against another. The label says what was ignored;
+// two points of one file that differ only in it would pool, and are refused; so is a key that is
+// no setting, and --ignore with --paired.
+TEST(Compare, IgnoreMatchesPointsThatDifferOnlyInTheNamedSettings) {
+  json base = run("ddp", 2, 20000, 0.93, 0.5), slowed = base;
+  slowed["config"]["slow_ranks"] = "1:2";
+  for (json& e : slowed["epochs"]) e["wall_s"] = e["wall_s"].get<double>() * 2;
+  slowed["summary"]["samples_per_s"] = 10000.0;
+  try {
+    compare(doc({base}), doc({slowed}));
+    ADD_FAILURE() << "no refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("slow_ranks differs (\"absent\" vs \"1:2\"); --ignore slow_ranks compares them "
+                                         "as one point"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string b = write("ib.json", doc({base})), n = write("in.json", doc({slowed}));
+  CompareOptions opt;
+  opt.basePath = b;
+  opt.newPath = n;
+  opt.ignore = {"slow_ranks"};
+  const CompareResult r = compareResults(opt);
+  EXPECT_EQ(r.matched, 1u);
+  ASSERT_FALSE(r.points.empty());
+  EXPECT_NE(r.points[0].point.find("(ignoring slow_ranks)"), std::string::npos) << r.points[0].point;
+  // One file holding the run with and without the straggler: they would pool as repeats.
+  const std::string both = write("iboth.json", doc({base, slowed}));
+  opt.newPath = both;
+  try {
+    compareResults(opt);
+    ADD_FAILURE() << "no refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds points that differ only in what it ignores"), std::string::npos)
+        << e.what();
+  }
+  opt.newPath = n;
+  opt.ignore = {"slow_rank"};
+  EXPECT_THROW(compareResults(opt), UsageError);
+  opt.ignore = {"batch_size"};
+  opt.paired = true;
+  EXPECT_THROW(compareResults(opt), UsageError);
+}
+
 // With nothing in common, the refusal names the first field that keeps the nearest points apart.
 TEST(Compare, NothingInCommonNamesTheFirstFieldThatDiffers) {
   json base = run("ddp", 2, 20000, 0.93, 0.5), now = base;

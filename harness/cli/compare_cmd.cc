@@ -43,6 +43,10 @@ void addCompare(CLI::App& app, Action& action) {
                 "machine, NEW's times divided by BASE's meta.sgemm_gflops over NEW's (one thread's matrix product, "
                 "measured as each file was started); the medians shown stay as measured. Both files must carry it. "
                 "Collectives are not scaled");
+  cmd->add_option("--ignore", a->o.ignore,
+                  "Settings of a run's config matched whatever their value (comma list of its JSON keys: "
+                  "slow_ranks, batch_size, ...): a straggler run against the same run without one")
+      ->delimiter(',');
   cmd->add_flag("--allow_busy", a->o.allowBusy,
                 "Judge the timings of points whose record says other processes used cores their ranks needed "
                 "(machine.busy); without it they are shown and noted, never called a regression (--paired rounds "
