@@ -136,7 +136,7 @@ std::string describeSlice(const Slice& s, const std::vector<Run>& all) {
   std::string text = joinList(parts, ", ");
   if (s.others > 0)
     text += " (" + std::to_string(s.others) + " other config" + (s.others > 1 ? "s" : "") +
-            " not shown)";
+            " not shown: report --where KEY=VALUE draws another)";
   return text;
 }
 

@@ -15,10 +15,12 @@
 #include <filesystem>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "common/error.h"
 #include "common/out_file.h"
+#include "common/text_escape.h"
 #include "report/chart.h"
 #include "report/format.h"
 #include "report/gnuplot.h"
@@ -405,10 +407,36 @@ void report::checkChartDir(const std::string& outDir, const std::vector<std::str
   if (!outDir.empty() && fs::is_directory(fs::symlink_status(outDir, ec))) checkOutDir(outDir, names);
 }
 
+// --where: keeps the runs whose config holds every KEY=VALUE (VALUE as the config writes it:
+// 32, resnet, 0.5). A KEY no run has, or a filter that leaves no run, is refused naming it.
+static void keepRunsWhere(std::vector<Run>& runs, const std::vector<std::string>& where) {
+  for (const std::string& w : where) {
+    const std::size_t eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      TPB_THROW(UsageError, "--where: '" << printableLine(w).substr(0, 64) << "' is not KEY=VALUE");
+    const std::string key = w.substr(0, eq), value = w.substr(eq + 1);
+    std::set<std::string> values;
+    for (const Run& r : runs)
+      if (r.config.contains(key)) values.insert(valueText(r.config[key]));
+    if (values.empty())
+      TPB_THROW(UsageError, "--where: no run's config has " << printableLine(key).substr(0, 64));
+    if (!values.count(value)) {
+      std::string all;
+      for (const std::string& v : values) all += (all.empty() ? "" : ", ") + v;
+      TPB_THROW(UsageError, "--where " << printableLine(w).substr(0, 64) << ": no run has it; " << key
+                                       << " is one of " << printableLine(all).substr(0, 200));
+    }
+    runs.erase(std::remove_if(runs.begin(), runs.end(),
+                              [&](const Run& r) { return !r.config.contains(key) || valueText(r.config[key]) != value; }),
+               runs.end());
+  }
+}
+
 ReportSummary writeReport(const ReportOptions& opt) {
   if (opt.inputs.empty() && opt.traces.empty()) TPB_THROW(UsageError, "report: no results or trace file given");
   // Load every input before touching the output directory: a bad input leaves nothing behind.
   Inputs in = loadInputs(opt.inputs, opt.styles);
+  keepRunsWhere(in.runs, opt.where);
   in.traces = loadTraces(opt.traces);
   prepareOutDir(opt.outDir);
   const fs::path dir(opt.outDir);

@@ -30,6 +30,9 @@ struct ReportOptions {
   // This build's registry: the style (order, colour, origin) of a strategy or algorithm whose
   // records predate the entry fields (report/style.h). Null: such series get fallback styles.
   report::StyleLookup styles;
+  // --where KEY=VALUE (repeatable): only the runs whose config has KEY at VALUE are charted, so a
+  // chart that shows one configuration of several ("1 other config not shown") can show another.
+  std::vector<std::string> where;
 };
 
 struct ReportSummary {

@@ -149,6 +149,41 @@ TEST_F(ReportTest, DrawsEveryChartFromFixture) {
   EXPECT_TRUE(fs::exists(out() / "allreduce.csv"));
 }
 
+// --where keeps the runs whose config holds KEY=VALUE: the committed baseline (batch 32 and 128)
+// draws batch 128 by default, saying another config is not shown and how to draw it; with
+// --where batch_size=32 it draws batch 32. A key no run has, a value none has and a text that is
+// not KEY=VALUE are refused naming them.
+TEST_F(ReportTest, WhereChartsTheConfigurationAsked) {
+  ReportOptions opt;
+  opt.inputs = {std::string(TPB_SOURCE_DIR) + "/results/baseline-cpu.json"};
+  opt.outDir = out().string();
+  opt.gnuplot = "";
+  writeReport(opt);
+  const std::string byDefault = readText(out() / "ring_epoch_time.dat");
+  EXPECT_NE(byDefault.find("batch 128/device"), std::string::npos) << byDefault;
+  EXPECT_NE(byDefault.find("(1 other config not shown: report --where KEY=VALUE draws another)"), std::string::npos)
+      << byDefault;
+  fs::remove_all(out());
+  opt.where = {"batch_size=32"};
+  writeReport(opt);
+  const std::string asked = readText(out() / "ring_epoch_time.dat");
+  EXPECT_NE(asked.find("batch 32/device"), std::string::npos) << asked;
+  EXPECT_EQ(asked.find("not shown"), std::string::npos) << asked;
+  fs::remove_all(out());
+  for (const auto& [where, says] : std::vector<std::pair<std::string, std::string>>{
+           {"batch_size=33", "--where batch_size=33: no run has it; batch_size is one of 128, 32"},
+           {"colour=red", "--where: no run's config has colour"},
+           {"batch", "--where: 'batch' is not KEY=VALUE"}}) {
+    opt.where = {where};
+    try {
+      writeReport(opt);
+      ADD_FAILURE() << where << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Repeats are combined by the median of each run's mean epoch time; failed runs do not count.
 TEST_F(ReportTest, EpochTimeIsMedianOfRunMeans) {
   ReportOptions opt;

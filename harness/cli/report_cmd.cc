@@ -35,6 +35,9 @@ void addReport(CLI::App& app, Action& action) {
                   "Trace files of run/sweep --trace (repeatable): draws one step per strategy as a timeline and "
                   "tables how much communication computation hid (overlap.csv)");
   cmd->add_option("-o,--out", o->outDir, "Output directory (created)")->required();
+  cmd->add_option("--where", o->where,
+                  "KEY=VALUE (repeatable): chart only the runs whose config holds it (batch_size=32, n_gpus=2, "
+                  "workload=resnet ...): a chart showing one of several configurations then shows that one");
   cmd->add_option("--gnuplot", o->gnuplot, "gnuplot binary (\"\" draws no charts: tables, .dat and .gp only)")->capture_default_str();
   cmd->callback([&action, o, cmd] {
     action = [o, cmd] {

@@ -5,8 +5,9 @@ set encoding utf8
 set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'batch_throughput.png'
 set label 101 "Effect of batch size on throughput" at screen 0.5, screen 0.964516 center font ',14'
-set label 102 "samples/s of all ranks together, median over repeats (error bars: min to max); N=1, 4096 samples/epoch, 2 epochs (3 other configs not shown)" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
-set tmargin 5
+set label 102 "samples/s of all ranks together, median over repeats (error bars: min to max); N=1, 4096 samples/epoch, 2 epochs (3 other configs not shown: report" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
+set label 103 "--where KEY=VALUE draws another)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
+set tmargin 6
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
 set xlabel "batch size per device"

@@ -5,8 +5,9 @@ set encoding utf8
 set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'ps_accuracy.png'
 set label 101 "Parameter server: from scratch vs builtin" at screen 0.5, screen 0.964516 center font ',14'
-set label 102 "test accuracy after each epoch, median over repeats; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown)" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
-set tmargin 5
+set label 102 "test accuracy after each epoch, median over repeats; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown: report --where" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
+set label 103 "KEY=VALUE draws another)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
+set tmargin 6
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
 set xlabel "epoch"

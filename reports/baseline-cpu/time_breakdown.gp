@@ -6,7 +6,7 @@ set terminal pngcairo noenhanced size 1100,620 font 'Sans,11'
 set output 'time_breakdown.png'
 set label 101 "Where does the time go" at screen 0.5, screen 0.964516 center font ',14'
 set label 102 "seconds per epoch (mean over epochs, median over repeats; error bars: the wall time's min to max over repeats); other = wall - compute -" at screen 0.5, screen 0.925806 center font ',10' textcolor rgb '#444444'
-set label 103 "communication; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
+set label 103 "communication; batch 128/device, 4096 samples/epoch, 2 epochs (1 other config not shown: report --where KEY=VALUE draws another)" at screen 0.5, screen 0.898387 center font ',10' textcolor rgb '#444444'
 set tmargin 6
 set grid lc rgb '#dddddd'
 set key outside right top Left reverse
