@@ -124,6 +124,21 @@ std::optional<TrafficRecord> runTraffic(const RunRecord& run) {
   return sum;
 }
 
+// The settings table's keys (a run's config as runs[].config writes it), in the table's order.
+const std::vector<std::string>& settingKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    TrainSettings probe;
+    forEachSetting([&](const SettingInfo& info, const auto&) { k.emplace_back(info.key); }, probe);
+    return k;
+  }();
+  return keys;
+}
+
+bool isSettingKey(const std::string& key) {
+  return std::find(settingKeys().begin(), settingKeys().end(), key) != settingKeys().end();
+}
+
 // A run's label; a setting that --ignore names reads "*" there (and ", ignoring ..." ends it).
 std::string runLabel(const RunConfig& c, const std::vector<std::string>& ignore = {}) {
   const auto shown = [&](const char* key, const auto& v) {
@@ -569,7 +584,7 @@ std::string differs(const std::string& key, const json& a, const json& b) {
 // value, as RunConfig's equality does); a key one of them lacks reads "absent".
 std::vector<std::string> runDifferences(const RunConfig& a, const RunConfig& b) {
   std::vector<std::string> keys = {"device", "transport"};
-  forEachSetting([&](const SettingInfo& info, const auto&) { keys.push_back(info.key); }, a);
+  keys.insert(keys.end(), settingKeys().begin(), settingKeys().end());
   json ja = a.toJson(), jb = b.toJson();
   for (const auto* j : {&ja, &jb})
     for (const auto& item : j->items())
@@ -627,11 +642,8 @@ std::string nothingInCommon(const std::vector<Point>& b, const std::vector<Point
   std::string why = nearest.front();
   if (nearest.size() > 1) why += " (and " + std::to_string(nearest.size() - 1) + " more fields)";
   // A run's setting that alone keeps them apart: --ignore can match them knowingly.
-  std::vector<std::string> settings;
-  TrainSettings probe;
-  forEachSetting([&](const SettingInfo& info, const auto&) { settings.emplace_back(info.key); }, probe);
   const std::string key = why.substr(0, why.find(" differs ("));
-  if (nearest.size() == 1 && std::find(settings.begin(), settings.end(), key) != settings.end())
+  if (nearest.size() == 1 && isSettingKey(key))
     why += "; --ignore " + key + " compares them as one point";
   return why;
 }
@@ -692,13 +704,10 @@ CompareResult compareResults(const CompareOptions& opt) {
     TPB_THROW(UsageError, "--scale_by_sgemm: not with --paired (the rounds ran side by side on one machine)");
   if (!opt.ignore.empty()) {
     if (opt.paired) TPB_THROW(UsageError, "--ignore: not with --paired (its rounds run one suite on both sides)");
-    std::vector<std::string> keys;
-    TrainSettings probe;
-    forEachSetting([&](const SettingInfo& info, const auto&) { keys.emplace_back(info.key); }, probe);
     for (const std::string& k : opt.ignore)
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      if (!isSettingKey(k)) {
         std::string all;
-        for (const std::string& key : keys) all += (all.empty() ? "" : ", ") + key;
+        for (const std::string& key : settingKeys()) all += (all.empty() ? "" : ", ") + key;
         TPB_THROW(UsageError, "--ignore: '" << printableLine(k).substr(0, 64)
                                             << "' is not a setting of a run's config (one of: " << all << ")");
       }

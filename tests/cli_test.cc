@@ -382,12 +382,7 @@ TEST(Cli, InterruptLeavesValidResults) {
   const auto r = runCli({"allreduce", "--algos", "ring", "--n_gpus", "2,3", "--bytes", "4K",
                          "--iters", "5", "--timeout", "60", "--out", out},
                         {{"TPB_FAULT", "1:hang:3"}},
-                        [](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar& said) {
-                          // Once rank 1 hangs in the first point (at most 30 s in).
-                          for (int i = 0; i < 300 && !done && !said.has("injecting 'hang'"); ++i)
-                            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                          if (!done) kill(pid, SIGINT);
-                        });
+                        test::interruptOnceSaid("injecting 'hang'"));  // once rank 1 hangs in the first point
   EXPECT_EQ(r.exitCode, 130) << r.err;
   EXPECT_LT(r.seconds, 20);
   const json doc = readJson(out);

@@ -72,6 +72,15 @@ class SaidSoFar {
   std::string err_;
 };
 using DuringRun = std::function<void(pid_t pid, const std::atomic<bool>& done, const SaidSoFar& said)>;
+// A duringRun that sends SIGINT to the command once it has said `text` on stderr (at most 30 s
+// in), as Ctrl-C would: for a point interrupted in flight (TPB_FAULT's hang says "injecting 'hang'").
+inline DuringRun interruptOnceSaid(const std::string& text) {
+  return [text](pid_t pid, const std::atomic<bool>& done, const SaidSoFar& said) {
+    for (int i = 0; i < 300 && !done && !said.has(text); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done) kill(pid, SIGINT);
+  };
+}
 // runCli for any program (`program` is a path): a launcher such as mpirun that starts tpbench.
 inline CliResult runProgram(const std::string& program, const std::vector<std::string>& args,
                             const std::vector<std::pair<std::string, std::string>>& env = {},

@@ -360,12 +360,7 @@ TEST(TrainCli, AnInterruptedSweepNamesItsFileAndResume) {
   std::remove(out.c_str());
   const auto r = runCli({"sweep", "--strategies", "single,ring_all_reduce", "--n_gpus", "1,2", "--batch_size", "32",
                          "--train_size", "1024", "--test_size", "200", "--epochs", "1", "--timeout", "60", "--out", out},
-                        {{"TPB_FAULT", "1:hang:3"}},
-                        [](pid_t pid, const std::atomic<bool>& done, const test::SaidSoFar& said) {
-                          for (int i = 0; i < 300 && !done && !said.has("injecting 'hang'"); ++i)
-                            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                          if (!done) kill(pid, SIGINT);
-                        });
+                        {{"TPB_FAULT", "1:hang:3"}}, test::interruptOnceSaid("injecting 'hang'"));
   EXPECT_EQ(r.exitCode, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted: the finished points are saved in " + out +
                        ", the interrupted one as failed; the same command with --resume runs the missing and failed "
