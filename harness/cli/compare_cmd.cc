@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -56,6 +57,11 @@ void addCompare(CLI::App& app, Action& action) {
       checkReal("--threshold", a->o.threshold, kNonNegative);
       checkReal("--alpha", a->o.alpha, {0, 1, true, true});
       checkReal("--acc_tolerance", a->o.accTolerance, kNonNegative);
+      // A setting named twice is ignored once (and named once in the labels).
+      auto& ignore = a->o.ignore;
+      for (std::size_t i = 0; i < ignore.size(); ++i)
+        ignore.erase(std::remove(ignore.begin() + static_cast<std::ptrdiff_t>(i) + 1, ignore.end(), ignore[i]),
+                     ignore.end());
       const CompareResult r = compareResults(a->o);
       std::cout << formatComparison(r, a->o, a->format);
       return r.regressed() ? 3 : 0;
